@@ -1,0 +1,77 @@
+# secondary-scheduler: every entry point a developer or CI needs.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+CLUSTER_DIR ?= $(CURDIR)/.cluster
+LOCAL_KUBECONFIG := $(CLUSTER_DIR)/kubeconfig
+NODES ?= e2e/cluster/nodes-example.yaml
+IMAGE ?= secondary-scheduler:dev
+KIND_CLUSTER ?= secondary-scheduler
+
+.PHONY: install unit lint test e2e run image deploy bench demo cluster-bins cluster-up \
+        cluster-down kind-e2e clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+## unit: the unit tests, in seconds, no cluster
+unit: install
+	$(PY) -m pytest -q tests
+
+## lint: ruff, mypy --strict on scheduler/, and the import layering contracts
+lint: install
+	$(VENV)/bin/ruff check scheduler tests e2e bench
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+## test: the README's test command: unit tests, then the e2e suite on a real control plane
+test: unit e2e
+
+## e2e: against $$KUBECONFIG when E2E_KUBECONFIG is set, else a local control plane it starts and stops
+e2e: install cluster-bins
+	$(PY) -m pytest -q e2e
+
+cluster-bins:
+	bash e2e/cluster/build.sh >/dev/null
+
+cluster-up: install cluster-bins
+	$(PY) e2e/cluster/cluster.py up --nodes $(NODES)
+
+cluster-down: install
+	$(PY) e2e/cluster/cluster.py down
+
+## run: the scheduler against the local control plane (make cluster-up first)
+run: install
+	$(PY) -m scheduler --kubeconfig $(LOCAL_KUBECONFIG)
+
+## demo: the README's first command: nodes, priority classes, placement and a preemption you can watch
+demo: install cluster-bins
+	$(PY) e2e/demo.py
+
+## bench: in-process benchmarks; JSON results in bench/results/
+bench: install
+	$(PY) bench/run.py
+
+image:
+	docker build -t $(IMAGE) .
+
+deploy:
+	kubectl apply -k manifests/
+
+## kind-e2e: what the GitHub workflow does, on a machine with Docker and kind
+kind-e2e: install image
+	kind get clusters | grep -qx $(KIND_CLUSTER) || kind create cluster --name $(KIND_CLUSTER) --wait 120s
+	kind load docker-image $(IMAGE) --name $(KIND_CLUSTER)
+	kubectl apply -k manifests/
+	kubectl -n secondary-scheduler set image deployment/secondary-scheduler scheduler=$(IMAGE)
+	kubectl -n secondary-scheduler rollout status deployment/secondary-scheduler --timeout=180s
+	E2E_KUBECONFIG=$${KUBECONFIG:-$$HOME/.kube/config} E2E_SCHEDULER=deployed $(PY) -m pytest -q e2e
+
+clean: cluster-down
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,237 @@
+"""In-process scheduling benchmarks: no API server, synthetic clusters, results as JSON.
+
+Each scenario runs in its own process (``--scenario NAME``) so that its peak RSS is its own;
+without arguments every scenario runs and one JSON file per scenario lands in bench/results/.
+Targets are checked by reading the JSON, never by a timed assertion in a test.
+
+    python bench/run.py                   # all scenarios
+    python bench/run.py --scenario basic-5000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from scheduler.cycle import schedule_one  # noqa: E402
+from scheduler.framework.config import default_config, parse_config  # noqa: E402
+from scheduler.model.pod import PodInfo  # noqa: E402
+from scheduler.plugins.registry import default_registry  # noqa: E402
+from scheduler.ports import BindOutcome, BindResult, NullPorts  # noqa: E402
+from scheduler.scheduler import Scheduler  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results"
+ZONES = ("zone-a", "zone-b", "zone-c")
+
+
+def node(i: int, cpu: str = "32", memory: str = "128Gi", pods: int = 110) -> dict[str, Any]:
+    name = f"node-{i:05d}"
+    return {
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "topology.kubernetes.io/zone": ZONES[i % len(ZONES)],
+            },
+        },
+        "spec": {},
+        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": str(pods)}},
+    }
+
+
+def pod(
+    name: str,
+    *,
+    cpu: str = "100m",
+    memory: str = "128Mi",
+    node_name: str = "",
+    priority: int = 0,
+    labels: dict[str, str] | None = None,
+    spread: bool = False,
+    anti_affinity: bool = False,
+    namespace: str = "bench",
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "schedulerName": "secondary-scheduler",
+        "priority": priority,
+        "containers": [{
+            "name": "c",
+            "image": "registry.example/app:1",
+            "resources": {"requests": {"cpu": cpu, "memory": memory}},
+        }],
+    }
+    if node_name:
+        spec["nodeName"] = node_name
+    selector = {"matchLabels": dict(labels or {})}
+    if spread:
+        spec["topologySpreadConstraints"] = [{
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": selector,
+        }]
+    if anti_affinity:
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}
+        ]}}
+    return {
+        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}",
+                     "labels": dict(labels or {}), "resourceVersion": "1"},
+        "spec": spec,
+        "status": {"phase": "Running" if node_name else "Pending",
+                   "startTime": "2026-01-01T00:00:00Z"},
+    }
+
+
+class SyncPorts(NullPorts):
+    """Binds at once; the benchmark measures scheduling, not an API server."""
+
+    def bind(self, pod: PodInfo, node: str) -> BindResult:
+        return BindResult(BindOutcome.BOUND)
+
+
+@dataclass
+class Scenario:
+    name: str
+    nodes: int
+    init_pods: int
+    measured_pods: int
+    build: Callable[[Scheduler, int, int, int], list[PodInfo]]
+    config: dict[str, Any] | None = None
+    metric: str = "pods"
+
+
+def new_scheduler(config: dict[str, Any] | None = None) -> Scheduler:
+    registry = default_registry()
+    cfg = parse_config(config, registry) if config else default_config(registry)
+    ports = SyncPorts()
+    return Scheduler(cfg, registry, binder=ports, reporter=ports, seed=1)
+
+
+def add_nodes(s: Scheduler, n: int, **kwargs: Any) -> None:
+    for i in range(n):
+        obj = node(i, **kwargs)
+        s.cache.upsert_node(obj)
+        s.known_nodes.add(obj["metadata"]["name"])
+
+
+def build_basic(s: Scheduler, nodes: int, init: int, measured: int) -> list[PodInfo]:
+    add_nodes(s, nodes)
+    for i in range(init):
+        s.cache.upsert_pod(PodInfo.from_pod(pod(f"init-{i}", node_name=f"node-{i % nodes:05d}")))
+    return [PodInfo.from_pod(pod(f"p-{i}")) for i in range(measured)]
+
+
+def build_spread(s: Scheduler, nodes: int, init: int, measured: int) -> list[PodInfo]:
+    add_nodes(s, nodes)
+    for i in range(init):
+        labels = {"app": f"init-{i % 50}"}
+        s.cache.upsert_pod(PodInfo.from_pod(
+            pod(f"init-{i}", node_name=f"node-{i % nodes:05d}", labels=labels)))
+    return [
+        PodInfo.from_pod(pod(f"p-{i}", labels={"app": "spread"}, spread=True, anti_affinity=True))
+        for i in range(measured)
+    ]
+
+
+def build_preemption(s: Scheduler, nodes: int, init: int, measured: int) -> list[PodInfo]:
+    # Every node full: 4 low-priority pods of 1 cpu on 4-cpu nodes.
+    for i in range(nodes):
+        obj = node(i, cpu="4", memory="16Gi")
+        s.cache.upsert_node(obj)
+        s.known_nodes.add(obj["metadata"]["name"])
+    per_node = max(init // nodes, 1)
+    for i in range(nodes):
+        for j in range(per_node):
+            s.cache.upsert_pod(PodInfo.from_pod(pod(
+                f"low-{i}-{j}", cpu=f"{4000 // per_node}m", memory="1Gi",
+                node_name=f"node-{i:05d}", priority=j % 3)))
+    return [PodInfo.from_pod(pod(f"high-{i}", cpu="2", memory="1Gi", priority=1000))
+            for i in range(measured)]
+
+
+SCENARIOS = {
+    s.name: s
+    for s in (
+        Scenario("basic-500", 500, 500, 2000, build_basic),
+        Scenario("basic-5000", 5000, 5000, 3000, build_basic),
+        Scenario("spread-antiaffinity-5000", 5000, 10000, 1000, build_spread),
+        Scenario("cache-memory-5000x50000", 5000, 50000, 200, build_basic),
+        Scenario("preemption-5000", 5000, 20000, 300, build_preemption, metric="preemptions"),
+    )
+}
+
+
+def run_scenario(scenario: Scenario) -> dict[str, Any]:
+    s = new_scheduler(scenario.config)
+    build_start = time.perf_counter()
+    pending = scenario.build(s, scenario.nodes, scenario.init_pods, scenario.measured_pods)
+    build_seconds = time.perf_counter() - build_start
+    # Warm the derived snapshot data (zone order, domains) as a running scheduler would have.
+    s.snapshot.order()
+    latencies: list[float] = []
+    preemptions = 0
+    start = time.perf_counter()
+    for info in pending:
+        s.queue.add(info)
+        t0 = time.perf_counter()
+        schedule_one(s, timeout=0)
+        latencies.append(time.perf_counter() - t0)
+        if s.queue.nominator.node_of(info.uid):
+            preemptions += 1
+    elapsed = time.perf_counter() - start
+    s.stop(timeout=5)
+    latencies.sort()
+    count = len(latencies)
+    rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = {
+        "scenario": scenario.name,
+        "nodes": scenario.nodes,
+        "pods": scenario.init_pods,
+        "measured_pods": count,
+        "pods_per_second": round(count / elapsed, 1),
+        "p50_ms": round(statistics.median(latencies) * 1000, 3),
+        "p99_ms": round(latencies[min(count - 1, int(count * 0.99))] * 1000, 3),
+        "peak_rss_mib": round(rss_kib / 1024, 1),
+        "setup_seconds": round(build_seconds, 2),
+        "python": sys.version.split()[0],
+    }
+    if scenario.metric == "preemptions":
+        result["preemption_decisions"] = preemptions
+        result["preemption_decisions_per_second"] = round(preemptions / elapsed, 1)
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scenario", choices=sorted(SCENARIOS))
+    args = parser.parse_args()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    if args.scenario:
+        result = run_scenario(SCENARIOS[args.scenario])
+        (RESULTS / f"{args.scenario}.json").write_text(json.dumps(result, indent=2) + "\n")
+        print(json.dumps(result))
+        return 0
+    failures = 0
+    for name in SCENARIOS:
+        proc = subprocess.run([sys.executable, __file__, "--scenario", name],
+                              env={**os.environ, "PYTHONHASHSEED": "0"})
+        failures += proc.returncode != 0
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from scheduler.operator.main import main
+
+sys.exit(main())

@@ -1,0 +1,400 @@
+"""The scheduling cycle, top to bottom (upstream's schedule_one.go).
+
+    schedule_one
+      pop -> refresh the cache (apply watch deltas) -> pre-checks
+      scheduling_cycle
+        find_nodes_that_fit:  PreFilter -> nominated node first -> Filter (two-pass rule)
+        PostFilter when nothing fits (preemption) -> handle_scheduling_failure
+        prioritize:           PreScore -> Score -> NormalizeScore -> weighted sum
+        select_host:          highest total, ties broken at random
+        assume -> Reserve -> Permit
+      binding_cycle (on a worker thread, so the next cycle starts at once)
+        wait on Permit -> PreBind -> Bind -> PostBind, or Unreserve + forget + requeue
+
+Whenever the cache assumes a pod, every path that does not end in a confirmed bind calls
+``forget`` for it (through the inbox when on a binding thread).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import structlog
+
+from scheduler.framework.events import ASSIGNED_POD_DELETE
+from scheduler.framework.fit_error import fit_error_message
+from scheduler.framework.interface import (
+    Code,
+    CycleState,
+    Diagnosis,
+    IntArray,
+    NodeView,
+    Status,
+)
+from scheduler.plugins.default_binder import OUTCOME_KEY as BIND_OUTCOME_KEY
+from scheduler.ports import BindOutcome
+
+if TYPE_CHECKING:
+    from scheduler.framework.runtime import Framework
+    from scheduler.model.pod import PodInfo
+    from scheduler.queue.queued_pod import QueuedPodInfo
+    from scheduler.scheduler import Scheduler
+
+log = structlog.get_logger("scheduler.cycle")
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+REASON_UNSCHEDULABLE = "Unschedulable"
+REASON_SCHEDULER_ERROR = "SchedulerError"
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+
+class FitError(Exception):
+    def __init__(self, pod: PodInfo, diagnosis: Diagnosis) -> None:
+        super().__init__(fit_error_message(diagnosis))
+        self.pod = pod
+        self.diagnosis = diagnosis
+
+
+class NoNodesAvailable(Exception):
+    """The cluster has no nodes: not a FitError, and it clears any nomination."""
+
+
+class SchedulingError(Exception):
+    """A plugin error or an internal failure: SchedulerError, retried after error backoff."""
+
+
+@dataclass
+class ScheduleResult:
+    node: str
+    evaluated_nodes: int
+    feasible_nodes: int
+
+
+def schedule_one(s: Scheduler, timeout: float | None = None) -> bool:
+    """Schedule the next pod; returns False when no pod arrived within ``timeout``."""
+    qpi = s.queue.pop(timeout)
+    s.refresh()
+    if qpi is None:
+        return False
+    pod = qpi.pod
+    framework = s.profiles.get(pod.scheduler_name)
+    if framework is None or pod.is_terminating or s.cache.is_assumed(pod.uid):
+        s.queue.done(pod.uid)
+        return True
+    start = time.perf_counter()
+    state = CycleState()
+    result = scheduling_cycle(s, framework, state, qpi, start)
+    if result is None:
+        s.queue.done(pod.uid)
+        return True
+    s.submit_binding(binding_cycle, s, framework, state, qpi, result, start)
+    return True
+
+
+def scheduling_cycle(
+    s: Scheduler, framework: Framework, state: CycleState, qpi: QueuedPodInfo, start: float
+) -> ScheduleResult | None:
+    pod = qpi.pod
+    try:
+        result = schedule_pod(s, framework, state, pod)
+    except FitError as fit:
+        nominated: str | None = None
+        if framework.plugins.post_filter:
+            post_result, status = framework.run_post_filter(state, pod, fit.diagnosis)
+            # Upstream keeps the PostFilter message whatever the outcome, success included.
+            fit.diagnosis.post_filter_msg = status.message
+            if status.code is Code.ERROR:
+                log.error("PostFilter failed", pod=pod.key, plugin=status.plugin,
+                          reason=status.message)
+            if post_result is not None:
+                nominated = post_result.nominated_node_name
+        else:
+            nominated = ""
+        handle_scheduling_failure(
+            s, framework, qpi, REASON_UNSCHEDULABLE, fit_error_message(fit.diagnosis),
+            nominated, fit.diagnosis, start,
+        )
+        return None
+    except NoNodesAvailable:
+        handle_scheduling_failure(
+            s, framework, qpi, REASON_UNSCHEDULABLE, NO_NODES_AVAILABLE, "", None, start,
+            error=False,
+        )
+        return None
+    except SchedulingError as err:
+        handle_scheduling_failure(
+            s, framework, qpi, REASON_SCHEDULER_ERROR, str(err), None, None, start
+        )
+        return None
+
+    s.queue.nominator.delete(pod.uid)
+    assumed = s.cache.assume(pod, result.node)
+    status = framework.run_reserve(state, assumed, result.node)
+    if not status.is_success():
+        framework.run_unreserve(state, assumed, result.node)
+        s.cache.forget(pod.uid)
+        _fail_after_assume(s, framework, qpi, status, start)
+        return None
+    decision = framework.run_permit(state, assumed, result.node)
+    if not (decision.status.is_success() or decision.status.code is Code.WAIT):
+        framework.run_unreserve(state, assumed, result.node)
+        s.cache.forget(pod.uid)
+        _fail_after_assume(s, framework, qpi, decision.status, start)
+        return None
+    if decision.status.code is Code.WAIT:
+        s.waiting.add(assumed, decision.timeout_seconds)
+    return result
+
+
+def schedule_pod(
+    s: Scheduler, framework: Framework, state: CycleState, pod: PodInfo
+) -> ScheduleResult:
+    snapshot = s.snapshot
+    if snapshot.num_nodes == 0:
+        raise NoNodesAvailable
+    feasible, diagnosis, evaluated = find_nodes_that_fit(s, framework, state, pod)
+    if feasible.size == 0:
+        raise FitError(pod, diagnosis)
+    names = snapshot.nodes.names
+    if feasible.size == 1:
+        return ScheduleResult(names[int(feasible[0])], evaluated, 1)
+    view = _view(s, feasible)
+    totals = prioritize(framework, state, pod, view)
+    host = select_host(s, view, totals)
+    return ScheduleResult(host, evaluated, int(feasible.size))
+
+
+def find_nodes_that_fit(
+    s: Scheduler, framework: Framework, state: CycleState, pod: PodInfo
+) -> tuple[IntArray, Diagnosis, int]:
+    """Feasible node rows, the diagnosis of the rejected ones, and how many were evaluated."""
+    snapshot = s.snapshot
+    order = snapshot.order()
+    diagnosis = Diagnosis(
+        codes=np.zeros(snapshot.nodes.capacity, dtype=np.uint8), num_all_nodes=int(order.size)
+    )
+    pre_result, status, rejectors = framework.run_pre_filter(state, pod, snapshot)
+    if status.code is Code.ERROR:
+        raise SchedulingError(f"running PreFilter plugin {status.plugin!r}: {status.message}")
+    if not status.is_success():
+        diagnosis.codes[order] = np.uint8(status.code)
+        diagnosis.reasons = [(order, reason, status.plugin) for reason in status.reasons]
+        diagnosis.pre_filter_msg = status.message
+        _record_rejectors(diagnosis, status.code, rejectors)
+        return np.zeros(0, dtype=np.int64), diagnosis, 0
+
+    nominated = s.queue.nominator.all()
+    # A pod nominated by an earlier preemption tries its nominated node first.
+    if pod.nominated_node_name:
+        row = snapshot.row_of(pod.nominated_node_name)
+        if row is not None:
+            single = _view(s, np.asarray([row], dtype=np.int64))
+            outcome = framework.run_filters_with_nominated(state, pod, single, nominated)
+            if outcome.error is not None:
+                raise SchedulingError(outcome.error.message)
+            if outcome.codes[0] == Code.SUCCESS:
+                return single.idx, diagnosis, 1
+
+    candidates = order
+    if pre_result is not None and pre_result.node_names is not None:
+        allowed = np.asarray(
+            [snapshot.row_of(n) for n in pre_result.node_names if snapshot.row_of(n) is not None],
+            dtype=np.int64,
+        )
+        inside = np.isin(order, allowed)
+        absent = order[~inside]
+        if absent.size:
+            plugins = pre_result.plugins
+            reason = f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]"
+            diagnosis.codes[absent] = np.uint8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+            diagnosis.reasons.append((absent, reason, plugins[0] if plugins else ""))
+        candidates = order[inside]
+    n = int(candidates.size)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), diagnosis, 0
+    start_index = s.next_start_index % n
+    rotated = np.concatenate((candidates[start_index:], candidates[:start_index]))
+    view = _view(s, rotated)
+    outcome = framework.run_filters_with_nominated(state, pod, view, nominated)
+    if outcome.error is not None:
+        raise SchedulingError(
+            f"running Filter plugin {outcome.error.plugin!r}: {outcome.error.message}"
+        )
+    feasible_positions = outcome.feasible
+    to_find = num_feasible_nodes_to_find(
+        framework.percentage_of_nodes_to_score, s.config.percentage_of_nodes_to_score, n
+    )
+    if not framework.plugins.score:
+        to_find = 1
+    if feasible_positions.size > to_find:
+        feasible_positions = feasible_positions[:to_find]
+        processed = int(feasible_positions[-1]) + 1
+    else:
+        processed = n
+    s.next_start_index = (start_index + processed) % max(int(order.size), 1)
+    rejected = np.flatnonzero(outcome.codes[:processed] != np.uint8(Code.SUCCESS))
+    diagnosis.codes[rotated[rejected]] = outcome.codes[rejected]
+    for positions, reason, plugin in outcome.reasons:
+        kept = positions[positions < processed]
+        if kept.size:
+            diagnosis.reasons.append((rotated[kept], reason, plugin))
+    diagnosis.unschedulable_plugins |= outcome.plugins_with(Code.UNSCHEDULABLE)
+    diagnosis.unschedulable_plugins |= outcome.plugins_with(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+    diagnosis.pending_plugins |= outcome.plugins_with(Code.PENDING)
+    return rotated[feasible_positions], diagnosis, processed
+
+
+def num_feasible_nodes_to_find(profile_pct: int | None, global_pct: int, num_nodes: int) -> int:
+    """How many feasible nodes to look for before scoring (upstream numFeasibleNodesToFind)."""
+    if num_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_nodes
+    pct = profile_pct if profile_pct is not None else global_pct
+    if pct == 0:
+        pct = max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND, 50 - num_nodes // 125)
+    if pct >= 100:
+        return num_nodes
+    return max(num_nodes * pct // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def prioritize(framework: Framework, state: CycleState, pod: PodInfo, view: NodeView) -> IntArray:
+    status = framework.run_pre_score(state, pod, view)
+    if not status.is_success():
+        raise SchedulingError(f"running PreScore plugin {status.plugin!r}: {status.message}")
+    totals, status, _ = framework.run_score(state, pod, view)
+    if not status.is_success():
+        raise SchedulingError(status.message)
+    return totals
+
+
+def select_host(s: Scheduler, view: NodeView, totals: IntArray) -> str:
+    """The node with the highest total; ties are broken uniformly at random."""
+    best = np.flatnonzero(totals == totals.max())
+    pick = int(best[0]) if best.size == 1 else int(s.rng.choice(best))
+    return s.snapshot.nodes.names[int(view.idx[pick])]
+
+
+def binding_cycle(
+    s: Scheduler,
+    framework: Framework,
+    state: CycleState,
+    qpi: QueuedPodInfo,
+    result: ScheduleResult,
+    start: float,
+) -> None:
+    """Runs on a binding thread: cache changes go through the inbox."""
+    pod = qpi.pod
+    node = result.node
+    try:
+        status = s.waiting.wait(pod.uid)
+        if status.is_success():
+            status = framework.run_pre_bind(state, pod, node)
+        if status.is_success() and not s.node_exists(node):
+            status = Status.error(f"node {node!r} was deleted before the binding")
+        if status.is_success():
+            status = framework.run_bind(state, pod, node)
+    except Exception as exc:  # a binding thread must always release the pod
+        log.exception("Binding cycle failed", pod=pod.key, node=node)
+        status = Status.error(str(exc))
+    outcome = state.get(BIND_OUTCOME_KEY, BindOutcome.FAILED)
+    if status.is_success():
+        s.inbox.put(lambda: s.cache.finish_binding(pod.uid))
+        s.reporter.scheduled(pod, node)
+        framework.run_post_bind(state, pod, node)
+        s.queue.done(pod.uid)
+        log.info(
+            "Successfully bound pod to node",
+            pod=pod.key, node=node, profile=framework.profile_name, attempt=qpi.attempts,
+            evaluated_nodes=result.evaluated_nodes, feasible_nodes=result.feasible_nodes,
+            duration_ms=round((time.perf_counter() - start) * 1000, 3),
+        )
+        return
+    framework.run_unreserve(state, pod, node)
+    s.inbox.put(lambda: s.cache.forget(pod.uid))
+    if outcome in (BindOutcome.GONE, BindOutcome.CONFLICT):
+        # Deleted, or bound by someone else: nothing to retry.
+        log.info("Dropped pod after binding", pod=pod.key, node=node, reason=outcome.value)
+        s.queue.delete(pod.uid)
+        s.queue.done(pod.uid)
+        return
+    s.queue.move_all_to_active_or_backoff(
+        ASSIGNED_POD_DELETE, pre_check=lambda other: other.uid != pod.uid
+    )
+    reason = REASON_UNSCHEDULABLE if status.is_rejected() else REASON_SCHEDULER_ERROR
+    message = (
+        fit_error_message(_single_node_diagnosis(status))
+        if status.is_rejected()
+        else f"binding rejected: {status.message}"
+    )
+    handle_scheduling_failure(s, framework, qpi, reason, message, None, None, start,
+                              error=not status.is_rejected())
+    s.queue.done(pod.uid)
+
+
+def handle_scheduling_failure(
+    s: Scheduler,
+    framework: Framework,
+    qpi: QueuedPodInfo,
+    reason: str,
+    message: str,
+    nominated_node: str | None,
+    diagnosis: Diagnosis | None,
+    start: float,
+    *,
+    error: bool | None = None,
+) -> None:
+    """Requeue the pod, keep or change its nomination, and tell the user why."""
+    pod = qpi.pod
+    if diagnosis is not None:
+        qpi.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
+        qpi.pending_plugins = set(diagnosis.pending_plugins)
+    is_error = reason == REASON_SCHEDULER_ERROR if error is None else error
+    s.queue.add_unschedulable_if_not_present(qpi, error=is_error)
+    if nominated_node is not None:
+        s.queue.nominator.add(pod, nominated_node)
+    s.reporter.failed(pod, reason, message, nominated_node)
+    log.info(
+        "Unable to schedule pod",
+        pod=pod.key, profile=framework.profile_name, attempt=qpi.attempts, reason=reason,
+        message=message, nominated_node=nominated_node,
+        duration_ms=round((time.perf_counter() - start) * 1000, 3),
+    )
+
+
+def _fail_after_assume(
+    s: Scheduler, framework: Framework, qpi: QueuedPodInfo, status: Status, start: float
+) -> None:
+    if status.is_rejected():
+        diagnosis = _single_node_diagnosis(status)
+        diagnosis.unschedulable_plugins = {status.plugin}
+        handle_scheduling_failure(
+            s, framework, qpi, REASON_UNSCHEDULABLE, fit_error_message(diagnosis), None,
+            diagnosis, start,
+        )
+    else:
+        handle_scheduling_failure(
+            s, framework, qpi, REASON_SCHEDULER_ERROR, status.message, None, None, start
+        )
+
+
+def _single_node_diagnosis(status: Status) -> Diagnosis:
+    """Reserve, Permit and Bind rejections read "0/1 nodes are available: <reason>."."""
+    rows = np.zeros(1, dtype=np.int64)
+    diagnosis = Diagnosis(codes=np.asarray([status.code], dtype=np.uint8), num_all_nodes=1)
+    diagnosis.reasons = [(rows, reason, status.plugin) for reason in status.reasons]
+    return diagnosis
+
+
+def _record_rejectors(diagnosis: Diagnosis, code: Code, plugins: set[str]) -> None:
+    if code is Code.PENDING:
+        diagnosis.pending_plugins |= plugins
+    else:
+        diagnosis.unschedulable_plugins |= plugins
+
+
+def _view(s: Scheduler, rows: IntArray) -> NodeView:
+    nodes = s.snapshot.nodes
+    return NodeView(s.snapshot, rows, nodes.requested[rows], nodes.pod_count[rows])

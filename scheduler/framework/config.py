@@ -1,0 +1,317 @@
+"""Scheduler configuration in the shape of kube-scheduler's KubeSchedulerConfiguration.
+
+Only what this scheduler implements is accepted: an unknown field, plugin or argument is an
+error that names the field, so a typo never silently falls back to a default. The default
+profile is upstream's default plugin list (v1.37) without the volume and DRA plugins, which
+need PersistentVolume and ResourceClaim watches this scheduler does not have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scheduler.framework.registry import ConfigError, Registry
+
+API_VERSION = "kubescheduler.config.k8s.io/v1"
+DEFAULT_SCHEDULER_NAME = "secondary-scheduler"
+
+# Upstream's MultiPoint defaults (pkg/scheduler/apis/config/v1/default_plugins.go, v1.37),
+# in order, with their score weights.
+DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
+    ("PrioritySort", 0),
+    ("NodeName", 0),
+    ("NodeUnschedulable", 0),
+    ("TaintToleration", 3),
+    ("NodeAffinity", 2),
+    ("NodePorts", 0),
+    ("NodeResourcesFit", 1),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
+    ("DefaultPreemption", 0),
+    ("NodeResourcesBalancedAllocation", 1),
+    ("ImageLocality", 1),
+    ("DefaultBinder", 0),
+)
+
+EXTENSION_POINTS = (
+    "queueSort",
+    "preFilter",
+    "filter",
+    "postFilter",
+    "preScore",
+    "score",
+    "reserve",
+    "permit",
+    "preBind",
+    "bind",
+    "postBind",
+)
+
+_TOP_FIELDS = {
+    "apiVersion",
+    "kind",
+    "profiles",
+    "percentageOfNodesToScore",
+    "podInitialBackoffSeconds",
+    "podMaxBackoffSeconds",
+    "parallelism",
+    "clientConnection",
+    "leaderElection",
+}
+_PROFILE_FIELDS = {"schedulerName", "plugins", "pluginConfig", "percentageOfNodesToScore"}
+
+
+@dataclass(frozen=True)
+class PluginRef:
+    name: str
+    weight: int
+
+
+@dataclass(frozen=True)
+class ProfileConfig:
+    scheduler_name: str
+    # Per extension point (upstream's camelCase names), the plugins in order.
+    points: Mapping[str, tuple[PluginRef, ...]]
+    args: Mapping[str, Mapping[str, Any]]
+    percentage_of_nodes_to_score: int | None = None
+
+
+@dataclass(frozen=True)
+class ClientConnection:
+    qps: float = 50.0
+    burst: int = 100
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    profiles: tuple[ProfileConfig, ...]
+    percentage_of_nodes_to_score: int = 0
+    pod_initial_backoff_seconds: float = 1.0
+    pod_max_backoff_seconds: float = 10.0
+    client_connection: ClientConnection = field(default_factory=ClientConnection)
+
+    def profile(self, scheduler_name: str) -> ProfileConfig | None:
+        return next((p for p in self.profiles if p.scheduler_name == scheduler_name), None)
+
+    @property
+    def scheduler_names(self) -> frozenset[str]:
+        return frozenset(p.scheduler_name for p in self.profiles)
+
+
+def load_config_file(path: str | Path, registry: Registry) -> SchedulerConfig:
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the configuration file: {exc}") from exc
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    return parse_config(raw if raw is not None else {}, registry)
+
+
+def default_config(registry: Registry) -> SchedulerConfig:
+    return parse_config({}, registry)
+
+
+def parse_config(raw: Any, registry: Registry) -> SchedulerConfig:
+    if not isinstance(raw, Mapping):
+        raise ConfigError("the configuration must be a mapping (KubeSchedulerConfiguration)")
+    _no_unknown(raw, _TOP_FIELDS, "")
+    api_version = raw.get("apiVersion", API_VERSION)
+    if api_version != API_VERSION:
+        raise ConfigError(f"apiVersion: expected {API_VERSION!r}, got {api_version!r}")
+    kind = raw.get("kind", "KubeSchedulerConfiguration")
+    if kind != "KubeSchedulerConfiguration":
+        raise ConfigError(f"kind: expected 'KubeSchedulerConfiguration', got {kind!r}")
+    percentage = _percentage(raw.get("percentageOfNodesToScore", 0), "percentageOfNodesToScore")
+    initial = _number(raw.get("podInitialBackoffSeconds", 1), "podInitialBackoffSeconds", 1)
+    maximum = _number(raw.get("podMaxBackoffSeconds", 10), "podMaxBackoffSeconds", 1)
+    if maximum < initial:
+        raise ConfigError(
+            "podMaxBackoffSeconds: must be greater than or equal to podInitialBackoffSeconds"
+        )
+    client = raw.get("clientConnection") or {}
+    _no_unknown(client, {"qps", "burst", "kubeconfig", "contentType"}, "clientConnection")
+    connection = ClientConnection(
+        qps=_number(client.get("qps", 50), "clientConnection.qps", 0),
+        burst=int(_number(client.get("burst", 100), "clientConnection.burst", 0)),
+    )
+    raw_profiles = raw.get("profiles") or [{}]
+    if not isinstance(raw_profiles, list):
+        raise ConfigError("profiles: must be a list")
+    profiles = tuple(
+        _parse_profile(p, f"profiles[{i}]", registry, single=len(raw_profiles) == 1)
+        for i, p in enumerate(raw_profiles)
+    )
+    names = [p.scheduler_name for p in profiles]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise ConfigError(f"profiles[{i}].schedulerName: duplicate name {name!r}")
+    sorts = {p.points["queueSort"] for p in profiles}
+    if len(sorts) > 1:
+        raise ConfigError("profiles: all profiles must use the same queueSort plugin")
+    return SchedulerConfig(
+        profiles=profiles,
+        percentage_of_nodes_to_score=percentage or 0,
+        pod_initial_backoff_seconds=initial,
+        pod_max_backoff_seconds=maximum,
+        client_connection=connection,
+    )
+
+
+def _parse_profile(raw: Any, path: str, registry: Registry, *, single: bool) -> ProfileConfig:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: must be a mapping")
+    _no_unknown(raw, _PROFILE_FIELDS, path)
+    name = raw.get("schedulerName")
+    if name is None:
+        if not single:
+            raise ConfigError(f"{path}.schedulerName: required when there are several profiles")
+        name = DEFAULT_SCHEDULER_NAME
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{path}.schedulerName: must be a non-empty string")
+    plugins = raw.get("plugins") or {}
+    if not isinstance(plugins, Mapping):
+        raise ConfigError(f"{path}.plugins: must be a mapping")
+    _no_unknown(plugins, {"multiPoint", *EXTENSION_POINTS}, f"{path}.plugins")
+    multi = _apply_set(
+        [PluginRef(n, w) for n, w in DEFAULT_PLUGINS],
+        plugins.get("multiPoint"),
+        f"{path}.plugins.multiPoint",
+        registry,
+    )
+    enabled_names = {ref.name for ref in multi}
+    points: dict[str, tuple[PluginRef, ...]] = {}
+    for point in EXTENSION_POINTS:
+        base = [ref for ref in multi if _implements(registry, ref.name, point)]
+        refs = _apply_set(
+            base, plugins.get(point), f"{path}.plugins.{point}", registry, point=point
+        )
+        if point == "score":
+            refs = [PluginRef(r.name, r.weight or 1) for r in refs]
+        points[point] = tuple(refs)
+        enabled_names |= {ref.name for ref in refs}
+    if len(points["queueSort"]) != 1:
+        raise ConfigError(f"{path}.plugins.queueSort: exactly one queueSort plugin is required")
+    if not points["bind"]:
+        raise ConfigError(f"{path}.plugins.bind: at least one bind plugin is required")
+    args = _parse_plugin_config(raw.get("pluginConfig") or [], path, registry, enabled_names)
+    percentage = raw.get("percentageOfNodesToScore")
+    return ProfileConfig(
+        scheduler_name=name,
+        points=points,
+        args=args,
+        percentage_of_nodes_to_score=None
+        if percentage is None
+        else _percentage(percentage, f"{path}.percentageOfNodesToScore"),
+    )
+
+
+def _apply_set(
+    base: list[PluginRef], raw: Any, path: str, registry: Registry, *, point: str | None = None
+) -> list[PluginRef]:
+    """Upstream's merge: ``disabled`` removes (``*`` removes all), ``enabled`` appends/overrides."""
+    if raw is None:
+        return base
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: must be a mapping with 'enabled' and/or 'disabled'")
+    _no_unknown(raw, {"enabled", "disabled"}, path)
+    out = list(base)
+    for j, item in enumerate(raw.get("disabled") or []):
+        name = _plugin_name(item, f"{path}.disabled[{j}]", registry, allow_star=True)
+        out = [] if name == "*" else [ref for ref in out if ref.name != name]
+    for j, item in enumerate(raw.get("enabled") or []):
+        item_path = f"{path}.enabled[{j}]"
+        name = _plugin_name(item, item_path, registry, allow_star=False)
+        _no_unknown(item, {"name", "weight"}, item_path)
+        if point is not None and not _implements(registry, name, point):
+            raise ConfigError(f"{item_path}.name: plugin {name!r} does not implement {point}")
+        weight = item.get("weight", 0) if isinstance(item, Mapping) else 0
+        if not isinstance(weight, int) or weight < 0 or weight > 100:
+            raise ConfigError(f"{item_path}.weight: must be an integer in [0, 100]")
+        existing = next((ref for ref in out if ref.name == name), None)
+        if existing is not None:
+            out = [PluginRef(name, weight or existing.weight) if r is existing else r for r in out]
+        else:
+            out.append(PluginRef(name, weight))
+    return out
+
+
+def _plugin_name(item: Any, path: str, registry: Registry, *, allow_star: bool) -> str:
+    if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
+        raise ConfigError(f"{path}.name: required")
+    name: str = item["name"]
+    if name == "*" and allow_star:
+        return name
+    if registry.get(name) is None:
+        known = ", ".join(registry.names())
+        raise ConfigError(f"{path}.name: unknown plugin {name!r} (known: {known})")
+    return name
+
+
+def _parse_plugin_config(
+    raw: Any, path: str, registry: Registry, enabled: set[str]
+) -> dict[str, Mapping[str, Any]]:
+    if not isinstance(raw, list):
+        raise ConfigError(f"{path}.pluginConfig: must be a list")
+    out: dict[str, Mapping[str, Any]] = {}
+    for j, entry in enumerate(raw):
+        entry_path = f"{path}.pluginConfig[{j}]"
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"{entry_path}: must be a mapping with name and args")
+        _no_unknown(entry, {"name", "args"}, entry_path)
+        name = _plugin_name(entry, entry_path, registry, allow_star=False)
+        if name in out:
+            raise ConfigError(f"{entry_path}.name: duplicate pluginConfig for {name!r}")
+        spec = registry.get(name)
+        assert spec is not None
+        args = entry.get("args") or {}
+        if not isinstance(args, Mapping):
+            raise ConfigError(f"{entry_path}.args: must be a mapping")
+        args = {k: v for k, v in args.items() if k not in ("apiVersion", "kind")}
+        merged = {**spec.default_args, **args}
+        if spec.validate is not None:
+            spec.validate(merged, f"{entry_path}.args")
+        elif args:
+            raise ConfigError(f"{entry_path}.args: plugin {name!r} takes no arguments")
+        out[name] = merged
+    for name in enabled:
+        if name not in out:
+            spec = registry.get(name)
+            assert spec is not None
+            out[name] = dict(spec.default_args)
+    return out
+
+
+def _implements(registry: Registry, name: str, point: str) -> bool:
+    spec = registry.get(name)
+    return spec is not None and point in spec.points
+
+
+def _no_unknown(raw: Mapping[str, Any], known: set[str], path: str) -> None:
+    for key in raw:
+        if key not in known:
+            where = f"{path}.{key}" if path else str(key)
+            raise ConfigError(f"{where}: unknown field")
+
+
+def _percentage(value: Any, path: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 100:
+        raise ConfigError(f"{path}: must be an integer in [0, 100]")
+    return value
+
+
+def _number(value: Any, path: str, minimum: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
+        raise ConfigError(f"{path}: must be a number >= {minimum:g}")
+    return float(value)
+
+
+def profile_names(config: SchedulerConfig) -> Sequence[str]:
+    return [p.scheduler_name for p in config.profiles]

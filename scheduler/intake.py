@@ -1,0 +1,311 @@
+"""From watch events to cache deltas and queue calls (upstream's eventhandlers.go).
+
+Runs on the watch thread. It never touches the cache directly (the cache belongs to the
+scheduling thread): it puts deltas in the inbox, calls the thread-safe queue, and keeps just
+enough of its own state to tell what kind of change an update was (so the queue moves only
+the pods the change may help) and to resolve priorities at intake.
+
+Which pods: a pod is queued when its ``spec.schedulerName`` names one of our profiles, it has
+no ``spec.nodeName``, is not terminating and carries no scheduling gates; every bound pod is
+accounted in the cache, whichever scheduler bound it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from scheduler.framework.events import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    NAMESPACE_LABEL_CHANGE,
+    NODE_ADD,
+    PDB_CHANGE,
+    Action,
+    ClusterEvent,
+    Resource,
+)
+from scheduler.model.errors import InvalidSpecError
+from scheduler.model.pod import PodInfo
+from scheduler.model.resources import node_allocatable
+from scheduler.model.taints import parse_taints
+
+if TYPE_CHECKING:
+    from scheduler.scheduler import Scheduler
+
+log = structlog.get_logger("scheduler.intake")
+
+ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+NAMESPACES, PRIORITY_CLASSES, PDBS = "namespaces", "priorityclasses", "poddisruptionbudgets"
+
+
+def _object_key(obj: Mapping[str, Any]) -> str:
+    meta = obj["metadata"]
+    return f"{meta.get('namespace', '')}/{meta['name']}"
+
+
+@dataclass(frozen=True)
+class _NodeSummary:
+    labels: Mapping[str, str]
+    taints: tuple[Any, ...]
+    allocatable: Mapping[str, int]
+    unschedulable: bool
+
+
+class Intake:
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.s = scheduler
+        self.scheduler_names = scheduler.config.scheduler_names
+        self._nodes: dict[str, _NodeSummary] = {}
+        # Last seen version of every pod we know: uid -> (bound?, PodInfo).
+        self._pods: dict[str, PodInfo] = {}
+        self._priority_classes: dict[str, tuple[int, bool, str]] = {}
+        self._invalid_reported: dict[str, str] = {}
+        # Names (ns/name) of the low-volume objects seen, for reconciling after a relist.
+        self._known: dict[str, set[str]] = {NAMESPACES: set(), PRIORITY_CLASSES: set(), PDBS: set()}
+
+    # -- pods -----------------------------------------------------------------------------
+    def on_pod(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        info = PodInfo.from_pod(obj)
+        if event_type == DELETED:
+            self._pod_deleted(info)
+            return
+        old = self._pods.get(info.uid)
+        info = self._resolve_priority(info)
+        self._pods[info.uid] = info
+        if info.node_name or info.is_terminal:
+            self._pod_bound_or_done(old, info)
+        else:
+            self._pod_pending(old, info)
+
+    def _pod_deleted(self, info: PodInfo) -> None:
+        old = self._pods.pop(info.uid, None)
+        self._invalid_reported.pop(info.uid, None)
+        uid = info.uid
+        self.s.inbox.put(lambda: self._forget_deleted(uid))
+        self.s.queue.delete(uid)
+        was_bound = (old or info).node_name
+        if was_bound:
+            self.s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, old, None)
+        elif (old or info).nominated_node_name:
+            # Space a deleted nominated pod reserved is free again for lower-priority pods.
+            priority = (old or info).priority
+            self.s.queue.move_all_to_active_or_backoff(
+                ASSIGNED_POD_DELETE, old, None, pre_check=lambda p: p.priority <= priority
+            )
+
+    def _forget_deleted(self, uid: str) -> None:
+        self.s.cache.remove_pod(uid)
+
+    def _pod_bound_or_done(self, old: PodInfo | None, info: PodInfo) -> None:
+        self.s.inbox.put(lambda: self.s.cache.upsert_pod(info))
+        if old is None or not old.node_name:
+            # Bound now (by us or someone else): it leaves the queue.
+            self.s.queue.delete(info.uid)
+        if info.is_terminal:
+            if old is None or not old.is_terminal:
+                self.s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, old, info)
+        elif old is None or not old.node_name:
+            self.s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, old, info)
+        elif old.labels != info.labels:
+            event = ClusterEvent(Resource.ASSIGNED_POD, Action.UPDATE_POD_LABEL, "AssignedPodUpdate")
+            self.s.queue.move_all_to_active_or_backoff(event, old, info)
+        elif info.is_terminating and not old.is_terminating:
+            # Preemptors waiting on this victim re-check their eligibility.
+            event = ClusterEvent(Resource.ASSIGNED_POD, Action.UPDATE_POD_SPEC, "AssignedPodUpdate")
+            self.s.queue.move_all_to_active_or_backoff(event, old, info)
+
+    def _pod_pending(self, old: PodInfo | None, info: PodInfo) -> None:
+        if info.scheduler_name not in self.scheduler_names:
+            return
+        if info.is_terminating or info.raw.get("spec", {}).get("schedulingGates"):
+            self.s.queue.delete(info.uid)
+            return
+        if info.parse_error is not None:
+            self.s.queue.delete(info.uid)
+            self._report_invalid(info, info.parse_error)
+            return
+        self._invalid_reported.pop(info.uid, None)
+        if old is None or old.node_name or old.scheduler_name not in self.scheduler_names:
+            self.s.queue.add(info)
+        else:
+            self.s.queue.update(old, info)
+
+    def _report_invalid(self, info: PodInfo, error: InvalidSpecError) -> None:
+        """Say once per spec why the pod cannot be scheduled; no hot retries."""
+        message = f"invalid pod spec: {error}"
+        if self._invalid_reported.get(info.uid) == message:
+            return
+        self._invalid_reported[info.uid] = message
+        log.warning("Pod has an invalid spec", pod=info.key, field=error.field, reason=message)
+        self.s.reporter.failed(info, "SchedulerError", message, None)
+
+    def _resolve_priority(self, info: PodInfo) -> PodInfo:
+        """``spec.priority`` as admission set it; else the PriorityClass, the global default, 0."""
+        if info.priority_set:
+            return info
+        name = info.priority_class_name
+        if name:
+            found = self._priority_classes.get(name)
+            if found is None:
+                if info.parse_error is None and not info.node_name:
+                    error = InvalidSpecError(
+                        "spec.priorityClassName", f"no PriorityClass with name {name} was found"
+                    )
+                    return dataclasses.replace(info, parse_error=error)
+                return info
+            value, _, policy = found
+        else:
+            default = min(
+                ((v, p) for v, is_default, p in self._priority_classes.values() if is_default),
+                default=None,
+            )
+            if default is None:
+                return info
+            value, policy = default
+        preemption = info.raw.get("spec", {}).get("preemptionPolicy") or policy
+        return dataclasses.replace(info, priority=value, preemption_policy=preemption)
+
+    def pod_exists(self, uid: str) -> bool:
+        return uid in self._pods
+
+    # -- nodes ----------------------------------------------------------------------------
+    def on_node(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        if event_type == DELETED:
+            self._nodes.pop(name, None)
+            self.s.known_nodes.discard(name)
+            self.s.inbox.put(lambda: self.s.cache.remove_node(name))
+            event = ClusterEvent(Resource.NODE, Action.DELETE, "NodeDelete")
+            self.s.queue.move_all_to_active_or_backoff(event, obj, None)
+            return
+        try:
+            summary = _NodeSummary(
+                labels=dict(obj["metadata"].get("labels") or {}),
+                taints=parse_taints(obj),
+                allocatable=node_allocatable(obj),
+                unschedulable=bool((obj.get("spec") or {}).get("unschedulable", False)),
+            )
+        except InvalidSpecError as exc:
+            log.error("Node has an invalid spec; ignored", node=name, reason=str(exc))
+            return
+        old = self._nodes.get(name)
+        self._nodes[name] = summary
+        self.s.known_nodes.add(name)
+        node = dict(obj)
+        self.s.inbox.put(lambda: self._upsert_node(node))
+        event = _node_event(old, summary)
+        if event is not None:
+            self.s.queue.move_all_to_active_or_backoff(event, old, obj)
+
+    def _upsert_node(self, node: Mapping[str, Any]) -> None:
+        self.s.cache.upsert_node(node)
+
+    # -- namespaces, priority classes, PDBs -----------------------------------------------
+    def on_namespace(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        self._track(NAMESPACES, event_type, obj)
+        if event_type == DELETED:
+            self.s.inbox.put(lambda: self.s.cache.remove_namespace(name))
+            return
+        ns = dict(obj)
+        self.s.inbox.put(lambda: self._upsert_namespace(ns))
+        self.s.queue.move_all_to_active_or_backoff(NAMESPACE_LABEL_CHANGE, None, obj)
+
+    def _upsert_namespace(self, ns: Mapping[str, Any]) -> None:
+        self.s.cache.upsert_namespace(ns)
+
+    def on_priority_class(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        self._track(PRIORITY_CLASSES, event_type, obj)
+        if event_type == DELETED:
+            self._priority_classes.pop(name, None)
+            self.s.inbox.put(lambda: self.s.cache.remove_priority_class(name))
+            return
+        self._priority_classes[name] = (
+            int(obj.get("value", 0)),
+            bool(obj.get("globalDefault", False)),
+            obj.get("preemptionPolicy") or "PreemptLowerPriority",
+        )
+        pc = dict(obj)
+        self.s.inbox.put(lambda: self.s.cache.upsert_priority_class(pc))
+
+    def on_pdb(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        key = _object_key(obj)
+        self._track(PDBS, event_type, obj)
+        if event_type == DELETED:
+            self.s.inbox.put(lambda: self.s.cache.remove_pdb(key))
+        else:
+            pdb = dict(obj)
+            self.s.inbox.put(lambda: self.s.cache.upsert_pdb(pdb))
+        self.s.queue.move_all_to_active_or_backoff(PDB_CHANGE, None, obj)
+
+    def _track(self, kind: str, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        if event_type == DELETED:
+            self._known[kind].discard(_object_key(obj))
+        else:
+            self._known[kind].add(_object_key(obj))
+
+    # -- relist reconciliation ------------------------------------------------------------
+    def resync(self, kind: str, listed: Iterable[Mapping[str, Any]]) -> list[str]:
+        """Reconcile a low-volume kind against a fresh listing; returns the keys removed."""
+        handler = {
+            NAMESPACES: self.on_namespace,
+            PRIORITY_CLASSES: self.on_priority_class,
+            PDBS: self.on_pdb,
+        }[kind]
+        seen: set[str] = set()
+        for obj in listed:
+            handler(None, obj)
+            seen.add(_object_key(obj))
+        gone = sorted(self._known[kind] - seen)
+        for key in gone:
+            namespace, name = key.split("/", 1)
+            handler(DELETED, {"metadata": {"name": name, "namespace": namespace}})
+        return gone
+
+    def resync_pods(self, listed: Iterable[Mapping[str, Any]]) -> list[str]:
+        """After a relist: apply the listing and drop pods that vanished while the watch was down.
+
+        Returns the uids of the pods that were dropped.
+        """
+        uids: set[str] = set()
+        for obj in listed:
+            self.on_pod(None, obj)
+            uids.add(PodInfo.from_pod(obj).uid)
+        gone = [uid for uid in self._pods if uid not in uids]
+        for uid in gone:
+            old = self._pods[uid]
+            self._pod_deleted(old)
+        return gone
+
+    def resync_nodes(self, listed: Iterable[Mapping[str, Any]]) -> list[str]:
+        names: set[str] = set()
+        for obj in listed:
+            self.on_node(None, obj)
+            names.add(obj["metadata"]["name"])
+        gone = [name for name in self._nodes if name not in names]
+        for name in gone:
+            self.on_node(DELETED, {"metadata": {"name": name}})
+        return gone
+
+
+def _node_event(old: _NodeSummary | None, new: _NodeSummary) -> ClusterEvent | None:
+    if old is None:
+        return NODE_ADD
+    action = Action(0)
+    if new.labels != old.labels:
+        action |= Action.UPDATE_NODE_LABEL
+    if new.taints != old.taints or new.unschedulable != old.unschedulable:
+        action |= Action.UPDATE_NODE_TAINT
+    if any(new.allocatable.get(k, 0) > v for k, v in old.allocatable.items()) or (
+        set(new.allocatable) - set(old.allocatable)
+    ):
+        action |= Action.UPDATE_NODE_ALLOCATABLE
+    if not action:
+        return None
+    return ClusterEvent(Resource.NODE, action, "NodeUpdate")

@@ -1,0 +1,233 @@
+"""The core's ports implemented with the Kubernetes API.
+
+Binding runs on the scheduler's binding threads. Events, status patches and evictions are
+handed to a small worker pool so that neither the scheduling thread nor kopf's event loop ever
+waits on the API server.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from cachetools import TTLCache
+
+from scheduler.framework.fit_error import truncate_note
+from scheduler.model.pod import PodInfo
+from scheduler.operator.kubeapi import STRATEGIC_MERGE, KubeApi
+from scheduler.ports import BindOutcome, BindResult, EvictionOutcome, EvictionResult
+
+log = structlog.get_logger("scheduler.api")
+
+# Identical failure Events for a pod are not repeated within this window (the condition is).
+EVENT_DEDUP_SECONDS = 10 * 60.0
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _micro_time() -> str:
+    return _now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _time() -> str:
+    return _now().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _pod_ref(pod: PodInfo) -> dict[str, str]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "namespace": pod.namespace,
+        "name": pod.name,
+        "uid": pod.uid,
+    }
+
+
+def _pod_path(pod: PodInfo, sub: str = "") -> str:
+    path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
+    return f"{path}/{sub}" if sub else path
+
+
+class ApiPorts:
+    """Binder, Reporter and Evictor over one :class:`KubeApi`."""
+
+    def __init__(self, api: KubeApi, *, controller: str = "secondary-scheduler",
+                 workers: int = 8) -> None:
+        self.api = api
+        self.controller = controller
+        self.instance = f"{controller}-{socket.gethostname()}"
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="api")
+        self._lock = threading.Lock()
+        self._events_sent: TTLCache[tuple[str, str, str], bool] = TTLCache(
+            maxsize=100_000, ttl=EVENT_DEDUP_SECONDS
+        )
+        self._conditions: TTLCache[str, tuple[str, str, str | None]] = TTLCache(
+            maxsize=100_000, ttl=EVENT_DEDUP_SECONDS
+        )
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+    def _background(self, fn: Callable[[], None], what: str) -> None:
+        def run() -> None:
+            try:
+                fn()
+            except Exception:
+                log.exception("API call failed", call=what)
+
+        self._pool.submit(run)
+
+    # -- Binder ---------------------------------------------------------------------------
+    def bind(self, pod: PodInfo, node: str) -> BindResult:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        response = self.api.request("POST", _pod_path(pod, "binding"), body=body)
+        if response.ok:
+            return BindResult(BindOutcome.BOUND)
+        if response.status == 404:
+            return BindResult(BindOutcome.GONE, response.message())
+        if response.status == 409:
+            return BindResult(BindOutcome.CONFLICT, response.message())
+        return BindResult(BindOutcome.FAILED, f"{response.status}: {response.message()}")
+
+    # -- Reporter -------------------------------------------------------------------------
+    def scheduled(self, pod: PodInfo, node: str) -> None:
+        note = f"Successfully assigned {pod.namespace}/{pod.name} to {node}"
+        self._background(
+            lambda: self._event(pod, "Normal", "Scheduled", "Binding", note), "event"
+        )
+
+    def failed(self, pod: PodInfo, reason: str, message: str, nominated_node: str | None) -> None:
+        def run() -> None:
+            key = (pod.uid, reason, message)
+            with self._lock:
+                repeat = key in self._events_sent
+                self._events_sent[key] = True
+                same_status = self._conditions.get(pod.uid) == (reason, message, nominated_node)
+                self._conditions[pod.uid] = (reason, message, nominated_node)
+            if not repeat:
+                self._event(pod, "Warning", "FailedScheduling", "Scheduling", truncate_note(message))
+            if not same_status:
+                self._patch_scheduled_condition(pod, reason, message, nominated_node)
+
+        self._background(run, "failed")
+
+    def _patch_scheduled_condition(
+        self, pod: PodInfo, reason: str, message: str, nominated_node: str | None
+    ) -> None:
+        status: dict[str, Any] = {
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": reason,
+                    "message": message,
+                    "lastTransitionTime": _time(),
+                    "lastProbeTime": None,
+                }
+            ]
+        }
+        if nominated_node is not None:
+            status["nominatedNodeName"] = nominated_node or None
+        response = self.api.request(
+            "PATCH", _pod_path(pod, "status"), body={"status": status},
+            content_type=STRATEGIC_MERGE,
+        )
+        if not response.ok and response.status != 404:
+            log.warning("Could not update pod status", pod=pod.key, status=response.status,
+                        reason=response.message())
+
+    def _event(
+        self,
+        pod: PodInfo,
+        type_: str,
+        reason: str,
+        action: str,
+        note: str,
+        related: PodInfo | None = None,
+    ) -> None:
+        stamp = _now()
+        body: dict[str, Any] = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{pod.name}.{int(stamp.timestamp() * 1e9):x}",
+                "namespace": pod.namespace,
+            },
+            "eventTime": _micro_time(),
+            "reportingController": self.controller,
+            "reportingInstance": self.instance,
+            "action": action,
+            "reason": reason,
+            "regarding": _pod_ref(pod),
+            "note": note,
+            "type": type_,
+        }
+        if related is not None:
+            body["related"] = _pod_ref(related)
+        response = self.api.request(
+            "POST", f"/apis/events.k8s.io/v1/namespaces/{pod.namespace}/events", body=body
+        )
+        if not response.ok:
+            log.warning("Could not record event", pod=pod.key, reason=reason,
+                        status=response.status, error=response.message())
+
+    # -- Evictor --------------------------------------------------------------------------
+    def mark_disruption_target(self, victim: PodInfo, message: str) -> bool:
+        condition = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": message,
+            "lastTransitionTime": _time(),
+        }
+        response = self.api.request(
+            "PATCH", _pod_path(victim, "status"), body={"status": {"conditions": [condition]}},
+            content_type=STRATEGIC_MERGE,
+        )
+        return response.ok or response.status == 404
+
+    def evict(self, victim: PodInfo) -> EvictionResult:
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": victim.name, "namespace": victim.namespace},
+            "deleteOptions": {"preconditions": {"uid": victim.uid}},
+        }
+        response = self.api.request("POST", _pod_path(victim, "eviction"), body=body)
+        if response.ok:
+            return EvictionResult(EvictionOutcome.EVICTED)
+        if response.status == 404:
+            return EvictionResult(EvictionOutcome.GONE)
+        if response.status == 429:
+            return EvictionResult(EvictionOutcome.BLOCKED_BY_PDB, response.message())
+        if response.status == 500 and "more than one" in response.message():
+            return EvictionResult(EvictionOutcome.MULTIPLE_PDBS, response.message())
+        return EvictionResult(EvictionOutcome.FAILED, f"{response.status}: {response.message()}")
+
+    def delete(self, victim: PodInfo) -> bool:
+        body = {"preconditions": {"uid": victim.uid}}
+        response = self.api.request("DELETE", _pod_path(victim), body=body)
+        return response.ok or response.status == 404
+
+    def preempted_event(self, victim: PodInfo, preemptor: PodInfo, node: str) -> None:
+        note = f"Preempted by pod {preemptor.uid} on node {node}"
+        self._event(victim, "Normal", "Preempted", "Preempting", note, related=preemptor)
+
+    def set_nominated_node(self, pod: PodInfo, node: str) -> bool:
+        body: Mapping[str, Any] = {"status": {"nominatedNodeName": node or None}}
+        response = self.api.request(
+            "PATCH", _pod_path(pod, "status"), body=body, content_type=STRATEGIC_MERGE
+        )
+        return response.ok or response.status == 404

@@ -1,0 +1,64 @@
+"""kopf handlers: translate watch events into intake calls, nothing else.
+
+Only event handlers are registered, so kopf stores no diff base, progress annotation or
+finalizer on any object; posting of kopf's own Events is switched off in the settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import kopf
+
+from scheduler.operator.app import SchedulerApp
+
+Translate = Callable[[str | None, Mapping[str, Any]], None]
+
+
+def register(registry: kopf.OperatorRegistry, app: SchedulerApp) -> None:
+    kopf.on.login(registry=registry)(kopf.login_via_client)
+
+    @kopf.on.startup(registry=registry)
+    async def start(**_: Any) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, app.start)
+
+    @kopf.on.cleanup(registry=registry)
+    async def stop(**_: Any) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, app.stop)
+
+    _on_event(registry, "namespaces", app.intake.on_namespace)
+    _on_event(registry, "scheduling.k8s.io", "priorityclasses", translate=app.intake.on_priority_class)
+    _on_event(registry, "policy", "poddisruptionbudgets", translate=app.intake.on_pdb)
+
+
+def _on_event(
+    registry: kopf.OperatorRegistry,
+    group_or_plural: str,
+    plural_or_translate: str | Translate,
+    *,
+    translate: Translate | None = None,
+) -> None:
+    if translate is None:
+        assert callable(plural_or_translate)
+        translate, args = plural_or_translate, (group_or_plural,)
+    else:
+        assert isinstance(plural_or_translate, str)
+        args = (group_or_plural, plural_or_translate)
+
+    def handler(event: Mapping[str, Any], **_: Any) -> None:
+        translate(event.get("type"), dict(event["object"]))
+
+    kopf.on.event(*args, registry=registry)(handler)
+
+
+def settings() -> kopf.OperatorSettings:
+    s = kopf.OperatorSettings()
+    s.posting.enabled = False
+    # No CRD or namespace discovery: we watch fixed, cluster-wide core kinds.
+    s.scanning.disabled = True
+    s.watching.server_timeout = 300
+    s.watching.client_timeout = 330
+    s.watching.connect_timeout = 30
+    return s

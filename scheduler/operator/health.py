@@ -1,0 +1,51 @@
+"""Liveness and readiness endpoints.
+
+``/healthz`` answers 200 while the scheduling thread and the watches are running.
+``/readyz`` answers 200 once the initial listing of every watched resource has been applied
+to the cache, so a rollout does not route work to a scheduler that would decide on a partial
+view of the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+Check = Callable[[], tuple[bool, dict[str, object]]]
+
+
+class HealthServer:
+    def __init__(self, port: int, *, live: Check, ready: Check, host: str = "0.0.0.0") -> None:
+        checks = {"/healthz": live, "/livez": live, "/readyz": ready}
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+                check = checks.get(self.path.split("?")[0])
+                if check is None:
+                    self.send_response(404)
+                    self.end_headers()
+                    return
+                ok, detail = check()
+                payload = json.dumps({"ok": ok, **detail}).encode()
+                self.send_response(200 if ok else 503)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        self._server = ThreadingHTTPServer((host, port), Handler)
+        self.port = int(self._server.server_address[1])
+        self._thread = threading.Thread(target=self._server.serve_forever, name="health",
+                                        daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

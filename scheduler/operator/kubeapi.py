@@ -1,0 +1,239 @@
+"""A thin JSON layer over the ``kubernetes`` client's REST transport.
+
+The client's typed models cost ~6x more per object than ``json.loads`` on large lists and
+choke on some responses (a binding answers with a ``Status``), so we keep its configuration,
+authentication and connection pool and exchange plain dicts. Every write goes through one
+token bucket (kube-scheduler's client defaults: 50 QPS, burst 100) and retries only what is
+transient: connection errors, 429 (honouring Retry-After) and 5xx.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+import urllib3
+from kubernetes import client as k8s
+from tenacity import (
+    RetryCallState,
+    retry,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+)
+
+log = structlog.get_logger("scheduler.api")
+
+JSON = "application/json"
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+@dataclass
+class Response:
+    status: int
+    body: Any
+    headers: Mapping[str, str]
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    def message(self) -> str:
+        if isinstance(self.body, Mapping):
+            return str(self.body.get("message") or self.body.get("reason") or self.status)
+        return str(self.status)
+
+
+class TransientError(Exception):
+    """A failure worth retrying; carries the server's Retry-After when it gave one."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class TokenBucket:
+    """Client-side rate limit shared by all writes (client-go's flowcontrol equivalent)."""
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self.qps = qps
+        self.capacity = max(burst, 1)
+        self.tokens = float(self.capacity)
+        self.updated = time.monotonic()
+        self._lock = threading.Lock()
+
+    def acquire(self) -> None:
+        if self.qps <= 0:
+            return
+        while True:
+            with self._lock:
+                now = time.monotonic()
+                self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.qps)
+                self.updated = now
+                if self.tokens >= 1:
+                    self.tokens -= 1
+                    return
+                wait = (1 - self.tokens) / self.qps
+            time.sleep(wait)
+
+
+def _wait_for_retry(state: RetryCallState) -> float:
+    exc = state.outcome.exception() if state.outcome else None
+    if isinstance(exc, TransientError) and exc.retry_after is not None:
+        return min(exc.retry_after, 30.0)
+    return float(wait_exponential(multiplier=0.2, max=5)(state))
+
+
+class KubeApi:
+    def __init__(self, api_client: k8s.ApiClient, *, qps: float = 50.0, burst: int = 100) -> None:
+        self.client = api_client
+        self.bucket = TokenBucket(qps, burst)
+
+    # -- plain requests -------------------------------------------------------------------
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        query: Mapping[str, Any] | None = None,
+        content_type: str = JSON,
+        timeout: float | tuple[float, float] | None = 30.0,
+        limited: bool = True,
+    ) -> Response:
+        """One request with transient failures retried; the final answer is returned as is."""
+
+        @retry(
+            retry=retry_if_exception_type(TransientError),
+            wait=_wait_for_retry,
+            stop=stop_after_attempt(5),
+            reraise=True,
+        )
+        def attempt() -> Response:
+            if limited:
+                self.bucket.acquire()
+            try:
+                raw = self._call(method, path, body, query, content_type, timeout)
+            except (urllib3.exceptions.HTTPError, OSError, k8s.ApiException) as exc:
+                raise TransientError(f"{method} {path}: {exc}") from exc
+            data = raw.read()
+            try:
+                parsed = json.loads(data) if data else None
+            except ValueError:
+                parsed = data.decode(errors="replace")
+            response = Response(raw.status, parsed, dict(raw.headers or {}))
+            if raw.status == 429 and not _is_pdb_refusal(response):
+                raise TransientError(response.message(), _retry_after(response))
+            if raw.status >= 500 and not _is_multiple_pdbs(response):
+                raise TransientError(response.message(), _retry_after(response))
+            return response
+
+        try:
+            return attempt()
+        except TransientError as exc:
+            return Response(503, {"message": str(exc)}, {})
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        query: Mapping[str, Any] | None,
+        content_type: str,
+        timeout: float | tuple[float, float] | None,
+    ) -> Any:
+        headers = {"Accept": JSON, "Content-Type": content_type}
+        query_params = [(k, v) for k, v in (query or {}).items() if v is not None]
+        _, url, headers, serialized, _ = self.client.param_serialize(
+            method,
+            path,
+            query_params=query_params,
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        return self.client.call_api(method, url, headers, serialized, _request_timeout=timeout)
+
+    def get(self, path: str, query: Mapping[str, Any] | None = None) -> Response:
+        return self.request("GET", path, query=query, limited=False, timeout=(10.0, 120.0))
+
+    # -- watch ----------------------------------------------------------------------------
+    def watch(
+        self, path: str, resource_version: str, timeout_seconds: int = 300
+    ) -> Iterator[dict[str, Any]]:
+        """Yield watch events (``{"type", "object"}``) until the server ends the stream."""
+        query = {
+            "watch": "true",
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(timeout_seconds),
+        }
+        raw = self._call("GET", path, None, query, JSON, (10.0, timeout_seconds + 30.0))
+        if raw.status != 200:
+            body = raw.read()
+            yield {"type": "ERROR", "object": _json_or_status(body, raw.status)}
+            return
+        buffer = b""
+        try:
+            for chunk in raw.response.stream(64 * 1024, decode_content=True):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield json.loads(line)
+        finally:
+            raw.response.release_conn()
+
+
+def _json_or_status(body: bytes, status: int) -> dict[str, Any]:
+    try:
+        parsed = json.loads(body)
+        if isinstance(parsed, dict):
+            return parsed
+    except ValueError:
+        pass
+    return {"kind": "Status", "code": status, "message": body.decode(errors="replace")}
+
+
+def _retry_after(response: Response) -> float | None:
+    value = response.headers.get("Retry-After") or response.headers.get("retry-after")
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
+def _is_pdb_refusal(response: Response) -> bool:
+    """An eviction refused by a PodDisruptionBudget (429 with a DisruptionBudget cause)."""
+    body = response.body if isinstance(response.body, Mapping) else {}
+    causes = (body.get("details") or {}).get("causes") or []
+    return any(c.get("reason") == "DisruptionBudget" for c in causes) or (
+        "disruption budget" in str(body.get("message", "")).lower()
+    )
+
+
+def _is_multiple_pdbs(response: Response) -> bool:
+    body = response.body if isinstance(response.body, Mapping) else {}
+    return "more than one PodDisruptionBudget" in str(body.get("message", ""))
+
+
+def api_client_from(kubeconfig: str | None) -> k8s.ApiClient:
+    """In-cluster credentials when running in a pod, else the kubeconfig."""
+    from kubernetes import config
+
+    configuration = k8s.Configuration()
+    if kubeconfig is None:
+        try:
+            config.load_incluster_config(client_configuration=configuration)
+            return k8s.ApiClient(configuration)
+        except config.ConfigException:
+            pass
+    config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    configuration.connection_pool_maxsize = 32
+    return k8s.ApiClient(configuration)

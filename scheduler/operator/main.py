@@ -1,0 +1,70 @@
+"""``secondary-scheduler`` / ``python -m scheduler``: parse flags, load config, run the operator."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+import kopf
+import structlog
+
+from scheduler import logs
+from scheduler.framework.config import default_config, load_config_file
+from scheduler.framework.registry import ConfigError
+from scheduler.operator import handlers
+from scheduler.operator.app import Options, SchedulerApp
+from scheduler.plugins.registry import default_registry
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="secondary-scheduler",
+        description="A secondary Kubernetes scheduler with kube-scheduler's semantics.",
+    )
+    parser.add_argument("--config", help="KubeSchedulerConfiguration-shaped YAML file")
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then "
+                        "$KUBECONFIG or ~/.kube/config)")
+    parser.add_argument("--health-port", type=int, default=10259,
+                        help="port of /healthz and /readyz (default 10259)")
+    parser.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info"))
+    parser.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    json_logs = {"auto": None, "json": True, "console": False}[args.log_format]
+    try:
+        logs.configure(args.log_level, json=json_logs)
+    except ValueError as exc:
+        print(f"secondary-scheduler: --log-level: {exc}", file=sys.stderr)
+        return 2
+    log = structlog.get_logger("scheduler")
+    registry = default_registry()
+    try:
+        config = (
+            load_config_file(args.config, registry) if args.config else default_config(registry)
+        )
+    except ConfigError as exc:
+        print(f"secondary-scheduler: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    if args.kubeconfig:
+        # kopf's own login reads the same file.
+        os.environ["KUBECONFIG"] = args.kubeconfig
+    app = SchedulerApp(config, Options(kubeconfig=args.kubeconfig, health_port=args.health_port))
+    operator_registry = kopf.OperatorRegistry()
+    handlers.register(operator_registry, app)
+    log.info("Starting", profiles=[p.scheduler_name for p in config.profiles])
+    kopf.run(
+        registry=operator_registry,
+        settings=handlers.settings(),
+        standalone=True,
+        clusterwide=True,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""NodeResourcesBalancedAllocation: favour nodes whose resource usage stays balanced.
+
+Upstream ``noderesources/balanced_allocation.go`` (v1.37). Per node, the fractions
+``min(1, requested / allocatable)`` of the configured resources (default cpu and memory; plain
+requests, no non-zero defaults) give a balance score ``int((1 - std) · 100)``, where std is
+``|f1 - f2| / 2`` for two resources and the population standard deviation for more. Since
+v1.36 the score rewards the *improvement* the pod brings::
+
+    score = 50 + (50 + balance(with pod) - balance(without pod)) / 2
+
+so it lies in [50, 100] and is about 75 when the pod changes little. A resource the node has
+none of is left out, and so is a scalar resource the pod does not request. PreScore answers
+Skip for a pod that requests none of the resources (a best-effort pod, kubernetes#129138).
+No normalisation.
+
+The floating-point operations are done in upstream's order so that scores match exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    SKIP,
+    SUCCESS,
+    CycleState,
+    IntArray,
+    NodeView,
+    Status,
+)
+from scheduler.framework.registry import ConfigError, Handle, PluginSpec
+from scheduler.plugins.node_resources_fit import (
+    DEFAULT_RESOURCES,
+    ResourceSpec,
+    allocation_inputs,
+    default_resources,
+    parse_resources,
+    pod_request,
+)
+
+if TYPE_CHECKING:
+    from scheduler.model.pod import PodInfo
+
+NAME = "NodeResourcesBalancedAllocation"
+
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+DEFAULT_ARGS: Mapping[str, Any] = {"resources": [dict(r) for r in DEFAULT_RESOURCES]}
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def defaulted_args(args: Mapping[str, Any]) -> dict[str, Any]:
+    """``SetDefaults_NodeResourcesBalancedAllocationArgs``: cpu and memory; weight 0 → 1."""
+    out = {**DEFAULT_ARGS, **args}
+    out["resources"] = default_resources(out.get("resources"))
+    return out
+
+
+def validate_args(args: Mapping[str, Any], path: str) -> None:
+    """ValidateNodeResourcesBalancedAllocationArgs; raises :class:`ConfigError`."""
+    errors: list[str] = [
+        f"{path}.{key}: Invalid value: unknown field"
+        for key in sorted(set(args) - set(DEFAULT_ARGS))
+    ]
+    resources = defaulted_args(args)["resources"]
+    rp = f"{path}.resources"
+    if not isinstance(resources, list):
+        errors.append(f"{rp}: Invalid value: {resources!r}: must be a list")
+        resources = []
+    seen: set[str] = set()
+    for i, item in enumerate(resources):
+        p = f"{rp}[{i}]"
+        if not isinstance(item, Mapping):
+            errors.append(f"{p}: Invalid value: {item!r}: must be a mapping with name and weight")
+            continue
+        errors.extend(f"{p}.{k}: Invalid value: unknown field" for k in item
+                      if k not in ("name", "weight"))
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            errors.append(f"{p}.name: Required value: must be a non-empty string")
+        elif name in seen:
+            errors.append(f'{p}.name: Duplicate value: "{name}"')
+        else:
+            seen.add(name)
+        weight = item.get("weight")
+        if weight != 1 or isinstance(weight, bool):
+            errors.append(f"{p}.weight: Invalid value: {weight!r}: must be 1")
+    if errors:
+        raise ConfigError("; ".join(errors))
+
+
+def balanced_resource_score(
+    requested: Sequence[IntArray], allocatable: Sequence[IntArray]
+) -> IntArray:
+    """``balancedResourceScore`` per row: ``int((1 - std) · 100)`` over the present resources."""
+    n = allocatable[0].shape[0] if allocatable else 0
+    count = np.zeros(n, dtype=np.int64)
+    total = np.zeros(n, dtype=np.float64)
+    fractions: list[tuple[FloatArray, npt.NDArray[np.bool_]]] = []
+    first = np.zeros(n, dtype=np.float64)
+    second = np.zeros(n, dtype=np.float64)
+    for req, alloc in zip(requested, allocatable, strict=True):
+        present = alloc != 0
+        safe = np.where(present, alloc, 1).astype(np.float64)
+        fraction = np.minimum(req.astype(np.float64) / safe, 1.0)
+        fraction = np.where(present, fraction, 0.0)
+        first = np.where(present & (count == 0), fraction, first)
+        second = np.where(present & (count == 1), fraction, second)
+        total = np.where(present, total + fraction, total)
+        count = count + present
+        fractions.append((fraction, present))
+    std = np.zeros(n, dtype=np.float64)
+    two = count == 2
+    if two.any():
+        std = np.where(two, np.abs((first - second) / 2), std)
+    many = count > 2
+    if many.any():
+        safe_count = np.where(many, count, 1).astype(np.float64)
+        mean = total / safe_count
+        acc = np.zeros(n, dtype=np.float64)
+        for fraction, present in fractions:
+            acc = np.where(present, acc + (fraction - mean) * (fraction - mean), acc)
+        std = np.where(many, np.sqrt(acc / safe_count), std)
+    return ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+
+
+def balanced_resource_scorer(
+    requested: Sequence[IntArray], allocated: Sequence[IntArray], allocatable: Sequence[IntArray]
+) -> IntArray:
+    with_pod = balanced_resource_score(requested, allocatable)
+    without_pod = balanced_resource_score(allocated, allocatable)
+    half = MAX_NODE_SCORE // 2
+    # The inner sum is never negative (both scores lie in [50, 100]): // is Go's division.
+    return half + (half + with_pod - without_pod) // 2
+
+
+class BalancedAllocation:
+    name = NAME
+
+    def __init__(self, args: Mapping[str, Any]) -> None:
+        self.resources: tuple[ResourceSpec, ...] = parse_resources(
+            defaulted_args(args)["resources"]
+        )
+
+    def pod_requests(self, pod: PodInfo) -> tuple[int, ...]:
+        return tuple(pod_request(pod, r.name, use_requested=True) for r in self.resources)
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> Status:
+        requests = self.pod_requests(pod)
+        if not any(requests):
+            return SKIP
+        state.write(PRE_SCORE_STATE_KEY, requests)
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> IntArray:
+        requests = state.get(PRE_SCORE_STATE_KEY)
+        if requests is None:
+            requests = self.pod_requests(pod)
+            if not any(requests):
+                return np.zeros(len(nodes), dtype=np.int64)
+        inputs = allocation_inputs(nodes, self.resources, requests, use_requested=True)
+        if len(nodes) == 0:
+            return np.zeros(0, dtype=np.int64)
+        return balanced_resource_scorer(inputs.requested, inputs.allocated, inputs.allocatable)
+
+    def normalize(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
+        return scores
+
+
+def new(args: Mapping[str, Any], handle: Handle) -> BalancedAllocation:
+    return BalancedAllocation(args)
+
+
+SPEC = PluginSpec(name=NAME, factory=new, default_args=DEFAULT_ARGS, validate=validate_args)

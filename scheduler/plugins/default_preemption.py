@@ -1,0 +1,499 @@
+"""DefaultPreemption (PostFilter): make room for a pod that fits nowhere.
+
+kube-scheduler's semantics (pkg/scheduler/framework/plugins/defaultpreemption and
+framework/preemption, v1.37):
+
+1. eligibility: not for ``preemptionPolicy: Never``; no new preemption while a lower-priority
+   pod terminating because of preemption is still on the pod's nominated node (unless that node
+   is now unresolvable for the pod);
+2. candidates: only nodes where the pod failed with plain Unschedulable, sampled from a random
+   offset (at least ``minCandidateNodesAbsolute``, at least ``minCandidateNodesPercentage`` %);
+3. victims per node: remove every lower-priority pod; if the pod then fits, reprieve as many as
+   possible, PDB-violating pods first, then the others, most important first;
+4. node choice: fewest PDB violations, lowest highest-victim priority, smallest priority sum,
+   fewest victims, latest start among the most important victims, then the first;
+5. actuation, asynchronously: write ``status.nominatedNodeName``, clear lower-priority
+   nominations on that node, mark each victim ``DisruptionTarget`` and evict it through the
+   Eviction API, then record a ``Preempted`` Event.
+
+There is no cross-node preemption, as upstream: removing pods on other nodes could only help a
+pod whose anti-affinity or spreading spans nodes, and evaluating that means re-running filters
+for every combination of nodes; upstream decided against it for that cost. A pod with
+required affinity to lower-priority pods therefore gets no help: removing victims can only
+break its affinity, so such nodes fail the dry run and the pod stays pending.
+
+The dry run is batched: victims are removed and reprieved across all sampled nodes at once,
+step by step, with the same vectorised filters the cycle uses and the hypothetical removals
+carried by the NodeView, which keeps 50+ decisions per second within reach at 5,000 nodes.
+
+Beyond upstream: ``pdbMode: Strict`` never violates a PodDisruptionBudget (the pod stays
+pending with a message naming the budget), and ``victimScope: OwnProfiles`` restricts victims
+to pods of this scheduler's profiles.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import structlog
+
+from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.fit_error import fit_error_message
+from scheduler.framework.interface import (
+    Code,
+    CycleState,
+    Diagnosis,
+    IntArray,
+    NodeView,
+    PostFilterResult,
+    Status,
+)
+from scheduler.framework.registry import ConfigError, Handle, PluginSpec
+from scheduler.ports import EvictionOutcome
+
+if TYPE_CHECKING:
+    from scheduler.cache.cache import DisruptionBudget
+    from scheduler.cache.snapshot import Snapshot
+    from scheduler.model.pod import PodInfo
+    from scheduler.scheduler import ProfileHandle
+
+log = structlog.get_logger("scheduler.preemption")
+
+NAME = "DefaultPreemption"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NEVER = "not eligible due to preemptionPolicy=Never."
+TERMINATING = "not eligible due to a terminating pod on the nominated node."
+WAITING = "waiting for the preemption for this pod to be finished"
+MAX_INT32 = 2**31 - 1
+
+DEFAULT_ARGS: Mapping[str, Any] = {
+    "minCandidateNodesPercentage": 10,
+    "minCandidateNodesAbsolute": 100,
+    "pdbMode": "BestEffort",
+    "victimScope": "All",
+}
+
+
+def validate_args(args: Mapping[str, Any], path: str) -> None:
+    known = set(DEFAULT_ARGS)
+    for key in args:
+        if key not in known:
+            raise ConfigError(f"{path}.{key}: unknown field")
+    pct = args["minCandidateNodesPercentage"]
+    if not isinstance(pct, int) or not 0 <= pct <= 100:
+        raise ConfigError(f"{path}.minCandidateNodesPercentage: must be in [0, 100]")
+    absolute = args["minCandidateNodesAbsolute"]
+    if not isinstance(absolute, int) or absolute < 0:
+        raise ConfigError(f"{path}.minCandidateNodesAbsolute: must be >= 0")
+    if pct == 0 and absolute == 0:
+        raise ConfigError(
+            f"{path}: minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be 0"
+        )
+    if args["pdbMode"] not in ("BestEffort", "Strict"):
+        raise ConfigError(f"{path}.pdbMode: must be BestEffort or Strict")
+    if args["victimScope"] not in ("All", "OwnProfiles"):
+        raise ConfigError(f"{path}.victimScope: must be All or OwnProfiles")
+
+
+@dataclass
+class Candidate:
+    row: int
+    node: str
+    victims: list[PodInfo]
+    num_pdb_violations: int
+    violated_budgets: set[str] = field(default_factory=set)
+
+
+def _start_seconds(pod: PodInfo) -> float:
+    """A pod that has not started counts as the newest, as upstream's GetPodStartTime does."""
+    start: datetime | None = pod.start_time
+    return start.timestamp() if start is not None else float("inf")
+
+
+def importance_key(pod: PodInfo) -> tuple[int, float]:
+    """Sort key: more important first (higher priority, then earlier start)."""
+    return (-pod.priority, _start_seconds(pod))
+
+
+class DefaultPreemption:
+    name = NAME
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        self.handle = handle
+        self.min_pct = int(args["minCandidateNodesPercentage"])
+        self.min_abs = int(args["minCandidateNodesAbsolute"])
+        self.strict_pdb = args["pdbMode"] == "Strict"
+        self.own_profiles_only = args["victimScope"] == "OwnProfiles"
+        self._lock = threading.Lock()
+        self._preempting: set[str] = set()
+        self._executor: ThreadPoolExecutor | None = None
+
+    # -- PostFilter -----------------------------------------------------------------------
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
+        result, status = self.preempt(state, pod, diagnosis)
+        if status.message:
+            return result, Status(status.code, (f"preemption: {status.message}",))
+        return result, status
+
+    def preempt(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status]:
+        handle: ProfileHandle = self.handle  # type: ignore[assignment]
+        scheduler = handle.scheduler
+        snapshot = scheduler.snapshot
+        with self._lock:
+            if pod.uid in self._preempting:
+                return None, Status(Code.UNSCHEDULABLE, (WAITING,))
+        nominated = scheduler.queue.nominator.node_of(pod.uid) or pod.nominated_node_name
+        eligible, reason = self.eligible(pod, nominated, diagnosis, snapshot)
+        if not eligible:
+            return None, Status(Code.UNSCHEDULABLE, (reason,))
+
+        order = snapshot.order()
+        potential = order[diagnosis.codes[order] == np.uint8(Code.UNSCHEDULABLE)]
+        num_all = int(order.size)
+        if potential.size == 0:
+            fit = Diagnosis(codes=np.zeros(0, dtype=np.uint8), num_all_nodes=num_all)
+            fit.reasons = [(order, NOT_HELPFUL, NAME)]
+            return PostFilterResult(""), Status(Code.UNSCHEDULABLE, (fit_error_message(fit),))
+
+        candidates, statuses = self.find_candidates(state, pod, snapshot, potential)
+        if not candidates:
+            fit = Diagnosis(codes=np.zeros(0, dtype=np.uint8), num_all_nodes=num_all)
+            explained = set()
+            for rows, reason in statuses:
+                fit.reasons.append((rows, reason, NAME))
+                explained.update(int(r) for r in rows)
+            absent = np.asarray([r for r in order if int(r) not in explained], dtype=np.int64)
+            if absent.size:
+                fit.reasons.append((absent, NOT_HELPFUL, NAME))
+            return PostFilterResult(""), Status(Code.UNSCHEDULABLE, (fit_error_message(fit),))
+
+        best = select_candidate(candidates)
+        self.actuate(pod, best)
+        message = (
+            f"found a potential placement for pod on node {best.node}, "
+            f"preempting {len(best.victims)} victims"
+        )
+        return PostFilterResult(best.node), Status(Code.SUCCESS, (message,))
+
+    def eligible(
+        self, pod: PodInfo, nominated: str, diagnosis: Diagnosis, snapshot: Snapshot
+    ) -> tuple[bool, str]:
+        if pod.preemption_policy == "Never":
+            return False, NEVER
+        if nominated:
+            row = snapshot.row_of(nominated)
+            if row is None:
+                return True, ""
+            if diagnosis.codes[row] == np.uint8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
+                return True, ""
+            for other in snapshot.pods_on(row):
+                if (
+                    self._may_preempt(other, pod)
+                    and other.is_terminating
+                    and other.has_preemption_disruption_target()
+                ):
+                    return False, TERMINATING
+        return True, ""
+
+    def _may_preempt(self, victim: PodInfo, preemptor: PodInfo) -> bool:
+        if victim.priority >= preemptor.priority:
+            return False
+        if self.own_profiles_only:
+            handle: ProfileHandle = self.handle  # type: ignore[assignment]
+            return victim.scheduler_name in handle.scheduler.profiles
+        return True
+
+    # -- dry run --------------------------------------------------------------------------
+    def num_candidates(self, num_nodes: int) -> int:
+        n = num_nodes * self.min_pct // 100
+        return min(max(n, self.min_abs), num_nodes)
+
+    def find_candidates(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, potential: IntArray
+    ) -> tuple[list[Candidate], list[tuple[IntArray, str]]]:
+        """Candidates in dry-run order, and the (rows, reason) of nodes that were no help."""
+        handle: ProfileHandle = self.handle  # type: ignore[assignment]
+        n = int(potential.size)
+        wanted = self.num_candidates(n)
+        offset = int(handle.scheduler.rng.integers(n))
+        ordered = potential[(offset + np.arange(n)) % n]
+        pdbs = list(snapshot.pdbs())
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        strict_blocked: list[Candidate] = []
+        statuses: list[tuple[IntArray, str]] = []
+        chunk = max(wanted, 32)
+        for start in range(0, n, chunk):
+            rows = ordered[start : start + chunk]
+            found, failed = self.select_victims(state, pod, snapshot, rows, pdbs)
+            statuses.extend(failed)
+            for candidate in found:
+                if candidate.num_pdb_violations == 0:
+                    if len(non_violating) < wanted:
+                        non_violating.append(candidate)
+                elif self.strict_pdb:
+                    strict_blocked.append(candidate)
+                elif len(violating) < wanted:
+                    violating.append(candidate)
+            if non_violating and len(non_violating) + len(violating) >= wanted:
+                break
+        if self.strict_pdb and not non_violating and strict_blocked:
+            for candidate in strict_blocked:
+                budgets = ", ".join(sorted(candidate.violated_budgets))
+                statuses.append((
+                    np.asarray([candidate.row], dtype=np.int64),
+                    f"preemption would violate PodDisruptionBudget {budgets}",
+                ))
+        return non_violating + violating, statuses
+
+    def select_victims(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        rows: IntArray,
+        pdbs: Sequence[DisruptionBudget],
+    ) -> tuple[list[Candidate], list[tuple[IntArray, str]]]:
+        """SelectVictimsOnNode for every row at once."""
+        handle: ProfileHandle = self.handle  # type: ignore[assignment]
+        framework = handle.framework
+        nominated = handle.scheduler.queue.nominator.all()
+        nodes = snapshot.nodes
+        failed: list[tuple[IntArray, str]] = []
+
+        potential: list[list[PodInfo]] = []
+        with_victims: list[int] = []
+        no_victims: list[int] = []
+        for position, row in enumerate(rows):
+            victims = [p for p in nodes.pods[int(row)].values() if self._may_preempt(p, pod)]
+            if victims:
+                victims.sort(key=importance_key)
+                potential.append(victims)
+                with_victims.append(position)
+            else:
+                no_victims.append(int(row))
+        if no_victims:
+            failed.append((np.asarray(no_victims, dtype=np.int64), NO_VICTIMS))
+        if not with_victims:
+            return [], failed
+        batch_rows = rows[np.asarray(with_victims, dtype=np.int64)]
+
+        # 1) Everything lower-priority removed: does the pod fit at all?
+        base = NodeView(snapshot, batch_rows, nodes.requested[batch_rows],
+                        nodes.pod_count[batch_rows])
+        stripped = base.with_removed(potential)
+        outcome = framework.run_filters_with_nominated(state, pod, stripped, nominated)
+        if outcome.error is not None:
+            failed.append((batch_rows, outcome.error.message))
+            return [], failed
+        for positions, reason, _ in outcome.reasons:
+            failed.append((batch_rows[positions], reason))
+        fits = outcome.feasible
+        if fits.size == 0:
+            return [], failed
+
+        # 2) Reprieve: PDB-violating victims first, then the others, most important first.
+        rows_fit = batch_rows[fits]
+        queues: list[list[tuple[PodInfo, bool]]] = []
+        for i in fits:
+            ordered, violating_flags = split_by_pdb(potential[int(i)], pdbs)
+            queues.append(list(zip(ordered, violating_flags, strict=True)))
+        removed = [[p for p, _ in q] for q in queues]
+        victims: list[list[PodInfo]] = [[] for _ in queues]
+        violations = [0] * len(queues)
+        violated: list[set[str]] = [set() for _ in queues]
+        depth = max(len(q) for q in queues)
+        for step in range(depth):
+            active = [i for i, q in enumerate(queues) if step < len(q)]
+            trial_removed = []
+            for i in active:
+                candidate = queues[i][step][0]
+                trial_removed.append([p for p in removed[i] if p.uid != candidate.uid])
+            idx = np.asarray(active, dtype=np.int64)
+            trial_rows = rows_fit[idx]
+            trial = NodeView(snapshot, trial_rows, nodes.requested[trial_rows],
+                             nodes.pod_count[trial_rows]).with_removed(trial_removed)
+            result = framework.run_filters_with_nominated(state, pod, trial, nominated)
+            if result.error is not None:
+                failed.append((trial_rows, result.error.message))
+                return [], failed
+            passed = result.codes == np.uint8(Code.SUCCESS)
+            for j, i in enumerate(active):
+                victim, is_violating = queues[i][step]
+                if passed[j]:
+                    removed[i] = trial_removed[j]
+                else:
+                    victims[i].append(victim)
+                    if is_violating:
+                        violations[i] += 1
+                        violated[i] |= budgets_of(victim, pdbs)
+        candidates = []
+        for i, row in enumerate(rows_fit):
+            if not victims[i]:
+                continue
+            victims[i].sort(key=importance_key)
+            candidates.append(Candidate(int(row), nodes.names[int(row)], victims[i],
+                                        violations[i], violated[i]))
+        return candidates, failed
+
+    # -- actuation ------------------------------------------------------------------------
+    def actuate(self, pod: PodInfo, best: Candidate) -> None:
+        handle: ProfileHandle = self.handle  # type: ignore[assignment]
+        scheduler = handle.scheduler
+        log.info(
+            "Preempting pods to make room",
+            pod=pod.key, node=best.node, victims=[v.key for v in best.victims],
+            pdb_violations=best.num_pdb_violations, budgets=sorted(best.violated_budgets),
+        )
+        evictor = handle.evictor
+        if evictor is None:
+            return
+        lower_nominated = [
+            p for p in scheduler.queue.nominator.pods_for_node(best.node)
+            if p.priority < pod.priority and p.uid != pod.uid
+        ]
+        to_remove = [v for v in best.victims if not v.is_terminating]
+        with self._lock:
+            self._preempting.add(pod.uid)
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(4, thread_name_prefix="preemption")
+            executor = self._executor
+        executor.submit(self._execute, pod, best, to_remove, lower_nominated)
+
+    def _execute(
+        self,
+        pod: PodInfo,
+        best: Candidate,
+        to_remove: list[PodInfo],
+        lower_nominated: list[PodInfo],
+    ) -> None:
+        handle: ProfileHandle = self.handle  # type: ignore[assignment]
+        scheduler = handle.scheduler
+        evictor = handle.evictor
+        assert evictor is not None
+        ok = True
+        try:
+            # The nomination is written before any victim is touched.
+            evictor.set_nominated_node(pod, best.node)
+            for other in lower_nominated:
+                scheduler.queue.nominator.add(other, "")
+                evictor.set_nominated_node(other, "")
+            scheduler.queue.activate([p.uid for p in lower_nominated])
+            message = f"{pod.scheduler_name}: preempting to accommodate a higher priority pod"
+            for victim in to_remove:
+                ok = self._remove_victim(evictor, victim, pod, best.node, message) and ok
+        except Exception:
+            ok = False
+            log.exception("Preemption failed", pod=pod.key, node=best.node)
+        finally:
+            with self._lock:
+                self._preempting.discard(pod.uid)
+            if not ok:
+                scheduler.queue.activate([pod.uid])
+
+    def _remove_victim(
+        self, evictor: Any, victim: PodInfo, pod: PodInfo, node: str, message: str
+    ) -> bool:
+        if not evictor.mark_disruption_target(victim, message):
+            log.warning("Could not mark preemption victim", pod=pod.key, victim=victim.key)
+            return False
+        result = evictor.evict(victim)
+        outcome = result.outcome
+        if outcome is EvictionOutcome.BLOCKED_BY_PDB and not self.strict_pdb:
+            # BestEffort, as upstream: a budget is respected when possible, not at any cost.
+            log.info("Eviction refused by a PodDisruptionBudget; deleting the victim",
+                     pod=pod.key, victim=victim.key, reason=result.message)
+            outcome = EvictionOutcome.EVICTED if evictor.delete(victim) else EvictionOutcome.FAILED
+        if outcome in (EvictionOutcome.EVICTED, EvictionOutcome.GONE):
+            if outcome is EvictionOutcome.EVICTED:
+                evictor.preempted_event(victim, pod, node)
+            return True
+        level = log.error if outcome is EvictionOutcome.MULTIPLE_PDBS else log.warning
+        level("Could not evict preemption victim", pod=pod.key, victim=victim.key,
+              outcome=outcome.value, reason=result.message)
+        return False
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return ()
+
+
+def split_by_pdb(
+    victims: Sequence[PodInfo], pdbs: Sequence[DisruptionBudget]
+) -> tuple[list[PodInfo], list[bool]]:
+    """Victims reordered violating-first (stable), with a flag per victim (filterPodsWithPDBViolation)."""
+    allowed = {pdb.key: pdb.disruptions_allowed for pdb in pdbs}
+    violating: list[PodInfo] = []
+    others: list[PodInfo] = []
+    for victim in victims:
+        is_violating = False
+        if victim.labels:
+            for pdb in pdbs:
+                if pdb.namespace != victim.namespace or not pdb.selector.matches(victim.labels):
+                    continue
+                if victim.name in pdb.disrupted_pods:
+                    continue
+                allowed[pdb.key] -= 1
+                if allowed[pdb.key] < 0:
+                    is_violating = True
+        (violating if is_violating else others).append(victim)
+    return violating + others, [True] * len(violating) + [False] * len(others)
+
+
+def budgets_of(victim: PodInfo, pdbs: Sequence[DisruptionBudget]) -> set[str]:
+    return {
+        pdb.key
+        for pdb in pdbs
+        if pdb.namespace == victim.namespace and victim.labels
+        and pdb.selector.matches(victim.labels)
+    }
+
+
+def select_candidate(candidates: Sequence[Candidate]) -> Candidate:
+    """pickOneNodeForPreemption: each criterion keeps only the best; the first one left wins."""
+    remaining = list(candidates)
+    criteria = (
+        lambda c: -c.num_pdb_violations,
+        lambda c: -c.victims[0].priority,
+        lambda c: -sum(v.priority + MAX_INT32 + 1 for v in c.victims),
+        lambda c: -len(c.victims),
+        _latest_earliest_start,
+    )
+    for score in criteria:
+        if len(remaining) == 1:
+            break
+        scores = [score(c) for c in remaining]
+        best = max(scores)
+        remaining = [c for c, s in zip(remaining, scores, strict=True) if s == best]
+    return remaining[0]
+
+
+def _latest_earliest_start(candidate: Candidate) -> float:
+    """The earliest start among the node's highest-priority victims; later is better."""
+    top = candidate.victims[0].priority
+    starts = [_start_seconds(v) for v in candidate.victims if v.priority == top]
+    earliest = min(starts)
+    return earliest if earliest != float("inf") else float("inf")
+
+
+def new(args: Mapping[str, Any], handle: Handle) -> DefaultPreemption:
+    return DefaultPreemption(args, handle)
+
+
+SPEC = PluginSpec(
+    name=NAME,
+    factory=new,
+    default_args=DEFAULT_ARGS,
+    validate=validate_args,
+    points=frozenset({"postFilter"}),
+)

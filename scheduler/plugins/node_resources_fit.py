@@ -1,0 +1,690 @@
+"""NodeResourcesFit: the node must have room for the pod's requests; score by allocation.
+
+Upstream ``noderesources/fit.go`` and its scorers (v1.37).
+
+Filter, per node (all shortages are reported, in this order):
+
+- ``Too many pods`` when ``pods + 1 > allocatable pods`` (even for a pod that requests
+  nothing); always Unschedulable.
+- ``Insufficient cpu``, ``Insufficient memory``, ``Insufficient ephemeral-storage``, then
+  ``Insufficient <name>`` for each requested scalar resource (extended, hugepages,
+  ``kubernetes.io/*``) in the order the pod declares them, when
+  ``request > allocatable - requested``. Extended resources named in ``ignoredResources``
+  or whose prefix (before ``/``) is in ``ignoredResourceGroups`` are not checked. A shortage
+  where the request exceeds the node's whole allocatable makes the node
+  UnschedulableAndUnresolvable, so preemption never targets it.
+
+Score, with ``scoringStrategy`` (default ``LeastAllocated`` over cpu and memory, weight 1):
+requested = node's requests + pod's, with cpu and memory taken with upstream's non-zero
+defaults (100m / 200Mi per container that requests nothing). A resource the node has none of
+is left out (of the weights too); a scalar resource the pod does not request is left out.
+
+- ``LeastAllocated``: ``Σ w·((alloc - req)·100 / alloc) / Σ w`` (0 for an over-full resource).
+- ``MostAllocated``: ``Σ w·(min(req, alloc)·100 / alloc) / Σ w``.
+- ``RequestedToCapacityRatio``: the broken-linear ``shape`` (scores ×10) of
+  ``req·100 / alloc`` (100 when over-full); only resources scoring > 0 count; rounded.
+
+All divisions are Go's integer divisions. Everything is computed for the whole batch of rows
+with numpy; rows carrying hypothetical pods already have them in ``NodeView.requested``, and
+their non-zero cpu/memory is adjusted here.
+
+Not supported: extended resources backed by DRA device classes (``DRAExtendedResource``, GA
+in v1.37). Such a request is treated as a plain extended resource, so a node that does not
+advertise it in ``status.allocatable`` fails with ``Insufficient <name>``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+import numpy as np
+
+from scheduler.framework.events import (
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    SUCCESS,
+    Code,
+    CycleState,
+    FilterResult,
+    IntArray,
+    NodeView,
+    PreFilterResult,
+    Status,
+)
+from scheduler.framework.registry import ConfigError, Handle, PluginSpec
+from scheduler.model.resources import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    is_extended_resource_name,
+    is_scalar_resource,
+    node_allocatable,
+)
+
+if TYPE_CHECKING:
+    from scheduler.cache.snapshot import Snapshot
+    from scheduler.model.pod import PodInfo
+
+NAME = "NodeResourcesFit"
+
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+TOO_MANY_PODS = "Too many pods"
+_BASIC_REASONS = {
+    CPU: "Insufficient cpu",
+    MEMORY: "Insufficient memory",
+    EPHEMERAL_STORAGE: "Insufficient ephemeral-storage",
+}
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
+
+# config.MaxCustomPriorityScore: shape scores are 0..10, scaled to 0..MAX_NODE_SCORE.
+MAX_CUSTOM_PRIORITY_SCORE = 10
+MAX_UTILIZATION = 100
+
+DEFAULT_RESOURCES: tuple[Mapping[str, Any], ...] = (
+    {"name": CPU, "weight": 1},
+    {"name": MEMORY, "weight": 1},
+)
+
+DEFAULT_ARGS: Mapping[str, Any] = {
+    "ignoredResources": [],
+    "ignoredResourceGroups": [],
+    "scoringStrategy": {
+        "type": LEAST_ALLOCATED,
+        "resources": [dict(r) for r in DEFAULT_RESOURCES],
+    },
+}
+
+
+def insufficient_reason(resource: str) -> str:
+    return _BASIC_REASONS.get(resource) or f"Insufficient {resource}"
+
+
+# -- arguments ------------------------------------------------------------------------------
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def label_name_errors(value: Any) -> list[str]:
+    """metav1validation.ValidateLabelName: an optional DNS-subdomain prefix and a name."""
+    if not isinstance(value, str):
+        return ["must be a string"]
+    prefix, slash, name = value.rpartition("/")
+    errors: list[str] = []
+    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+        errors.append("prefix part must be a lowercase RFC 1123 subdomain")
+    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+        errors.append(
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
+            "start and end with an alphanumeric character"
+        )
+    return errors
+
+
+def _is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSpec:
+    name: str
+    weight: int
+
+
+def default_resources(raw: Any) -> Any:
+    """SetDefaults for a ``resources`` list: empty → cpu and memory; weight 0 → 1."""
+    if raw is None or (isinstance(raw, list) and not raw):
+        return [dict(r) for r in DEFAULT_RESOURCES]
+    if not isinstance(raw, list):
+        return raw
+    out: list[Any] = []
+    for item in raw:
+        if isinstance(item, Mapping):
+            item = dict(item)
+            if item.get("weight") in (None, 0):
+                item["weight"] = 1
+        out.append(item)
+    return out
+
+
+def defaulted_args(args: Mapping[str, Any]) -> dict[str, Any]:
+    """Upstream ``SetDefaults_NodeResourcesFitArgs`` over the (shallowly merged) args."""
+    out = {**DEFAULT_ARGS, **args}
+    strategy = out.get("scoringStrategy")
+    if strategy is None:
+        strategy = DEFAULT_ARGS["scoringStrategy"]
+    if isinstance(strategy, Mapping):
+        strategy = dict(strategy)
+        strategy["resources"] = default_resources(strategy.get("resources"))
+    out["scoringStrategy"] = strategy
+    for key in ("ignoredResources", "ignoredResourceGroups"):
+        if out.get(key) is None:
+            out[key] = []
+    return out
+
+
+def resources_errors(resources: Any, path: str) -> list[str]:
+    """validateResources: each weight in (0, 100]; the list and its items well-formed."""
+    if not isinstance(resources, list):
+        return [f"{path}: Invalid value: {resources!r}: must be a list"]
+    errors: list[str] = []
+    for i, item in enumerate(resources):
+        p = f"{path}[{i}]"
+        if not isinstance(item, Mapping):
+            errors.append(f"{p}: Invalid value: {item!r}: must be a mapping with name and weight")
+            continue
+        errors.extend(f"{p}.{k}: Invalid value: unknown field" for k in item
+                      if k not in ("name", "weight"))
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            errors.append(f"{p}.name: Required value: must be a non-empty string")
+        weight = item.get("weight")
+        if not _is_int(weight) or not 0 < weight <= 100:
+            errors.append(
+                f"{p}.weight: Invalid value: {weight!r}: resource weight of {name} not in "
+                "valid range (0, 100]"
+            )
+    return errors
+
+
+def _shape_errors(shape: Any, path: str) -> list[str]:
+    """validateFunctionShape."""
+    if not isinstance(shape, list) or not shape:
+        return [f"{path}: Required value: at least one point must be specified"]
+    errors: list[str] = []
+    points: list[tuple[Any, Any] | None] = []
+    for i, point in enumerate(shape):
+        if not isinstance(point, Mapping):
+            errors.append(f"{path}[{i}]: Invalid value: {point!r}: must be a mapping")
+            points.append(None)
+            continue
+        errors.extend(f"{path}[{i}].{k}: Invalid value: unknown field" for k in point
+                      if k not in ("utilization", "score"))
+        points.append((point.get("utilization", 0), point.get("score", 0)))
+    for i in range(1, len(points)):
+        before, after = points[i - 1], points[i]
+        if before is None or after is None:
+            continue
+        prev, cur = before[0], after[0]
+        if _is_int(prev) and _is_int(cur) and prev >= cur:
+            errors.append(
+                f"{path}[{i}].utilization: Invalid value: {cur}: "
+                "values must be sorted in increasing order"
+            )
+            break
+    for i, point in enumerate(points):
+        if point is None:
+            continue
+        utilization, score = point
+        if not _is_int(utilization) or not 0 <= utilization <= MAX_UTILIZATION:
+            errors.append(
+                f"{path}[{i}].utilization: Invalid value: {utilization!r}: "
+                f"not in valid range [0, {MAX_UTILIZATION}]"
+            )
+        if not _is_int(score) or not 0 <= score <= MAX_CUSTOM_PRIORITY_SCORE:
+            errors.append(
+                f"{path}[{i}].score: Invalid value: {score!r}: "
+                f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"
+            )
+    return errors
+
+
+def validate_args(args: Mapping[str, Any], path: str) -> None:
+    """ValidateNodeResourcesFitArgs, after defaulting; raises :class:`ConfigError`."""
+    errors: list[str] = [
+        f"{path}.{key}: Invalid value: unknown field"
+        for key in sorted(set(args) - set(DEFAULT_ARGS))
+    ]
+    merged = defaulted_args(args)
+    for key in ("ignoredResources", "ignoredResourceGroups"):
+        values = merged[key]
+        if not isinstance(values, list):
+            errors.append(f"{path}.{key}: Invalid value: {values!r}: must be a list")
+            continue
+        for i, value in enumerate(values):
+            p = f"{path}.{key}[{i}]"
+            if key == "ignoredResourceGroups" and isinstance(value, str) and "/" in value:
+                errors.append(
+                    f"{p}: Invalid value: {value!r}: resource group name can't contain '/'"
+                )
+            errors.extend(f"{p}: Invalid value: {value!r}: {e}" for e in label_name_errors(value))
+    strategy = merged["scoringStrategy"]
+    sp = f"{path}.scoringStrategy"
+    if not isinstance(strategy, Mapping):
+        errors.append(f"{sp}: Invalid value: {strategy!r}: must be a mapping")
+    else:
+        errors.extend(
+            f"{sp}.{k}: Invalid value: unknown field"
+            for k in strategy
+            if k not in ("type", "resources", "requestedToCapacityRatio")
+        )
+        kind = strategy.get("type")
+        if kind not in STRATEGIES:
+            supported = ", ".join(f'"{s}"' for s in STRATEGIES)
+            errors.append(
+                f"{sp}.type: Unsupported value: {kind!r}: supported values: {supported}"
+            )
+        errors.extend(resources_errors(strategy.get("resources"), f"{sp}.resources"))
+        ratio = strategy.get("requestedToCapacityRatio")
+        rp = f"{sp}.requestedToCapacityRatio"
+        if kind == REQUESTED_TO_CAPACITY_RATIO:
+            if ratio is None:
+                errors.append(
+                    f"{rp}: Required value: must be specified when type is "
+                    "RequestedToCapacityRatio"
+                )
+            elif not isinstance(ratio, Mapping):
+                errors.append(f"{rp}: Invalid value: {ratio!r}: must be a mapping")
+            else:
+                errors.extend(f"{rp}.{k}: Invalid value: unknown field" for k in ratio
+                              if k != "shape")
+                errors.extend(_shape_errors(ratio.get("shape"), f"{rp}.shape"))
+        elif ratio is not None:
+            errors.append(f"{rp}: Forbidden: must be nil when type is not RequestedToCapacityRatio")
+    if errors:
+        raise ConfigError("; ".join(errors))
+
+
+def parse_resources(raw: Sequence[Mapping[str, Any]]) -> tuple[ResourceSpec, ...]:
+    return tuple(ResourceSpec(str(r["name"]), int(r["weight"])) for r in raw)
+
+
+# -- pod and node quantities ----------------------------------------------------------------
+def _nonzero_index(name: str) -> int:
+    return 0 if name == CPU else 1
+
+
+def pod_request(pod: PodInfo, name: str, use_requested: bool) -> int:
+    """The pod's request of ``name``; cpu/memory with non-zero defaults unless ``use_requested``."""
+    if not use_requested and name == CPU:
+        return int(pod.non_zero_cpu)
+    if not use_requested and name == MEMORY:
+        return int(pod.non_zero_memory)
+    return int(pod.requests.get(name, 0))
+
+
+def _nonzero_deltas(nodes: NodeView) -> IntArray | None:
+    """Per row: non-zero cpu/memory of the hypothetical pods added minus those removed."""
+    if not nodes.has_deltas:
+        return None
+    out = np.zeros((len(nodes), 2), dtype=np.int64)
+    for pos in range(len(nodes)):
+        for p in nodes.added[pos] if nodes.added is not None else ():
+            out[pos, 0] += p.non_zero_cpu
+            out[pos, 1] += p.non_zero_memory
+        for p in nodes.removed[pos] if nodes.removed is not None else ():
+            out[pos, 0] -= p.non_zero_cpu
+            out[pos, 1] -= p.non_zero_memory
+    return out
+
+
+def _column(nodes: NodeView, name: str) -> int | None:
+    col = nodes.snapshot.resources.column.get(name)
+    if col is None or col >= nodes.requested.shape[1]:
+        return None
+    return col
+
+
+def node_allocatable_and_allocated(
+    nodes: NodeView, name: str, use_requested: bool, deltas: IntArray | None = None
+) -> tuple[IntArray, IntArray]:
+    """Upstream ``calculateResourceAllocatableRequest`` for every row of the view."""
+    n = len(nodes)
+    zeros = np.zeros(n, dtype=np.int64)
+    if name not in (CPU, MEMORY, EPHEMERAL_STORAGE) and not is_scalar_resource(name):
+        return zeros, zeros
+    col = _column(nodes, name)
+    if col is None:
+        return zeros, zeros
+    table = nodes.snapshot.nodes
+    allocatable = table.allocatable[nodes.idx, col]
+    if name in (CPU, MEMORY) and not use_requested:
+        k = _nonzero_index(name)
+        allocated = table.non_zero_requested[nodes.idx, k]
+        if deltas is not None:
+            allocated = allocated + deltas[:, k]
+        return allocatable, allocated
+    return allocatable, nodes.requested[:, col]
+
+
+@dataclass(frozen=True)
+class AllocationInputs:
+    """Per configured resource: the rows' requested (with the pod), allocated, allocatable."""
+
+    requested: list[IntArray]
+    allocated: list[IntArray]
+    allocatable: list[IntArray]
+
+
+def allocation_inputs(
+    nodes: NodeView,
+    resources: Sequence[ResourceSpec],
+    pod_requests: Sequence[int],
+    use_requested: bool,
+) -> AllocationInputs:
+    """Upstream ``calculateNodeAllocatableRequest``: 0 allocatable marks a skipped resource."""
+    n = len(nodes)
+    deltas = None if use_requested else _nonzero_deltas(nodes)
+    requested: list[IntArray] = []
+    allocated: list[IntArray] = []
+    allocatable: list[IntArray] = []
+    for spec, pod_req in zip(resources, pod_requests, strict=True):
+        if pod_req == 0 and is_scalar_resource(spec.name):
+            zeros = np.zeros(n, dtype=np.int64)
+            requested.append(zeros)
+            allocated.append(zeros)
+            allocatable.append(zeros)
+            continue
+        alloc, used = node_allocatable_and_allocated(nodes, spec.name, use_requested, deltas)
+        present = alloc != 0
+        allocatable.append(alloc)
+        allocated.append(np.where(present, used, 0))
+        requested.append(np.where(present, used + pod_req, 0))
+    return AllocationInputs(requested, allocated, allocatable)
+
+
+# -- scorers --------------------------------------------------------------------------------
+def _go_div(a: IntArray, b: IntArray | int) -> IntArray:
+    """Go's integer division (truncates towards zero); ``b`` is never 0 where it matters."""
+    b_arr = np.asarray(b, dtype=np.int64)
+    safe = np.where(b_arr == 0, 1, b_arr)
+    q = np.abs(a) // np.abs(safe)
+    return np.where((a < 0) != (safe < 0), -q, q).astype(np.int64)
+
+
+def least_allocated_score(
+    inputs: AllocationInputs, resources: Sequence[ResourceSpec]
+) -> IntArray:
+    node_score: IntArray | None = None
+    weight_sum: IntArray | None = None
+    for spec, req, alloc in zip(resources, inputs.requested, inputs.allocatable, strict=True):
+        present = alloc != 0
+        safe = np.where(present, alloc, 1)
+        score = np.where(req > alloc, 0, (alloc - req) * MAX_NODE_SCORE // safe)
+        contribution = np.where(present, score * spec.weight, 0)
+        weights = np.where(present, spec.weight, 0)
+        node_score = contribution if node_score is None else node_score + contribution
+        weight_sum = weights if weight_sum is None else weight_sum + weights
+    return _weighted(node_score, weight_sum)
+
+
+def most_allocated_score(inputs: AllocationInputs, resources: Sequence[ResourceSpec]) -> IntArray:
+    node_score: IntArray | None = None
+    weight_sum: IntArray | None = None
+    for spec, req, alloc in zip(resources, inputs.requested, inputs.allocatable, strict=True):
+        present = alloc != 0
+        safe = np.where(present, alloc, 1)
+        score = np.minimum(req, alloc) * MAX_NODE_SCORE // safe
+        contribution = np.where(present, score * spec.weight, 0)
+        weights = np.where(present, spec.weight, 0)
+        node_score = contribution if node_score is None else node_score + contribution
+        weight_sum = weights if weight_sum is None else weight_sum + weights
+    return _weighted(node_score, weight_sum)
+
+
+def _weighted(node_score: IntArray | None, weight_sum: IntArray | None) -> IntArray:
+    if node_score is None or weight_sum is None:
+        raise ValueError("resources not found")
+    return np.where(weight_sum == 0, 0, node_score // np.where(weight_sum == 0, 1, weight_sum))
+
+
+@dataclass(frozen=True)
+class BrokenLinear:
+    """``helper.BuildBrokenLinearFunction`` over arrays (utilizations strictly increasing)."""
+
+    utilization: tuple[int, ...]
+    score: tuple[int, ...]
+
+    def __call__(self, p: IntArray) -> IntArray:
+        u, s = self.utilization, self.score
+        out = np.full(p.shape, s[-1], dtype=np.int64)
+        # Later points first, so the first point with p <= u[i] wins.
+        for i in range(len(u) - 1, -1, -1):
+            if i == 0:
+                value: IntArray = np.full(p.shape, s[0], dtype=np.int64)
+            else:
+                value = s[i - 1] + _go_div((s[i] - s[i - 1]) * (p - u[i - 1]), u[i] - u[i - 1])
+            out = np.where(p <= u[i], value, out)
+        return out
+
+
+def requested_to_capacity_ratio_score(
+    inputs: AllocationInputs, resources: Sequence[ResourceSpec], shape: BrokenLinear
+) -> IntArray:
+    node_score: IntArray | None = None
+    weight_sum: IntArray | None = None
+    for spec, req, alloc in zip(resources, inputs.requested, inputs.allocatable, strict=True):
+        present = alloc != 0
+        safe = np.where(present, alloc, 1)
+        utilization = np.where(req > alloc, MAX_UTILIZATION, req * MAX_UTILIZATION // safe)
+        score = shape(utilization)
+        counted = present & (score > 0)
+        contribution = np.where(counted, score * spec.weight, 0)
+        weights = np.where(counted, spec.weight, 0)
+        node_score = contribution if node_score is None else node_score + contribution
+        weight_sum = weights if weight_sum is None else weight_sum + weights
+    if node_score is None or weight_sum is None:
+        raise ValueError("resources not found")
+    # math.Round(ns / ws), half away from zero, exactly in integers (both are >= 0).
+    safe_ws = np.where(weight_sum == 0, 1, weight_sum)
+    return np.where(weight_sum == 0, 0, (2 * node_score + safe_ws) // (2 * safe_ws))
+
+
+def build_shape(raw: Sequence[Mapping[str, Any]]) -> BrokenLinear:
+    scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+    return BrokenLinear(
+        tuple(int(p.get("utilization", 0)) for p in raw),
+        tuple(int(p.get("score", 0)) * scale for p in raw),
+    )
+
+
+# -- the plugin -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PodResourceRequest:
+    """What Filter checks: the basic resources, then the scalar ones, request > 0 only."""
+
+    checks: tuple[tuple[str, int], ...]
+    any_request: bool
+
+
+def compute_pod_resource_request(
+    pod: PodInfo,
+    ignored: frozenset[str] = frozenset(),
+    ignored_groups: frozenset[str] = frozenset(),
+) -> PodResourceRequest:
+    requests = pod.requests
+    checks: list[tuple[str, int]] = []
+    any_request = False
+    for name in (CPU, MEMORY, EPHEMERAL_STORAGE):
+        q = int(requests.get(name, 0))
+        if q:
+            any_request = True
+        if q > 0:
+            checks.append((name, q))
+    for name, value in requests.items():
+        if name in (CPU, MEMORY, EPHEMERAL_STORAGE, PODS) or not is_scalar_resource(name):
+            continue
+        any_request = True
+        q = int(value)
+        if q <= 0:
+            continue
+        if is_extended_resource_name(name) and (
+            name in ignored or name.split("/", 1)[0] in ignored_groups
+        ):
+            continue
+        checks.append((name, q))
+    return PodResourceRequest(tuple(checks), any_request)
+
+
+class NodeResourcesFit:
+    name = NAME
+
+    def __init__(self, args: Mapping[str, Any]) -> None:
+        args = defaulted_args(args)
+        self.ignored_resources = frozenset(args["ignoredResources"])
+        self.ignored_resource_groups = frozenset(args["ignoredResourceGroups"])
+        strategy = args["scoringStrategy"]
+        self.strategy: str = strategy["type"]
+        self.resources = parse_resources(strategy["resources"])
+        self.shape: BrokenLinear | None = None
+        if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
+            self.shape = build_shape(strategy["requestedToCapacityRatio"]["shape"])
+
+    # -- PreFilter / Filter ---------------------------------------------------------------
+    def _request(self, pod: PodInfo) -> PodResourceRequest:
+        return compute_pod_resource_request(
+            pod, self.ignored_resources, self.ignored_resource_groups
+        )
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        state.write(PRE_FILTER_STATE_KEY, self._request(pod))
+        return None, SUCCESS
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> FilterResult:
+        n = len(nodes)
+        result = FilterResult.all_pass(n)
+        request: PodResourceRequest | None = state.get(PRE_FILTER_STATE_KEY)
+        if request is None:
+            request = self._request(pod)
+        table = nodes.snapshot.nodes
+        too_many = nodes.pod_count + 1 > table.allowed_pods[nodes.idx]
+        result.add_reason(too_many, Code.UNSCHEDULABLE, TOO_MANY_PODS)
+        if not request.any_request:
+            return result
+        for name, q in request.checks:
+            col = _column(nodes, name)
+            if col is None:
+                allocatable = np.zeros(n, dtype=np.int64)
+                used = allocatable
+            else:
+                allocatable = table.allocatable[nodes.idx, col]
+                used = nodes.requested[:, col]
+            short = q > allocatable - used
+            if not short.any():
+                continue
+            result.add_reason(short, Code.UNSCHEDULABLE, insufficient_reason(name))
+            unresolvable = short & (q > allocatable)
+            result.codes[unresolvable] = np.uint8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        return result
+
+    # -- PreScore / Score -----------------------------------------------------------------
+    def pod_requests(self, pod: PodInfo) -> tuple[int, ...]:
+        return tuple(pod_request(pod, r.name, use_requested=False) for r in self.resources)
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> Status:
+        state.write(PRE_SCORE_STATE_KEY, self.pod_requests(pod))
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> IntArray:
+        pod_requests = state.get(PRE_SCORE_STATE_KEY)
+        if pod_requests is None:
+            pod_requests = self.pod_requests(pod)
+        inputs = allocation_inputs(nodes, self.resources, pod_requests, use_requested=False)
+        if self.strategy == MOST_ALLOCATED:
+            return most_allocated_score(inputs, self.resources)
+        if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
+            assert self.shape is not None
+            return requested_to_capacity_ratio_score(inputs, self.resources, self.shape)
+        return least_allocated_score(inputs, self.resources)
+
+    def normalize(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
+        return scores
+
+    # -- events ---------------------------------------------------------------------------
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE), _after_assigned_pod_delete
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE),
+                _after_node_change,
+            ),
+            # InPlacePodVerticalScaling is GA: a bound pod shrinking may free room.
+            ClusterEventWithHint(
+                ClusterEvent(Resource.ASSIGNED_POD, Action.UPDATE_POD_SCALE_DOWN),
+                _after_assigned_pod_scale_down,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_SCALE_DOWN)
+            ),
+        ]
+
+
+# -- queueing hints -------------------------------------------------------------------------
+def _after_assigned_pod_delete(pod: Any, old: Any, new: Any) -> QueueingHint:
+    deleted = old if old is not None else new
+    if deleted is None:
+        return QueueingHint.QUEUE
+    if not deleted.node_name and not getattr(deleted, "nominated_node_name", ""):
+        return QueueingHint.SKIP
+    return QueueingHint.QUEUE
+
+
+def _after_assigned_pod_scale_down(pod: Any, old: Any, new: Any) -> QueueingHint:
+    """Queue when a bound pod's request of something the pod asks for went down."""
+    if old is None or new is None or not new.node_name:
+        return QueueingHint.SKIP
+    for name, value in pod.requests.items():
+        if value and name != PODS and old.requests.get(name, 0) > new.requests.get(name, 0):
+            return QueueingHint.QUEUE
+    return QueueingHint.SKIP
+
+
+def _allocatable_of(node: Any) -> Mapping[str, int]:
+    if isinstance(node, Mapping):
+        return node_allocatable(node)
+    allocatable: Mapping[str, int] = getattr(node, "allocatable", {}) or {}
+    return allocatable
+
+
+def fits_empty_node(pod: Any, allocatable: Mapping[str, int]) -> bool:
+    """Upstream ``isFit``: the pod fits the node with nothing on it."""
+    if allocatable.get(PODS, 0) < 1:
+        return False
+    request = compute_pod_resource_request(pod)
+    return all(q <= allocatable.get(name, 0) for name, q in request.checks)
+
+
+def _after_node_change(pod: Any, old: Any, new: Any) -> QueueingHint:
+    if new is None:
+        return QueueingHint.SKIP
+    new_alloc = _allocatable_of(new)
+    if not fits_empty_node(pod, new_alloc):
+        return QueueingHint.SKIP
+    if old is None:
+        return QueueingHint.QUEUE
+    old_alloc = _allocatable_of(old)
+    if new_alloc.get(PODS, 0) > old_alloc.get(PODS, 0):
+        return QueueingHint.QUEUE
+    request = compute_pod_resource_request(pod)
+    if not request.any_request:
+        return QueueingHint.SKIP
+    for name, _ in request.checks:
+        if new_alloc.get(name, 0) > old_alloc.get(name, 0):
+            return QueueingHint.QUEUE
+    return QueueingHint.SKIP
+
+
+def new(args: Mapping[str, Any], handle: Handle) -> NodeResourcesFit:
+    return NodeResourcesFit(args)
+
+
+SPEC = PluginSpec(name=NAME, factory=new, default_args=DEFAULT_ARGS, validate=validate_args)

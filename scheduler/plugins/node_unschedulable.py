@@ -1,0 +1,94 @@
+"""NodeUnschedulable: cordoned nodes (``spec.unschedulable``) take only pods that tolerate it.
+
+Upstream ``nodeunschedulable/node_unschedulable.go``: a pod passes a cordoned node only if it
+tolerates the taint ``node.kubernetes.io/unschedulable:NoSchedule`` (which the node lifecycle
+controller adds to cordoned nodes anyway). The answer depends on one bit per node, so Filter
+is a single mask over the batch. Upstream's PreFilter only acts for deferred in-place resizes
+of bound pods (an alpha gate, off by default) and is not implemented.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from scheduler.framework.events import (
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from scheduler.framework.interface import Code, CycleState, FilterResult, NodeView
+from scheduler.framework.registry import Handle, PluginSpec
+from scheduler.model.taints import Taint
+
+if TYPE_CHECKING:
+    from scheduler.model.pod import PodInfo
+
+NAME = "NodeUnschedulable"
+
+ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
+ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+
+TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+_UNSCHEDULABLE_TAINT = Taint(TAINT_NODE_UNSCHEDULABLE, "", "NoSchedule")
+
+
+def tolerates_unschedulable(pod: Any) -> bool:
+    """The pod tolerates ``node.kubernetes.io/unschedulable:NoSchedule``."""
+    return any(t.tolerates(_UNSCHEDULABLE_TAINT) for t in pod.tolerations)
+
+
+class NodeUnschedulable:
+    name = NAME
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> FilterResult:
+        result = FilterResult.all_pass(len(nodes))
+        cordoned = nodes.snapshot.nodes.unschedulable[nodes.idx]
+        if cordoned.any() and not tolerates_unschedulable(pod):
+            result.reject(cordoned, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNSCHEDULABLE)
+        return result
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT),
+                _after_node_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_TOLERATION),
+                _after_pod_toleration_change,
+            ),
+        ]
+
+
+def _unschedulable(node: Any) -> bool:
+    """``spec.unschedulable`` of a node as the queue hands it over (API dict or summary)."""
+    if isinstance(node, Mapping):
+        return bool((node.get("spec") or {}).get("unschedulable", False))
+    return bool(getattr(node, "unschedulable", False))
+
+
+def _after_node_change(pod: Any, old: Any, new: Any) -> QueueingHint:
+    """Queue when a node is added schedulable or goes from unschedulable to schedulable."""
+    if new is None:
+        return QueueingHint.SKIP
+    if _unschedulable(new):
+        return QueueingHint.SKIP
+    if old is None or _unschedulable(old):
+        return QueueingHint.QUEUE
+    return QueueingHint.SKIP
+
+
+def _after_pod_toleration_change(pod: Any, old: Any, new: Any) -> QueueingHint:
+    """Queue when the updated pod now tolerates the unschedulable taint."""
+    target = new if new is not None else pod
+    return QueueingHint.QUEUE if tolerates_unschedulable(target) else QueueingHint.SKIP
+
+
+def new(args: Mapping[str, Any], handle: Handle) -> NodeUnschedulable:
+    return NodeUnschedulable()
+
+
+SPEC = PluginSpec(name=NAME, factory=new)

@@ -1,0 +1,789 @@
+"""PodTopologySpread: kube-scheduler's topology spread constraints (v1.37), filter and score.
+
+Filtering uses the pod's ``DoNotSchedule`` constraints. PreFilter counts, per constraint, the
+matching pods in every topology domain over the nodes that carry *all* the constraints' keys
+and pass the constraint's node inclusion policies; counts live in a numpy array indexed by the
+snapshot's domain id of the key, so Filter answers a whole batch of nodes with one fancy
+index ``counts[domain_ids[rows]]``. A node fails when
+``count[its domain] + (1 if the pod matches itself) - global minimum > maxSkew``; the global
+minimum is 0 while fewer than ``minDomains`` domains are eligible.
+
+Scoring uses the ``ScheduleAnyway`` constraints, or the profile's default constraints when the
+pod declares none. Raw scores follow upstream (``round(Σ count·ln(#domains + 2) + maxSkew - 1)``)
+and are normalised so the emptiest domain scores 100.
+
+Default constraints (``defaultingType: System`` or ``List``): upstream derives their selector from
+the Services, ReplicaSets, StatefulSets and ReplicationControllers selecting the pod. We do not
+watch those objects, so the default selector here is *"pods of the same controller"*: pods in the
+pod's namespace whose controller ownerReference has the same kind and name, for pods owned by a
+ReplicaSet, StatefulSet or ReplicationController. A pod without such an owner gets no default
+constraints (upstream would still spread it when a Service selects it). For a Deployment's pods
+this equals upstream's ReplicaSet selector (which includes ``pod-template-hash``).
+
+Hypothetical pods: a view row with ``added``/``removed`` pods is evaluated against a copy of the
+counts adjusted for that node only (upstream's AddPod/RemovePod), the global minimum recomputed
+exactly. Deviation, on purpose: a hypothetical pod counts only if it would have been counted by
+PreFilter (same namespace, not terminating, non-empty selector); upstream's RemovePod also
+decrements for terminating victims that PreFilter never counted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.framework.events import (
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    SKIP,
+    SUCCESS,
+    BoolArray,
+    Code,
+    CycleState,
+    FilterResult,
+    IntArray,
+    NodeView,
+    PreFilterResult,
+    Status,
+)
+from scheduler.framework.registry import ConfigError, Handle, PluginSpec
+from scheduler.plugins.inter_pod_affinity import PodGroups, matched_pods
+
+if TYPE_CHECKING:
+    from scheduler.cache.snapshot import Snapshot
+    from scheduler.model.pod import PodInfo, SpreadConstraint
+    from scheduler.model.selectors import LabelSelector
+
+NAME = "PodTopologySpread"
+
+ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
+ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
+
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+DO_NOT_SCHEDULE = "DoNotSchedule"
+SCHEDULE_ANYWAY = "ScheduleAnyway"
+HONOR = "Honor"
+IGNORE = "Ignore"
+SYSTEM_DEFAULTING = "System"
+LIST_DEFAULTING = "List"
+
+LABEL_HOSTNAME = "kubernetes.io/hostname"
+LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
+
+# Raw score of a node missing a topology key; NormalizeScore turns it into 0.
+INVALID_SCORE = -1
+# Upstream's criticalPaths start at MaxInt32: with no eligible domain the minimum stays there.
+_NO_DOMAIN_MIN = 2**31 - 1
+
+# Owners whose selector upstream's helper.DefaultSelector reads (Services aside).
+_DEFAULT_SELECTOR_OWNERS = frozenset({"ReplicaSet", "StatefulSet", "ReplicationController"})
+
+SYSTEM_DEFAULT_CONSTRAINTS: tuple[Mapping[str, Any], ...] = (
+    {"topologyKey": LABEL_HOSTNAME, "whenUnsatisfiable": SCHEDULE_ANYWAY, "maxSkew": 3},
+    {"topologyKey": LABEL_TOPOLOGY_ZONE, "whenUnsatisfiable": SCHEDULE_ANYWAY, "maxSkew": 5},
+)
+
+DEFAULT_ARGS: Mapping[str, Any] = {"defaultingType": SYSTEM_DEFAULTING, "defaultConstraints": []}
+
+
+# -- arguments ------------------------------------------------------------------------------
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _label_name_errors(value: str) -> list[str]:
+    """metav1validation.ValidateLabelName: an optional DNS-subdomain prefix and a name."""
+    prefix, _, name = value.rpartition("/")
+    errors: list[str] = []
+    if "/" in value and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+        errors.append("prefix part must be a lowercase RFC 1123 subdomain")
+    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+        errors.append(
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
+            "start and end with an alphanumeric character (at most 63 characters)"
+        )
+    return errors
+
+
+def validate_args(args: Mapping[str, Any], path: str) -> None:
+    """ValidatePodTopologySpreadArgs; raises :class:`ConfigError` naming every bad field."""
+    merged = {**DEFAULT_ARGS, **args}
+    errors: list[str] = []
+    unknown = sorted(set(args) - set(DEFAULT_ARGS))
+    for key in unknown:
+        errors.append(f"{path}.{key}: Invalid value: unknown field")
+    defaulting = merged["defaultingType"]
+    constraints = merged["defaultConstraints"]
+    if constraints is None:
+        constraints = []
+    if not isinstance(constraints, list):
+        errors.append(f"{path}.defaultConstraints: Invalid value: must be a list")
+        constraints = []
+    if defaulting not in (SYSTEM_DEFAULTING, LIST_DEFAULTING):
+        errors.append(
+            f"{path}.defaultingType: Unsupported value: {defaulting!r}: "
+            f'supported values: "{LIST_DEFAULTING}", "{SYSTEM_DEFAULTING}"'
+        )
+    elif defaulting == SYSTEM_DEFAULTING and constraints:
+        errors.append(
+            f"{path}.defaultingType: Invalid value: {defaulting!r}: "
+            "when .defaultConstraints are not empty"
+        )
+    seen: set[tuple[Any, Any]] = set()
+    for i, c in enumerate(constraints):
+        p = f"{path}.defaultConstraints[{i}]"
+        if not isinstance(c, Mapping):
+            errors.append(f"{p}: Invalid value: must be a mapping")
+            continue
+        skew = c.get("maxSkew")
+        if isinstance(skew, bool) or not isinstance(skew, int) or skew <= 0:
+            errors.append(f"{p}.maxSkew: Invalid value: {skew!r}: not in valid range (0, inf)")
+        topology_key = c.get("topologyKey")
+        if not topology_key:
+            errors.append(f"{p}.topologyKey: Required value: can not be empty")
+        elif not isinstance(topology_key, str):
+            errors.append(f"{p}.topologyKey: Invalid value: {topology_key!r}: must be a string")
+        else:
+            errors.extend(f"{p}.topologyKey: Invalid value: {topology_key!r}: {e}"
+                          for e in _label_name_errors(topology_key))
+        action = c.get("whenUnsatisfiable")
+        if not action:
+            errors.append(f"{p}.whenUnsatisfiable: Required value: can not be empty")
+        elif action not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
+            errors.append(
+                f"{p}.whenUnsatisfiable: Unsupported value: {action!r}: "
+                f'supported values: "{DO_NOT_SCHEDULE}", "{SCHEDULE_ANYWAY}"'
+            )
+        if c.get("labelSelector") is not None:
+            errors.append(
+                f"{p}.labelSelector: Forbidden: constraint must not define a selector, "
+                "as they deduced for each pod"
+            )
+        min_domains = c.get("minDomains")
+        if min_domains is not None and (
+            isinstance(min_domains, bool) or not isinstance(min_domains, int) or min_domains <= 0
+        ):
+            errors.append(f"{p}.minDomains: Invalid value: {min_domains!r}: must be > 0")
+        for policy in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
+            value = c.get(policy)
+            if value is not None and value not in (HONOR, IGNORE):
+                errors.append(
+                    f'{p}.{policy}: Unsupported value: {value!r}: supported values: '
+                    f'"{HONOR}", "{IGNORE}"'
+                )
+        pair = (c.get("topologyKey"), action)
+        if pair in seen:
+            errors.append(f"{path}.defaultConstraints[{i}]: Duplicate value: "
+                          f'"{{{pair[0]}, {pair[1]}}}"')
+        seen.add(pair)
+    if errors:
+        raise ConfigError("; ".join(errors))
+
+
+# -- constraints ----------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Constraint:
+    """A constraint as the plugin uses it: defaults applied, selector or owner resolved.
+
+    ``selector`` is ``None`` for a default constraint, whose pods are those of ``owner``.
+    """
+
+    max_skew: int
+    topology_key: str
+    min_domains: int
+    honor_node_affinity: bool
+    honor_node_taints: bool
+    selector: LabelSelector | None
+    owner: tuple[str, str] | None
+
+    def matches(self, pod: PodInfo) -> bool:
+        """``Selector.Matches(pod.Labels)``: the self-match of the incoming pod."""
+        if self.selector is None:
+            return (pod.owner_kind, pod.owner_name) == self.owner
+        return self.selector.matches(pod.labels)
+
+    @property
+    def counts_nothing(self) -> bool:
+        """Upstream ``countPodsMatchSelector`` counts 0 for an empty (match-all) selector."""
+        sel = self.selector
+        return sel is not None and not sel.matches_nothing and not sel.requirements
+
+    def counts(self, pod: PodInfo, namespace: str) -> bool:
+        """Whether ``pod`` on an eligible node adds to this constraint's domain count."""
+        return (
+            pod.namespace == namespace
+            and not pod.is_terminating
+            and not self.counts_nothing
+            and self.matches(pod)
+        )
+
+
+def _from_pod_constraint(c: SpreadConstraint) -> _Constraint:
+    return _Constraint(
+        max_skew=int(c.max_skew),
+        topology_key=c.topology_key,
+        min_domains=1 if c.min_domains is None else int(c.min_domains),
+        honor_node_affinity=(c.node_affinity_policy or HONOR) == HONOR,
+        honor_node_taints=(c.node_taints_policy or IGNORE) == HONOR,
+        selector=c.selector,
+        owner=None,
+    )
+
+
+def _from_default(raw: Mapping[str, Any], owner: tuple[str, str]) -> _Constraint:
+    min_domains = raw.get("minDomains")
+    return _Constraint(
+        max_skew=int(raw["maxSkew"]),
+        topology_key=str(raw["topologyKey"]),
+        min_domains=1 if min_domains is None else int(min_domains),
+        honor_node_affinity=(raw.get("nodeAffinityPolicy") or HONOR) == HONOR,
+        honor_node_taints=(raw.get("nodeTaintsPolicy") or IGNORE) == HONOR,
+        selector=None,
+        owner=owner,
+    )
+
+
+def _default_owner(pod: PodInfo) -> tuple[str, str] | None:
+    kind, name = pod.owner_kind, pod.owner_name
+    if not kind or not name or kind not in _DEFAULT_SELECTOR_OWNERS:
+        return None
+    return (kind, name)
+
+
+# -- node masks -----------------------------------------------------------------------------
+_NOSCHEDULE_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+def node_affinity_mask(snapshot: Snapshot, pod: PodInfo) -> BoolArray:
+    """Per node row: the node matches the pod's nodeSelector and required node affinity."""
+    nodes = snapshot.nodes
+    selector = dict(pod.node_selector or {})
+    required = pod.required_node_affinity
+    if not selector and required is None:
+        return nodes.alive
+
+    def compute() -> BoolArray:
+        out = np.zeros(nodes.capacity, dtype=np.bool_)
+        for name, row in nodes.index.items():
+            labels = nodes.labels[row]
+            if any(labels.get(k) != v for k, v in selector.items()):
+                continue
+            if required is not None and not required.matches(labels, name):
+                continue
+            out[row] = True
+        return out
+
+    return _cached_mask(snapshot, (NAME, "affinity", tuple(sorted(selector.items())), required),
+                        compute)
+
+
+def node_taints_mask(snapshot: Snapshot, pod: PodInfo) -> BoolArray:
+    """Per node row: the pod tolerates every NoSchedule/NoExecute taint of the node."""
+    nodes = snapshot.nodes
+    tolerations = tuple(pod.tolerations)
+
+    def compute() -> BoolArray:
+        out = np.zeros(nodes.capacity, dtype=np.bool_)
+        for row in nodes.index.values():
+            out[row] = all(
+                taint.effect not in _NOSCHEDULE_EFFECTS
+                or any(tol.tolerates(taint) for tol in tolerations)
+                for taint in nodes.taints[row]
+            )
+        return out
+
+    return _cached_mask(snapshot, (NAME, "taints", tolerations), compute)
+
+
+def _cached_mask(snapshot: Snapshot, key: Hashable, compute: Callable[[], BoolArray]) -> BoolArray:
+    try:
+        hash(key)
+    except TypeError:
+        return compute()
+    return snapshot.node_mask(key, compute)
+
+
+def _owner_key(pod: PodInfo) -> Hashable:
+    return (pod.namespace, pod.owner_kind, pod.owner_name)
+
+
+class _CountedPods:
+    """Node rows of the pods each constraint counts (same namespace, not terminating)."""
+
+    def __init__(
+        self, state: CycleState, snapshot: Snapshot, namespace: str, owners: PodGroups
+    ) -> None:
+        self.state = state
+        self.snapshot = snapshot
+        self.namespace = namespace
+        self._owners = owners
+        self._owners_fresh = False
+
+    def rows(self, c: _Constraint) -> IntArray:
+        """Rows of the counted pods' nodes, only nodes the table holds."""
+        if c.selector is None:
+            assert c.owner is not None
+            if not self._owners_fresh:
+                index = self.snapshot.cache.pods
+                self._owners.refresh(index, index.by_uid.values())
+                self._owners_fresh = True
+            key = (self.namespace, *c.owner)
+            if key not in self._owners.members:
+                return np.zeros(0, dtype=np.int64)
+            group = self._owners.members[key]
+            rows = self._owners.rows(key, self.snapshot)
+            terminating = np.fromiter(
+                (p.is_terminating for p in group.values()), dtype=np.bool_, count=len(group)
+            )
+            rows = rows[~terminating]
+            return rows[rows >= 0]
+        if c.counts_nothing:
+            return np.zeros(0, dtype=np.int64)
+        matched = matched_pods(self.state, self.snapshot, (self.namespace,), c.selector)
+        return matched.counted_rows_not_terminating()
+
+
+# -- filter state ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _FilterState:
+    """PreFilter's counts; one entry per DoNotSchedule constraint, in the pod's order."""
+
+    namespace: str
+    constraints: tuple[_Constraint, ...]
+    domain_ids: tuple[IntArray, ...]  # per node row: domain id of the constraint's key, -1 none
+    eligible: tuple[BoolArray, ...]  # per node row: the node's pods count for the constraint
+    counts: tuple[IntArray, ...]  # per domain id: matching pods on eligible nodes
+    present: tuple[BoolArray, ...]  # per domain id: some eligible node is in the domain
+    min_match: tuple[int, ...]  # global minimum, minDomains applied
+    self_match: tuple[bool, ...]
+
+    def with_pods(
+        self, row: int, added: Sequence[PodInfo], removed: Sequence[PodInfo]
+    ) -> _FilterState:
+        """The state as if ``added`` were on node ``row`` and ``removed`` were not."""
+        counts = list(self.counts)
+        mins = list(self.min_match)
+        for i, c in enumerate(self.constraints):
+            if not self.eligible[i][row]:
+                continue
+            delta = sum(1 for p in added if c.counts(p, self.namespace)) - sum(
+                1 for p in removed if c.counts(p, self.namespace)
+            )
+            if delta == 0:
+                continue
+            domain = int(self.domain_ids[i][row])
+            counts[i] = counts[i].copy()
+            counts[i][domain] += delta
+            mins[i] = _global_min(counts[i], self.present[i], c.min_domains)
+        return dataclasses.replace(self, counts=tuple(counts), min_match=tuple(mins))
+
+
+def _global_min(counts: IntArray, present: BoolArray, min_domains: int) -> int:
+    num_domains = int(np.count_nonzero(present))
+    if num_domains < min_domains:
+        return 0
+    if num_domains == 0:
+        return _NO_DOMAIN_MIN
+    return int(counts[present].min())
+
+
+_REASON_NONE, _REASON_LABEL, _REASON_SKEW = 0, 1, 2
+
+
+def _filter_rows(state: _FilterState, rows: IntArray) -> IntArray:
+    """Per row, the reason it fails (``_REASON_*``); the first failing constraint decides."""
+    reason = np.zeros(rows.shape[0], dtype=np.int64)
+    for i, c in enumerate(state.constraints):
+        ids = state.domain_ids[i][rows]
+        open_ = reason == _REASON_NONE
+        missing = ids < 0
+        reason[open_ & missing] = _REASON_LABEL
+        counts = state.counts[i][np.where(missing, 0, ids)] if state.counts[i].size else 0
+        skew = counts + int(state.self_match[i]) - state.min_match[i]
+        reason[open_ & ~missing & (skew > c.max_skew)] = _REASON_SKEW
+    return reason
+
+
+# -- score state ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _ScoreState:
+    constraints: tuple[_Constraint, ...]
+    ignored: BoolArray  # per node row
+    has_key: tuple[BoolArray, ...]  # per node row
+    domain_ids: tuple[IntArray, ...]  # per node row; hostname: unused
+    counts: tuple[IntArray, ...]  # per domain id; hostname: per node row
+    weights: tuple[float, ...]
+
+
+def _round_half_away(x: npt.NDArray[np.float64]) -> IntArray:
+    """Go's math.Round for non-negative values, exact (x - trunc(x) is exact in binary64)."""
+    whole = np.trunc(x)
+    return (whole + ((x - whole) >= 0.5)).astype(np.int64)
+
+
+# -- the plugin -----------------------------------------------------------------------------
+class PodTopologySpread:
+    name = NAME
+
+    def __init__(self, args: Mapping[str, Any]) -> None:
+        merged = {**DEFAULT_ARGS, **args}
+        self.system_defaulted = merged["defaultingType"] == SYSTEM_DEFAULTING
+        self.default_constraints: tuple[Mapping[str, Any], ...] = (
+            SYSTEM_DEFAULT_CONSTRAINTS
+            if self.system_defaulted
+            else tuple(merged["defaultConstraints"] or ())
+        )
+        # Pods by controller owner, for the default constraints' selector.
+        self._owner_groups = PodGroups(_owner_key)
+
+    # -- constraints ------------------------------------------------------------------------
+    def constraints(self, pod: PodInfo, action: str) -> tuple[_Constraint, ...]:
+        """upstream getConstraints: the pod's own constraints, else the defaults."""
+        if pod.spread_constraints:
+            return tuple(
+                _from_pod_constraint(c)
+                for c in pod.spread_constraints
+                if c.when_unsatisfiable == action
+            )
+        owner = _default_owner(pod)
+        if owner is None:
+            return ()
+        return tuple(
+            _from_default(raw, owner)
+            for raw in self.default_constraints
+            if raw.get("whenUnsatisfiable") == action
+        )
+
+    # -- PreFilter / Filter -----------------------------------------------------------------
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        constraints = self.constraints(pod, DO_NOT_SCHEDULE)
+        if not constraints:
+            return None, SKIP
+        state.write(PRE_FILTER_STATE_KEY, self._filter_state(state, snapshot, pod, constraints))
+        return None, SUCCESS
+
+    def _filter_state(
+        self,
+        state: CycleState,
+        snapshot: Snapshot,
+        pod: PodInfo,
+        constraints: tuple[_Constraint, ...],
+    ) -> _FilterState:
+        nodes = snapshot.nodes
+        domain_ids: list[IntArray] = []
+        num_domains: list[int] = []
+        all_keys = nodes.alive.copy()
+        for c in constraints:
+            ids, values = snapshot.domains(c.topology_key)
+            domain_ids.append(ids)
+            num_domains.append(len(values))
+            all_keys &= ids >= 0
+        affinity = taints = None
+        pods = _CountedPods(state, snapshot, pod.namespace, self._owner_groups)
+        eligible: list[BoolArray] = []
+        counts: list[IntArray] = []
+        present: list[BoolArray] = []
+        mins: list[int] = []
+        for i, c in enumerate(constraints):
+            ok = all_keys
+            if c.honor_node_affinity:
+                if affinity is None:
+                    affinity = node_affinity_mask(snapshot, pod)
+                ok = ok & affinity
+            if c.honor_node_taints:
+                if taints is None:
+                    taints = node_taints_mask(snapshot, pod)
+                ok = ok & taints
+            ids = domain_ids[i]
+            here = np.zeros(num_domains[i], dtype=np.bool_)
+            here[ids[ok]] = True
+            rows = pods.rows(c)
+            rows = rows[ok[rows]]
+            count = np.bincount(ids[rows], minlength=num_domains[i]).astype(np.int64)
+            eligible.append(ok)
+            counts.append(count)
+            present.append(here)
+            mins.append(_global_min(count, here, c.min_domains))
+        return _FilterState(
+            namespace=pod.namespace,
+            constraints=constraints,
+            domain_ids=tuple(domain_ids),
+            eligible=tuple(eligible),
+            counts=tuple(counts),
+            present=tuple(present),
+            min_match=tuple(mins),
+            self_match=tuple(c.matches(pod) for c in constraints),
+        )
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> FilterResult:
+        s: _FilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        result = FilterResult.all_pass(len(nodes))
+        if s is None:
+            result.reject(
+                np.ones(len(nodes), dtype=np.bool_),
+                Code.ERROR,
+                f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found',
+            )
+            return result
+        if not s.constraints:
+            return result
+        reason = _filter_rows(s, nodes.idx)
+        for pos, row, added, removed in _delta_rows(nodes):
+            adjusted = s.with_pods(row, added, removed)
+            reason[pos] = _filter_rows(adjusted, nodes.idx[pos : pos + 1])[0]
+        result.reject(
+            reason == _REASON_LABEL, Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            ERR_REASON_NODE_LABEL_NOT_MATCH,
+        )
+        result.reject(reason == _REASON_SKEW, Code.UNSCHEDULABLE, ERR_REASON_CONSTRAINTS_NOT_MATCH)
+        return result
+
+    # -- PreScore / Score / NormalizeScore --------------------------------------------------
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> Status:
+        snapshot = nodes.snapshot
+        if snapshot.num_nodes == 0:
+            return SKIP
+        constraints = self.constraints(pod, SCHEDULE_ANYWAY)
+        if not constraints:
+            return SKIP
+        # Only non-default constraints need every key: zone-less nodes still spread by hostname.
+        require_all = bool(pod.spread_constraints) or not self.system_defaulted
+        table = snapshot.nodes
+        rows = nodes.idx
+        raw_ids = [snapshot.domains(c.topology_key) for c in constraints]
+        all_keys = table.alive.copy()
+        for ids, _ in raw_ids:
+            all_keys &= ids >= 0
+        ignored = ~all_keys if require_all else np.zeros(table.capacity, dtype=np.bool_)
+        scored = rows[~ignored[rows]]
+        affinity = taints = None
+        pods = _CountedPods(state, snapshot, pod.namespace, self._owner_groups)
+        has_key: list[BoolArray] = []
+        domain_ids: list[IntArray] = []
+        counts: list[IntArray] = []
+        weights: list[float] = []
+        for c, (ids, values) in zip(constraints, raw_ids, strict=True):
+            has_key.append(ids >= 0)
+            pod_rows = pods.rows(c)
+            if c.topology_key == LABEL_HOSTNAME:
+                # Upstream counts the node's own pods in Score, without inclusion policies.
+                domain_ids.append(ids)
+                counts.append(np.bincount(pod_rows, minlength=table.capacity).astype(np.int64))
+                weights.append(math.log(scored.shape[0] + 2))
+                continue
+            # A missing label reads as "" upstream: fold it into the "" domain (or a new one).
+            missing_id = values.index("") if "" in values else len(values)
+            eff = np.where(ids >= 0, ids, missing_id)
+            ndom = len(values) + 1
+            wanted = np.zeros(ndom, dtype=np.bool_)
+            wanted[eff[scored]] = True
+            ok = table.alive & all_keys if require_all else table.alive
+            if c.honor_node_affinity:
+                if affinity is None:
+                    affinity = node_affinity_mask(snapshot, pod)
+                ok = ok & affinity
+            if c.honor_node_taints:
+                if taints is None:
+                    taints = node_taints_mask(snapshot, pod)
+                ok = ok & taints
+            pod_rows = pod_rows[ok[pod_rows]]
+            count = np.bincount(eff[pod_rows], minlength=ndom).astype(np.int64)
+            count[~wanted] = 0
+            domain_ids.append(eff)
+            counts.append(count)
+            weights.append(math.log(int(np.count_nonzero(wanted)) + 2))
+        state.write(
+            PRE_SCORE_STATE_KEY,
+            _ScoreState(
+                constraints=constraints,
+                ignored=ignored,
+                has_key=tuple(has_key),
+                domain_ids=tuple(domain_ids),
+                counts=tuple(counts),
+                weights=tuple(weights),
+            ),
+        )
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> IntArray:
+        s: _ScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        rows = nodes.idx
+        if s is None:
+            return np.zeros(rows.shape[0], dtype=np.int64)
+        total = np.zeros(rows.shape[0], dtype=np.float64)
+        for i, c in enumerate(s.constraints):
+            has = s.has_key[i][rows]
+            if c.topology_key == LABEL_HOSTNAME:
+                cnt = s.counts[i][rows]
+            else:
+                cnt = s.counts[i][s.domain_ids[i][rows]]
+            total += np.where(has, cnt.astype(np.float64) * s.weights[i] + float(c.max_skew - 1),
+                              0.0)
+        out = _round_half_away(total)
+        out[s.ignored[rows]] = INVALID_SCORE
+        return out
+
+    def normalize(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
+        if state.get(PRE_SCORE_STATE_KEY) is None:
+            return scores
+        valid = scores != INVALID_SCORE
+        out = np.zeros(scores.shape[0], dtype=np.int64)
+        if not valid.any():
+            return out
+        lo = int(scores[valid].min())
+        hi = max(int(scores[valid].max()), 0)
+        if hi == 0:
+            out[valid] = MAX_NODE_SCORE
+        else:
+            out[valid] = MAX_NODE_SCORE * (hi + lo - scores[valid]) // hi
+        return out
+
+    # -- events -----------------------------------------------------------------------------
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(
+                    Resource.ASSIGNED_POD,
+                    Action.ADD | Action.UPDATE_POD_LABEL | Action.DELETE,
+                ),
+                self._after_assigned_pod_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(
+                    Resource.UNSCHEDULED_POD,
+                    Action.UPDATE_POD_TOLERATION | Action.UPDATE_POD_LABEL,
+                ),
+                self._after_target_pod_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(
+                    Resource.NODE,
+                    Action.ADD
+                    | Action.DELETE
+                    | Action.UPDATE_NODE_LABEL
+                    | Action.UPDATE_NODE_TAINT,
+                ),
+                self._after_node_change,
+            ),
+        ]
+
+    def _after_assigned_pod_change(self, pod: Any, old: Any, new: Any) -> QueueingHint:
+        try:
+            for other in (old, new):
+                if other is not None and not _involved(other, pod):
+                    return QueueingHint.SKIP
+            constraints = self.constraints(pod, DO_NOT_SCHEDULE)
+            if old is not None and new is not None:
+                return _label_change_hint(old.labels, new.labels, constraints)
+            changed = new if new is not None else old
+            if changed is None:
+                return QueueingHint.QUEUE
+            if any(c.matches(changed) for c in constraints):
+                return QueueingHint.QUEUE
+            return QueueingHint.SKIP
+        except AttributeError:
+            return QueueingHint.QUEUE
+
+    def _after_target_pod_change(self, pod: Any, old: Any, new: Any) -> QueueingHint:
+        try:
+            constraints = self.constraints(pod, DO_NOT_SCHEDULE)
+            if tuple(old.tolerations) != tuple(new.tolerations) and any(
+                c.honor_node_taints for c in constraints
+            ):
+                return QueueingHint.QUEUE
+            return _label_change_hint(old.labels, new.labels, constraints)
+        except AttributeError:
+            return QueueingHint.QUEUE
+
+    def _after_node_change(self, pod: Any, old: Any, new: Any) -> QueueingHint:
+        try:
+            constraints = self.constraints(pod, DO_NOT_SCHEDULE)
+            keys = [c.topology_key for c in constraints]
+            old_labels = None if old is None else _node_labels(old)
+            new_labels = None if new is None else _node_labels(new)
+        except (AttributeError, TypeError, KeyError):
+            return QueueingHint.QUEUE
+        old_match = old_labels is not None and all(k in old_labels for k in keys)
+        new_match = new_labels is not None and all(k in new_labels for k in keys)
+        if old_labels is not None and new_labels is not None:
+            if old_match != new_match:
+                return QueueingHint.QUEUE
+            if new_match and (
+                any(old_labels.get(k) != new_labels.get(k) for k in keys)
+                or _node_taints(old) != _node_taints(new)
+            ):
+                return QueueingHint.QUEUE
+            return QueueingHint.SKIP
+        if new_labels is not None:
+            return QueueingHint.QUEUE if new_match else QueueingHint.SKIP
+        return QueueingHint.QUEUE if old_match else QueueingHint.SKIP
+
+
+def _delta_rows(
+    nodes: NodeView,
+) -> Iterable[tuple[int, int, Sequence[PodInfo], Sequence[PodInfo]]]:
+    """(position, node row, added, removed) for the view rows carrying hypothetical pods."""
+    if not nodes.has_deltas:
+        return
+    for pos in range(len(nodes)):
+        added = nodes.added[pos] if nodes.added is not None else ()
+        removed = nodes.removed[pos] if nodes.removed is not None else ()
+        if added or removed:
+            yield pos, int(nodes.idx[pos]), added, removed
+
+
+def _involved(other: Any, pod: Any) -> bool:
+    if not other.node_name and not getattr(other, "nominated_node_name", ""):
+        return False
+    return bool(other.namespace == pod.namespace)
+
+
+def _label_change_hint(
+    old: Mapping[str, str], new: Mapping[str, str], constraints: Sequence[_Constraint]
+) -> QueueingHint:
+    if dict(old) == dict(new):
+        return QueueingHint.SKIP
+    for c in constraints:
+        if c.selector is None:
+            continue  # owner-based defaults do not depend on labels
+        if c.selector.matches(old) != c.selector.matches(new):
+            return QueueingHint.QUEUE
+    return QueueingHint.SKIP
+
+
+def _node_labels(node: Any) -> Mapping[str, str]:
+    if isinstance(node, Mapping):
+        return node.get("metadata", {}).get("labels") or {}
+    labels: Mapping[str, str] = node.labels
+    return labels
+
+
+def _node_taints(node: Any) -> Any:
+    if isinstance(node, Mapping):
+        return node.get("spec", {}).get("taints") or []
+    return getattr(node, "taints", None)
+
+
+def new(args: Mapping[str, Any], handle: Handle) -> PodTopologySpread:
+    validate_args(args, f"{NAME}Args")
+    return PodTopologySpread(args)
+
+
+SPEC = PluginSpec(name=NAME, factory=new, default_args=DEFAULT_ARGS, validate=validate_args)

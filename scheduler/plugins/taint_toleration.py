@@ -1,0 +1,233 @@
+"""TaintToleration: NoSchedule/NoExecute taints filter, PreferNoSchedule taints score.
+
+Upstream ``tainttoleration/taint_toleration.go`` (v1.37):
+
+- Filter: a node fails with UnschedulableAndUnresolvable ``node(s) had untolerated taint(s)``
+  when one of its NoSchedule/NoExecute taints is tolerated by none of the pod's tolerations.
+- Score: the number of the node's PreferNoSchedule taints not tolerated by the pod's
+  tolerations whose effect is PreferNoSchedule or empty; normalised in reverse (fewest
+  intolerable taints gets 100).
+
+Nodes rarely carry taints and many share the same ones, so rows are grouped by their taint
+tuple (rebuilt only when a node's taints or the node set change) and each group is judged
+once per toleration set; the per-row answers are cached in the snapshot's node masks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from scheduler.framework.events import (
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    SUCCESS,
+    BoolArray,
+    Code,
+    CycleState,
+    FilterResult,
+    IntArray,
+    NodeView,
+    Status,
+)
+from scheduler.framework.registry import Handle, PluginSpec
+from scheduler.model.taints import Taint, parse_taints
+
+if TYPE_CHECKING:
+    from scheduler.cache.node_table import NodeTable
+    from scheduler.cache.snapshot import Snapshot
+    from scheduler.model.pod import PodInfo
+    from scheduler.model.taints import Toleration
+
+NAME = "TaintToleration"
+
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+# Upstream keeps this constant, but Filter has reported ERR_REASON_UNTOLERATED since v1.35.
+ERR_REASON_NOT_MATCH = "node(s) had taints that the pod didn't tolerate"
+ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
+
+NO_SCHEDULE = "NoSchedule"
+NO_EXECUTE = "NoExecute"
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
+DO_NOT_SCHEDULE_EFFECTS = (NO_SCHEDULE, NO_EXECUTE)
+
+
+def tolerated(taint: Taint, tolerations: Sequence[Toleration]) -> bool:
+    return any(t.tolerates(taint) for t in tolerations)
+
+
+def has_untolerated(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> bool:
+    """Some NoSchedule/NoExecute taint is tolerated by no toleration.
+
+    Upstream ``v1helper.FindMatchingUntoleratedTaint`` with ``DoNotScheduleTaintsFilterFunc``.
+    """
+    return any(
+        t.effect in DO_NOT_SCHEDULE_EFFECTS and not tolerated(t, tolerations) for t in taints
+    )
+
+
+def prefer_no_schedule_tolerations(tolerations: Sequence[Toleration]) -> tuple[Toleration, ...]:
+    """The tolerations that can tolerate a PreferNoSchedule taint (that effect, or any)."""
+    return tuple(t for t in tolerations if not t.effect or t.effect == PREFER_NO_SCHEDULE)
+
+
+def count_intolerable_prefer_no_schedule(
+    taints: Sequence[Taint], tolerations: Sequence[Toleration]
+) -> int:
+    return sum(
+        1 for t in taints if t.effect == PREFER_NO_SCHEDULE and not tolerated(t, tolerations)
+    )
+
+
+@dataclass
+class _TaintGroups:
+    """Alive rows grouped by taint tuple, for one version of the node table's taints."""
+
+    version: tuple[int, int, int, int]
+    groups: list[tuple[tuple[Taint, ...], IntArray]]
+    counts: dict[Hashable, IntArray] = field(default_factory=dict)
+
+
+class TaintToleration:
+    name = NAME
+
+    def __init__(self) -> None:
+        self._groups: _TaintGroups | None = None
+
+    # -- shared per-row data --------------------------------------------------------------
+    def _taint_groups(self, nodes: NodeTable) -> _TaintGroups:
+        version = (
+            id(nodes),
+            nodes.taints_generation,
+            nodes.membership_generation,
+            nodes.capacity,
+        )
+        cached = self._groups
+        if cached is None or cached.version != version:
+            by_taints: dict[tuple[Taint, ...], list[int]] = {}
+            for row in nodes.index.values():
+                taints = nodes.taints[row]
+                if taints:
+                    by_taints.setdefault(tuple(taints), []).append(row)
+            groups = [(t, np.asarray(rows, dtype=np.int64)) for t, rows in by_taints.items()]
+            cached = self._groups = _TaintGroups(version, groups)
+        return cached
+
+    def untolerated_mask(
+        self, snapshot: Snapshot, tolerations: tuple[Toleration, ...]
+    ) -> BoolArray:
+        """Per node row: some NoSchedule/NoExecute taint is not tolerated."""
+        nodes = snapshot.nodes
+
+        def compute() -> BoolArray:
+            out = np.zeros(nodes.capacity, dtype=np.bool_)
+            for taints, rows in self._taint_groups(nodes).groups:
+                if has_untolerated(taints, tolerations):
+                    out[rows] = True
+            return out
+
+        key = (NAME, "untolerated", nodes.membership_generation, tolerations)
+        try:
+            return snapshot.node_mask(key, compute)
+        except TypeError:  # unhashable tolerations: compute without caching
+            return compute()
+
+    def intolerable_counts(
+        self, snapshot: Snapshot, tolerations: tuple[Toleration, ...]
+    ) -> IntArray:
+        """Per node row: PreferNoSchedule taints not tolerated by ``tolerations``."""
+        groups = self._taint_groups(snapshot.nodes)
+        cached = groups.counts.get(tolerations)
+        if cached is None:
+            cached = np.zeros(snapshot.nodes.capacity, dtype=np.int64)
+            for taints, rows in groups.groups:
+                cached[rows] = count_intolerable_prefer_no_schedule(taints, tolerations)
+            if len(groups.counts) > 1024:
+                groups.counts.clear()
+            groups.counts[tolerations] = cached
+        return cached
+
+    # -- Filter ---------------------------------------------------------------------------
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> FilterResult:
+        result = FilterResult.all_pass(len(nodes))
+        mask = self.untolerated_mask(nodes.snapshot, tuple(pod.tolerations))
+        result.reject(
+            mask[nodes.idx], Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNTOLERATED
+        )
+        return result
+
+    # -- Score ----------------------------------------------------------------------------
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> Status:
+        state.write(PRE_SCORE_STATE_KEY, prefer_no_schedule_tolerations(pod.tolerations))
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> IntArray:
+        tolerations = state.get(PRE_SCORE_STATE_KEY)
+        if tolerations is None:
+            tolerations = prefer_no_schedule_tolerations(pod.tolerations)
+        return self.intolerable_counts(nodes.snapshot, tolerations)[nodes.idx]
+
+    def normalize(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
+        return default_normalize_score(scores, reverse=True)
+
+    # -- events ---------------------------------------------------------------------------
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT),
+                _after_node_change,
+            ),
+            # The pending pod's own tolerations changed: always worth a retry.
+            ClusterEventWithHint(
+                ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_TOLERATION)
+            ),
+        ]
+
+
+def default_normalize_score(scores: IntArray, *, reverse: bool) -> IntArray:
+    """Upstream ``helper.DefaultNormalizeScore``: scale to [0, 100] by the maximum."""
+    if scores.size == 0:
+        return scores
+    top = int(scores.max())
+    if top <= 0:
+        if reverse:
+            return np.full_like(scores, MAX_NODE_SCORE)
+        return scores
+    out = MAX_NODE_SCORE * scores // top
+    if reverse:
+        out = MAX_NODE_SCORE - out
+    return out.astype(np.int64, copy=False)
+
+
+def _node_taints(node: Any) -> Sequence[Taint]:
+    if isinstance(node, Mapping):
+        return parse_taints(node)
+    return tuple(getattr(node, "taints", ()) or ())
+
+
+def _after_node_change(pod: Any, old: Any, new: Any) -> QueueingHint:
+    """Queue when the change turns the node from untolerated to tolerated for the pod."""
+    if new is None:
+        return QueueingHint.SKIP
+    tolerations = tuple(pod.tolerations)
+    was_untolerated = old is None or has_untolerated(_node_taints(old), tolerations)
+    is_untolerated = has_untolerated(_node_taints(new), tolerations)
+    if was_untolerated and not is_untolerated:
+        return QueueingHint.QUEUE
+    return QueueingHint.SKIP
+
+
+def new(args: Mapping[str, Any], handle: Handle) -> TaintToleration:
+    return TaintToleration()
+
+
+SPEC = PluginSpec(name=NAME, factory=new)

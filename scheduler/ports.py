@@ -1,0 +1,108 @@
+"""What the scheduling core needs from the outside world, as interfaces.
+
+The core (framework, plugins, cache, queue, cycle) does no I/O. The operator layer implements
+these ports with the Kubernetes API; tests and the in-process benchmark use small fakes. Calls
+that write to the API are made on the operator's worker threads, never on the scheduling
+thread, so a slow API server slows binding, not scheduling decisions.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from scheduler.model.pod import PodInfo
+
+
+class BindOutcome(enum.Enum):
+    BOUND = "Bound"
+    # The pod is gone (404) or already bound (409): drop it quietly.
+    GONE = "Gone"
+    CONFLICT = "Conflict"
+    # Anything else after the transient retries: unreserve, forget, requeue with backoff.
+    FAILED = "Failed"
+
+
+@dataclass(frozen=True)
+class BindResult:
+    outcome: BindOutcome
+    message: str = ""
+
+
+class Binder(Protocol):
+    def bind(self, pod: PodInfo, node: str) -> BindResult: ...
+
+
+class Reporter(Protocol):
+    """Tells users what happened: Events, the PodScheduled condition, nominatedNodeName."""
+
+    def scheduled(self, pod: PodInfo, node: str) -> None: ...
+
+    def failed(
+        self, pod: PodInfo, reason: str, message: str, nominated_node: str | None
+    ) -> None:
+        """``nominated_node``: a node to write, ``""`` to clear it, ``None`` to leave it."""
+        ...
+
+
+class EvictionOutcome(enum.Enum):
+    EVICTED = "Evicted"
+    GONE = "Gone"
+    # The API refused because of a PodDisruptionBudget (429).
+    BLOCKED_BY_PDB = "BlockedByPDB"
+    # The pod is covered by several PDBs (500): reported, not retried hot.
+    MULTIPLE_PDBS = "MultiplePDBs"
+    FAILED = "Failed"
+
+
+@dataclass(frozen=True)
+class EvictionResult:
+    outcome: EvictionOutcome
+    message: str = ""
+
+
+class Evictor(Protocol):
+    """Removes preemption victims through the API."""
+
+    def mark_disruption_target(self, victim: PodInfo, message: str) -> bool: ...
+
+    def evict(self, victim: PodInfo) -> EvictionResult: ...
+
+    def delete(self, victim: PodInfo) -> bool: ...
+
+    def preempted_event(self, victim: PodInfo, preemptor: PodInfo, node: str) -> None: ...
+
+    def set_nominated_node(self, pod: PodInfo, node: str) -> bool:
+        """Patch ``status.nominatedNodeName`` (``""`` clears it); True on success."""
+        ...
+
+
+@dataclass
+class NullPorts:
+    """Ports that record calls and touch nothing: for the benchmark and unit tests."""
+
+    bound: list[tuple[str, str]]
+    failures: list[tuple[str, str, str]]
+
+    def __init__(self) -> None:
+        self.bound = []
+        self.failures = []
+
+    def bind(self, pod: PodInfo, node: str) -> BindResult:
+        self.bound.append((pod.key, node))
+        return BindResult(BindOutcome.BOUND)
+
+    def scheduled(self, pod: PodInfo, node: str) -> None:
+        return None
+
+    def failed(
+        self, pod: PodInfo, reason: str, message: str, nominated_node: str | None
+    ) -> None:
+        self.failures.append((pod.key, reason, message))
+
+
+def plural(items: Sequence[object]) -> str:
+    return "" if len(items) == 1 else "s"

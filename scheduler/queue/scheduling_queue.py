@@ -1,0 +1,776 @@
+"""The scheduling queue: activeQ, backoffQ and the unschedulable pool (upstream ``PriorityQueue``).
+
+Behaviour follows ``pkg/scheduler/backend/queue`` with v1.36 defaults (SchedulerQueueingHints
+and SchedulerPopFromBackoffQ on):
+
+* **activeQ** is a heap ordered by ``less`` (the QueueSort plugin: priority, then timestamp).
+  ``pop`` takes its head; when activeQ is empty it takes the head of the backoffQ instead,
+  still backing off or not (KEP-5142). Only pods rejected by plugins can be popped that way;
+  pods that failed with an error wait out their backoff in the error backoffQ.
+* **backoffQ** holds pods worth retrying once their backoff is over. The backoff is
+  ``initial * 2**(count - 1)`` capped at ``max``, where ``count`` is ``consecutive_errors`` when
+  the last attempt ended in an error and ``unschedulable_count`` otherwise; ``max == 0``
+  disables backoff. The expiry ``timestamp + backoff`` is truncated to a 1 s window, a pod is
+  backing off while its window is not earlier than the current one, and within a window the
+  backoffQ is ordered like activeQ. ``flush_backoff_completed`` (every 1 s, on whole seconds)
+  moves the pods whose backoff is over to activeQ.
+* **unschedulable pool** holds pods no event has made worth retrying yet. A cluster event moves
+  a pod out only if a plugin that rejected it registered a matching event and that plugin's
+  queueing hint answers Queue (a hint that raises counts as Queue). Queue from a plugin that
+  returned Pending skips the backoff. ``flush_unschedulable_leftover`` (every 30 s) moves pods
+  that waited longer than ``max_in_unschedulable`` (5 min), as the wildcard
+  ``UnschedulableTimeout`` event.
+* **in-flight pods**: between ``pop`` and ``done``/``add_unschedulable_if_not_present`` every
+  event of interest is logged. When the attempt fails, the events that arrived during it are
+  replayed through the pod's hints, so an event that raced the cycle is never lost.
+
+Thread-safety. One lock and one condition guard all state; ``pop`` waits on the condition
+without polling. Plugin code of the *hints* and ``pre_check`` callbacks is never called with the
+lock held: the queue takes a snapshot of the candidates under the lock, evaluates the hints
+without it, and applies the result under the lock again only to pods that are still where the
+snapshot saw them (a pod that left the pool and came back meanwhile was retried after the
+event, so skipping it is correct). The failure path replays the in-flight log the same way,
+looping until no new event arrived while it evaluated. Hints may therefore be slow or even
+call back into the queue. ``pre_enqueue`` (the PreEnqueue check, e.g. scheduling gates) runs
+*with* the lock held, as upstream: it must be a cheap function of the pod alone and must not
+call the queue. The nominator has its own leaf lock, taken after the queue's.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import logging
+import math
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Generic, NamedTuple
+
+from scheduler.framework.events import (
+    FORCE_ACTIVATE,
+    UNSCHEDULABLE_TIMEOUT,
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from scheduler.queue.heap import IndexedHeap
+from scheduler.queue.nominator import Nominator
+from scheduler.queue.pod_changes import is_pod_updated, pod_scheduling_properties_change
+from scheduler.queue.queued_pod import P, QueuedPodInfo
+
+log = logging.getLogger(__name__)
+
+DEFAULT_INITIAL_BACKOFF = 1.0
+DEFAULT_MAX_BACKOFF = 10.0
+DEFAULT_MAX_IN_UNSCHEDULABLE = 300.0
+BACKOFF_FLUSH_PERIOD = 1.0  # also the backoffQ ordering window
+LEFTOVER_FLUSH_PERIOD = 30.0
+
+ACTIVE = "active"
+BACKOFF = "backoff"
+UNSCHEDULABLE = "unschedulable"
+
+# Deleted pods remembered so that a failed attempt that ends after the delete (or an update
+# racing it) does not bring the pod back.
+_TOMBSTONES = 4096
+_NO_HINTS: Mapping[str, Sequence[ClusterEventWithHint]] = MappingProxyType({})
+
+
+class Strategy(enum.IntEnum):
+    """Where an event sends a pod (upstream ``queueingStrategy``); higher wins."""
+
+    SKIP = 0
+    AFTER_BACKOFF = 1
+    IMMEDIATELY = 2
+
+
+@dataclass(frozen=True)
+class _LoggedEvent:
+    seq: int
+    event: ClusterEvent
+    old: object
+    new: object
+
+
+@dataclass
+class _InFlight(Generic[P]):
+    # Sequence number of the first logged event this attempt has to consider.
+    start_seq: int
+    # The newest version of the pod seen during the attempt; it is the one requeued.
+    pod: P
+    deleted: bool = False
+
+
+@dataclass
+class _PoolEntry(Generic[P]):
+    qpi: QueuedPodInfo[P]
+    token: int
+
+
+class _Candidate(NamedTuple, Generic[P]):
+    """What hint evaluation needs of a pooled pod, copied under the lock."""
+
+    qpi: QueuedPodInfo[P]
+    token: int
+    pod: P
+    unschedulable: frozenset[str]
+    pending: frozenset[str]
+
+
+def _uid(qpi: QueuedPodInfo[P]) -> str:
+    return qpi.pod.uid
+
+
+def is_wildcard(event: ClusterEvent) -> bool:
+    return event.resource is Resource.WILDCARD and event.action == Action.ALL
+
+
+class SchedulingQueue(Generic[P]):
+    def __init__(
+        self,
+        less: Callable[[QueuedPodInfo[P], QueuedPodInfo[P]], bool],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        initial_backoff: float = DEFAULT_INITIAL_BACKOFF,
+        max_backoff: float = DEFAULT_MAX_BACKOFF,
+        max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
+        hints: Mapping[str, Sequence[ClusterEventWithHint]] = _NO_HINTS,
+        pre_enqueue: Callable[[P], str | None] | None = None,
+    ) -> None:
+        """``hints`` maps a plugin name to the events it registered (EnqueueExtensions). A
+        plugin that can reject pods but has no EnqueueExtensions should be registered for
+        ``ClusterEvent(Resource.WILDCARD, Action.ALL)``, as upstream does.
+
+        ``pre_enqueue(pod)`` returns the name of the plugin that gates the pod, or ``None``.
+        """
+        self._less = less
+        self._clock = clock
+        self._initial_backoff = initial_backoff
+        self._max_backoff = max_backoff
+        self._max_in_unschedulable = max_in_unschedulable
+        self._hints: dict[str, tuple[ClusterEventWithHint, ...]] = {
+            plugin: tuple(registered) for plugin, registered in hints.items()
+        }
+        self._registered = tuple(r.event for regs in self._hints.values() for r in regs)
+        self._interest: dict[ClusterEvent, frozenset[str]] = {}
+        self._pre_enqueue = pre_enqueue
+        self.nominator: Nominator[P] = Nominator()
+
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._active: IndexedHeap[QueuedPodInfo[P]] = IndexedHeap(_uid, less)
+        self._backoff: IndexedHeap[QueuedPodInfo[P]] = IndexedHeap(_uid, self._backoff_less)
+        self._error_backoff: IndexedHeap[QueuedPodInfo[P]] = IndexedHeap(
+            _uid, self._error_backoff_less
+        )
+        self._pool: dict[str, _PoolEntry[P]] = {}
+        self._pool_tokens = itertools.count()
+        self._in_flight: dict[str, _InFlight[P]] = {}
+        self._events: deque[_LoggedEvent] = deque()
+        self._next_seq = 0
+        self._tombstones: OrderedDict[str, None] = OrderedDict()
+        self._closed = False
+        self._stop = threading.Event()
+        self._flusher: threading.Thread | None = None
+
+    # -- intake -----------------------------------------------------------------------------
+    def add(self, pod: P) -> None:
+        """A new pending pod: to activeQ (or the pool if gated), and to the nominator."""
+        with self._lock:
+            uid = pod.uid
+            if uid in self._in_flight or self._is_queued_locked(uid):
+                return
+            self._tombstones.pop(uid, None)
+            self._add_new_locked(pod)
+
+    def update(self, old: P, new: P) -> None:
+        """An update of a pending pod (upstream ``Update``).
+
+        In activeQ or backoffQ the pod is replaced in place. In the pool it is replaced, and
+        if its spec or metadata changed the hints run for the kinds of change
+        (``PodSchedulingPropertiesChange``), possibly moving it. While it is being scheduled
+        the change is logged for the replay. A pod in no queue is added.
+        """
+        if old.resource_version == new.resource_version:
+            return
+        events = pod_scheduling_properties_change(old, new)
+        changed = is_pod_updated(old.raw, new.raw)
+        uid = new.uid
+        with self._lock:
+            record = self._in_flight.get(uid)
+            if record is not None:
+                record.pod = new
+                for event in events:
+                    self._log_event_locked(event, old, new)
+                return
+            for heap in (self._active, self._backoff, self._error_backoff):
+                queued = heap.get(uid)
+                if queued is not None:
+                    queued.pod = new
+                    heap.add_or_update(queued)
+                    self.nominator.update(old, new)
+                    return
+            entry = self._pool.get(uid)
+            if entry is None:
+                if uid not in self._tombstones:
+                    self._add_new_locked(new)
+                return
+            entry.qpi.pod = new
+            self.nominator.update(old, new)
+            if not changed:
+                return
+            candidate = self._candidate_locked(entry)
+
+        for event in events:
+            strategy = self._worth_requeuing(candidate, event, old, new)
+            if strategy is not Strategy.SKIP:
+                break
+        else:
+            return
+        with self._lock:
+            self._notify_if(self._move_from_pool_locked(candidate, strategy))
+
+    def delete(self, uid: str) -> None:
+        """The pod is gone (deleted, or bound by someone): drop it from every place. If it is
+        being scheduled, a failed attempt will not bring it back."""
+        with self._lock:
+            self.nominator.delete(uid)
+            self._active.delete(uid)
+            self._backoff.delete(uid)
+            self._error_backoff.delete(uid)
+            self._pool.pop(uid, None)
+            record = self._in_flight.get(uid)
+            if record is not None:
+                record.deleted = True
+            self._tombstones[uid] = None
+            self._tombstones.move_to_end(uid)
+            while len(self._tombstones) > _TOMBSTONES:
+                self._tombstones.popitem(last=False)
+
+    # -- the scheduling worker --------------------------------------------------------------
+    def pop(self, timeout: float | None = None) -> QueuedPodInfo[P] | None:
+        """The next pod to schedule; blocks until there is one, ``timeout`` (real seconds)
+        passes or the queue is closed (then ``None``)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while True:
+                if self._closed:
+                    return None
+                qpi = self._take_next_locked()
+                if qpi is not None:
+                    break
+                if deadline is None:
+                    self._cond.wait()
+                    continue
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                self._cond.wait(remaining)
+            qpi.attempts += 1
+            if qpi.initial_attempt_timestamp is None:
+                qpi.initial_attempt_timestamp = self._clock()
+            qpi.unschedulable_plugins.clear()
+            qpi.pending_plugins.clear()
+            self._in_flight[qpi.uid] = _InFlight(start_seq=self._next_seq, pod=qpi.pod)
+            return qpi
+
+    def done(self, uid: str) -> None:
+        """The attempt of ``uid`` is over (bound, or handed back): stop logging events for it."""
+        with self._lock:
+            self._done_locked(uid)
+
+    def add_unschedulable_if_not_present(
+        self, qpi: QueuedPodInfo[P], *, error: bool = False
+    ) -> bool:
+        """The failure path: requeue a popped pod after a failed attempt; ``done`` included.
+
+        ``qpi.unschedulable_plugins``/``pending_plugins`` name the plugins that rejected the
+        pod; ``error=True`` (or both sets empty) means the attempt ended in an error. Returns
+        ``False`` when the pod was not requeued: it was deleted or bound meanwhile, or it is
+        already queued.
+        """
+        uid = qpi.uid
+        with self._lock:
+            record = self._in_flight.get(uid)
+            gone = record.deleted if record is not None else uid in self._tombstones
+            if gone or self._is_queued_locked(uid):
+                self._done_locked(uid)
+                return False
+            if error:
+                qpi.unschedulable_plugins.clear()
+                qpi.pending_plugins.clear()
+            if not qpi.unschedulable_plugins and not qpi.pending_plugins:
+                qpi.consecutive_errors += 1
+            else:
+                qpi.unschedulable_count += 1
+                qpi.consecutive_errors = 0
+            qpi.timestamp = self._clock()
+            qpi.backoff_expiration = None
+            if record is not None:
+                qpi.pod = record.pod
+            if record is None or (not qpi.unschedulable_plugins and not qpi.pending_plugins):
+                # An error is retried after its backoff; so is an attempt we did not track
+                # (upstream: no in-flight record means queueAfterBackoff).
+                return self._finish_requeue_locked(qpi, Strategy.AFTER_BACKOFF)
+            candidate = _Candidate(
+                qpi=qpi,
+                token=-1,
+                pod=record.pod,
+                unschedulable=frozenset(qpi.unschedulable_plugins),
+                pending=frozenset(qpi.pending_plugins),
+            )
+            events = self._events_since_locked(record.start_seq)
+            seen = self._next_seq
+
+        strategy = Strategy.SKIP
+        while True:
+            strategy = self._replay(candidate, events, strategy)
+            with self._lock:
+                if record.deleted:
+                    self._done_locked(uid)
+                    return False
+                settled = strategy is Strategy.IMMEDIATELY or (
+                    strategy is Strategy.AFTER_BACKOFF and not candidate.pending
+                )
+                if settled or self._next_seq == seen or self._in_flight.get(uid) is not record:
+                    qpi.pod = record.pod
+                    return self._finish_requeue_locked(qpi, strategy)
+                events = self._events_since_locked(seen)
+                seen = self._next_seq
+
+    # -- events -----------------------------------------------------------------------------
+    def is_event_of_interest(self, event: ClusterEvent) -> bool:
+        """Whether any plugin registered an event matching ``event`` (wildcards always are)."""
+        return is_wildcard(event) or any(event.matches(r) for r in self._registered)
+
+    def move_all_to_active_or_backoff(
+        self,
+        event: ClusterEvent,
+        old: object = None,
+        new: object = None,
+        pre_check: Callable[[P], bool] | None = None,
+    ) -> None:
+        """A cluster event: move the pooled pods it may make schedulable (``pre_check``
+        narrows the candidates) and log it for the pods being scheduled."""
+        if not self.is_event_of_interest(event):
+            return
+        interested = self._interested_plugins(event)
+        wildcard = is_wildcard(event)
+        with self._lock:
+            self._log_event_locked(event, old, new)
+            candidates = [
+                self._candidate_locked(entry)
+                for entry in self._pool.values()
+                if self._may_move(entry.qpi, wildcard, interested)
+            ]
+
+        decisions: list[tuple[_Candidate[P], Strategy]] = []
+        for candidate in candidates:
+            if pre_check is not None and not pre_check(candidate.pod):
+                continue
+            strategy = self._worth_requeuing(candidate, event, old, new)
+            if strategy is not Strategy.SKIP:
+                decisions.append((candidate, strategy))
+        if not decisions:
+            return
+        with self._lock:
+            moved = [self._move_from_pool_locked(c, s) for c, s in decisions]
+            self._notify_if(*moved)
+
+    def activate(self, uids: Iterable[str]) -> None:
+        """Force pods from the pool or backoffQ to activeQ (preemption, Permit). A pod being
+        scheduled gets a targeted ForceActivate event: it will not be parked when it fails."""
+        with self._lock:
+            moved = False
+            for uid in uids:
+                entry = self._pool.get(uid)
+                if entry is not None:
+                    moved |= self._move_to_active_locked(entry.qpi, from_backoff=False)
+                    continue
+                queued = self._backoff.get(uid) or self._error_backoff.get(uid)
+                if queued is not None:
+                    moved |= self._move_to_active_locked(queued, from_backoff=True)
+                    continue
+                record = self._in_flight.get(uid)
+                if record is not None:
+                    self._log_event_locked(FORCE_ACTIVATE, None, record.pod)
+            if moved:
+                self._cond.notify_all()
+
+    # -- periodic flushes -------------------------------------------------------------------
+    def flush_backoff_completed(self) -> None:
+        """Move every pod whose backoff is over from the backoff queues to activeQ."""
+        with self._lock:
+            now = self._clock()
+            moved = False
+            for heap in (self._backoff, self._error_backoff):
+                while (head := heap.peek()) is not None and not self.is_backing_off(head, now):
+                    heap.pop()
+                    moved |= self._move_to_active_locked(head, from_backoff=True)
+            if moved:
+                self._cond.notify_all()
+
+    def flush_unschedulable_leftover(self) -> None:
+        """Pods pooled longer than ``max_in_unschedulable`` move as ``UnschedulableTimeout``:
+        to backoffQ while still backing off, else to activeQ. Gated pods stay."""
+        with self._lock:
+            now = self._clock()
+            stale = [
+                e.qpi
+                for e in self._pool.values()
+                if now - e.qpi.timestamp > self._max_in_unschedulable
+            ]
+            if not stale:
+                return
+            self._log_event_locked(UNSCHEDULABLE_TIMEOUT, None, None)
+            interested = self._interested_plugins(UNSCHEDULABLE_TIMEOUT)
+            moved: list[str] = []
+            for qpi in stale:
+                if qpi.gated and qpi.gating_plugin not in interested:
+                    continue
+                del self._pool[qpi.uid]
+                moved.append(self._requeue_locked(qpi, Strategy.AFTER_BACKOFF))
+            self._notify_if(*moved)
+
+    def run_flushers(
+        self,
+        stop: threading.Event,
+        *,
+        backoff_period: float = BACKOFF_FLUSH_PERIOD,
+        leftover_period: float = LEFTOVER_FLUSH_PERIOD,
+    ) -> None:
+        """Flush the backoff queues every ``backoff_period`` (aligned to whole periods of the
+        queue's clock) and the pool every ``leftover_period`` until ``stop`` is set. Pacing uses
+        real waits; what is due is decided by the queue's clock."""
+        ticks_per_leftover = max(1, round(leftover_period / backoff_period))
+        tick = 0
+        while not stop.is_set() and not self._closed:
+            delay = backoff_period - (self._clock() % backoff_period)
+            if stop.wait(delay):
+                return
+            tick += 1
+            try:
+                self.flush_backoff_completed()
+                if tick % ticks_per_leftover == 0:
+                    self.flush_unschedulable_leftover()
+            except Exception:  # keep flushing: a broken plugin must not stall the queue
+                log.exception("scheduling queue flush failed")
+
+    def start(self) -> None:
+        """Run the flushers in a background thread until :meth:`close`."""
+        with self._lock:
+            if self._flusher is not None or self._closed:
+                return
+            self._flusher = threading.Thread(
+                target=self.run_flushers, args=(self._stop,), name="queue-flushers", daemon=True
+            )
+        self._flusher.start()
+
+    def close(self) -> None:
+        """Wake every ``pop`` (they return ``None``) and stop the flushers."""
+        with self._lock:
+            self._closed = True
+            self._cond.notify_all()
+            flusher = self._flusher
+        self._stop.set()
+        if flusher is not None and flusher is not threading.current_thread():
+            flusher.join(timeout=5.0)
+
+    # -- backoff ----------------------------------------------------------------------------
+    def backoff_duration(self, qpi: QueuedPodInfo[P]) -> float:
+        """``initial * 2**(count-1)`` capped at ``max``; 0 before any failure."""
+        count = qpi.consecutive_errors if qpi.consecutive_errors > 0 else qpi.unschedulable_count
+        if count <= 0 or self._max_backoff <= 0:
+            return 0.0
+        shift = count - 1
+        if shift >= 64:
+            return self._max_backoff
+        return min(self._initial_backoff * 2.0**shift, self._max_backoff)
+
+    def backoff_expiry(self, qpi: QueuedPodInfo[P]) -> float | None:
+        """Start of the 1 s window in which the backoff ends; ``None`` for no backoff."""
+        if self._max_backoff <= 0:
+            return None
+        count = qpi.consecutive_errors if qpi.consecutive_errors > 0 else qpi.unschedulable_count
+        if count <= 0:
+            return None
+        if qpi.backoff_expiration is None:
+            qpi.backoff_expiration = float(math.floor(qpi.timestamp + self.backoff_duration(qpi)))
+        return qpi.backoff_expiration
+
+    def is_backing_off(self, qpi: QueuedPodInfo[P], now: float | None = None) -> bool:
+        """True while the pod's expiry window is not earlier than the current one."""
+        expiry = self.backoff_expiry(qpi)
+        if expiry is None:
+            return False
+        return expiry >= math.floor(self._clock() if now is None else now)
+
+    # -- introspection ----------------------------------------------------------------------
+    def pending_pods(self) -> dict[str, list[str]]:
+        """Pod keys per queue: activeQ and backoffQ in pop order, the pool sorted."""
+        with self._lock:
+            return {
+                ACTIVE: [q.key for q in self._active.ordered()],
+                BACKOFF: [q.key for q in self._backoff.ordered() + self._error_backoff.ordered()],
+                UNSCHEDULABLE: sorted(e.qpi.key for e in self._pool.values()),
+            }
+
+    def get(self, uid: str) -> QueuedPodInfo[P] | None:
+        """The queued pod ``uid`` (not while it is being scheduled)."""
+        with self._lock:
+            entry = self._pool.get(uid)
+            if entry is not None:
+                return entry.qpi
+            return self._active.get(uid) or self._backoff.get(uid) or self._error_backoff.get(uid)
+
+    def in_flight(self) -> list[str]:
+        with self._lock:
+            return list(self._in_flight)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return (
+                len(self._active) + len(self._backoff) + len(self._error_backoff) + len(self._pool)
+            )
+
+    # -- internals: hints (called without the lock) -----------------------------------------
+    def _worth_requeuing(
+        self, c: _Candidate[P], event: ClusterEvent, old: object, new: object
+    ) -> Strategy:
+        """Upstream ``isPodWorthRequeuing``."""
+        rejectors = c.unschedulable | c.pending
+        if not rejectors:
+            return Strategy.AFTER_BACKOFF
+        if is_wildcard(event):
+            # A wildcard event carrying an object is meant for that pod only (ForceActivate).
+            if new is not None and getattr(new, "uid", None) != c.pod.uid:
+                return Strategy.SKIP
+            return Strategy.AFTER_BACKOFF
+        strategy = Strategy.SKIP
+        for plugin in sorted(rejectors):
+            for registered in self._hints.get(plugin, ()):
+                if not event.matches(registered.event):
+                    continue
+                hint = self._hint(registered, c.pod, old, new, plugin=plugin, event=event)
+                if hint is QueueingHint.SKIP:
+                    continue
+                if plugin in c.pending:
+                    return Strategy.IMMEDIATELY
+                if not c.pending:
+                    return Strategy.AFTER_BACKOFF
+                strategy = Strategy.AFTER_BACKOFF
+                break
+        return strategy
+
+    def _hint(
+        self,
+        registered: ClusterEventWithHint,
+        pod: P,
+        old: object,
+        new: object,
+        *,
+        plugin: str,
+        event: ClusterEvent,
+    ) -> QueueingHint:
+        if registered.hint is None:
+            return QueueingHint.QUEUE
+        try:
+            return registered.hint(pod, old, new)
+        except Exception:
+            log.warning(
+                "queueing hint of %s failed for pod %s on %s; treating it as Queue",
+                plugin,
+                pod.key,
+                event,
+                exc_info=True,
+            )
+            return QueueingHint.QUEUE
+
+    def _replay(
+        self, c: _Candidate[P], events: Sequence[_LoggedEvent], strategy: Strategy
+    ) -> Strategy:
+        """Upstream ``determineSchedulingHintForInFlightPod`` over ``events``."""
+        for logged in events:
+            found = self._worth_requeuing(c, logged.event, logged.old, logged.new)
+            if found is Strategy.IMMEDIATELY:
+                return found
+            if found is Strategy.AFTER_BACKOFF:
+                strategy = found
+                if not c.pending:
+                    return strategy
+        return strategy
+
+    def _interested_plugins(self, event: ClusterEvent) -> frozenset[str]:
+        """The plugins that registered an event matching ``event`` (memoised)."""
+        plugins = self._interest.get(event)
+        if plugins is None:
+            plugins = frozenset(
+                plugin
+                for plugin, regs in self._hints.items()
+                if any(event.matches(r.event) for r in regs)
+            )
+            self._interest[event] = plugins
+        return plugins
+
+    @staticmethod
+    def _may_move(qpi: QueuedPodInfo[P], wildcard: bool, interested: frozenset[str]) -> bool:
+        """Cheap pre-filter: can ``event`` move this pooled pod at all? (No plugin code.)"""
+        if qpi.gated and qpi.gating_plugin not in interested:
+            # A gated pod moves only on events its gating plugin registered.
+            return False
+        if wildcard or not (qpi.unschedulable_plugins or qpi.pending_plugins):
+            return True
+        return not (
+            interested.isdisjoint(qpi.unschedulable_plugins)
+            and interested.isdisjoint(qpi.pending_plugins)
+        )
+
+    # -- internals: state (lock held) -------------------------------------------------------
+    def _backoff_less(self, a: QueuedPodInfo[P], b: QueuedPodInfo[P]) -> bool:
+        ea, eb = self._expiry_key(a), self._expiry_key(b)
+        if ea != eb:
+            return ea < eb
+        return self._less(a, b)
+
+    def _error_backoff_less(self, a: QueuedPodInfo[P], b: QueuedPodInfo[P]) -> bool:
+        return self._expiry_key(a) < self._expiry_key(b)
+
+    def _expiry_key(self, qpi: QueuedPodInfo[P]) -> float:
+        expiry = self.backoff_expiry(qpi)
+        return -math.inf if expiry is None else expiry
+
+    def _is_queued_locked(self, uid: str) -> bool:
+        return (
+            uid in self._pool
+            or uid in self._active
+            or uid in self._backoff
+            or uid in self._error_backoff
+        )
+
+    def _take_next_locked(self) -> QueuedPodInfo[P] | None:
+        for heap in (self._active, self._backoff):  # never the error backoffQ
+            while len(heap):
+                qpi = heap.pop()
+                if qpi.uid not in self._in_flight:
+                    return qpi
+                log.error("pod %s is queued while being scheduled; dropping the copy", qpi.key)
+        return None
+
+    def _candidate_locked(self, entry: _PoolEntry[P]) -> _Candidate[P]:
+        qpi = entry.qpi
+        return _Candidate(
+            qpi=qpi,
+            token=entry.token,
+            pod=qpi.pod,
+            unschedulable=frozenset(qpi.unschedulable_plugins),
+            pending=frozenset(qpi.pending_plugins),
+        )
+
+    def _log_event_locked(self, event: ClusterEvent, old: object, new: object) -> None:
+        if self._in_flight:
+            self._events.append(_LoggedEvent(self._next_seq, event, old, new))
+            self._next_seq += 1
+
+    def _events_since_locked(self, seq: int) -> list[_LoggedEvent]:
+        if not self._events:
+            return []
+        skip = max(0, seq - self._events[0].seq)
+        return list(itertools.islice(self._events, skip, None))
+
+    def _done_locked(self, uid: str) -> None:
+        if self._in_flight.pop(uid, None) is None:
+            return
+        if not self._in_flight:
+            self._events.clear()
+            return
+        oldest = min(r.start_seq for r in self._in_flight.values())
+        while self._events and self._events[0].seq < oldest:
+            self._events.popleft()
+
+    def _add_new_locked(self, pod: P) -> None:
+        qpi: QueuedPodInfo[P] = QueuedPodInfo(pod=pod, timestamp=self._clock())
+        if self._move_to_active_locked(qpi, from_backoff=False):
+            self.nominator.add(pod)
+            self._cond.notify_all()
+
+    def _add_to_pool_locked(self, qpi: QueuedPodInfo[P]) -> None:
+        self._pool[qpi.uid] = _PoolEntry(qpi, next(self._pool_tokens))
+
+    def _passes_pre_enqueue_locked(self, qpi: QueuedPodInfo[P]) -> bool:
+        gate: str | None = None
+        if self._pre_enqueue is not None:
+            try:
+                gate = self._pre_enqueue(qpi.pod)
+            except Exception:
+                log.exception("PreEnqueue failed for pod %s; not gating it", qpi.key)
+        if gate:
+            qpi.gated = True
+            qpi.gating_plugin = gate
+            qpi.unschedulable_plugins.add(gate)
+            return False
+        qpi.gated = False
+        qpi.gating_plugin = ""
+        return True
+
+    def _move_to_active_locked(self, qpi: QueuedPodInfo[P], *, from_backoff: bool) -> bool:
+        """Upstream ``moveToActiveQ``. With PopFromBackoffQ, PreEnqueue ran when the pod
+        entered backoffQ, so a pod coming from there skips it."""
+        uid = qpi.uid
+        if not from_backoff and not self._passes_pre_enqueue_locked(qpi):
+            if uid not in self._active and uid not in self._backoff:
+                self._add_to_pool_locked(qpi)
+            return False
+        if qpi.initial_attempt_timestamp is None:
+            qpi.initial_attempt_timestamp = self._clock()
+        self._pool.pop(uid, None)
+        self._backoff.delete(uid)
+        self._error_backoff.delete(uid)
+        self._active.add_or_update(qpi)
+        return True
+
+    def _move_to_backoff_locked(self, qpi: QueuedPodInfo[P]) -> bool:
+        uid = qpi.uid
+        if not self._passes_pre_enqueue_locked(qpi):
+            self._add_to_pool_locked(qpi)
+            return False
+        self._pool.pop(uid, None)
+        if not qpi.unschedulable_plugins and not qpi.pending_plugins:
+            self._backoff.delete(uid)
+            self._error_backoff.add_or_update(qpi)
+        else:
+            self._error_backoff.delete(uid)
+            self._backoff.add_or_update(qpi)
+        return True
+
+    def _requeue_locked(self, qpi: QueuedPodInfo[P], strategy: Strategy) -> str:
+        """Upstream ``requeuePodWithQueueingStrategy``; returns where the pod went."""
+        if strategy is Strategy.SKIP:
+            self._add_to_pool_locked(qpi)
+            return UNSCHEDULABLE
+        if strategy is Strategy.AFTER_BACKOFF and self.is_backing_off(qpi):
+            return BACKOFF if self._move_to_backoff_locked(qpi) else UNSCHEDULABLE
+        return ACTIVE if self._move_to_active_locked(qpi, from_backoff=False) else UNSCHEDULABLE
+
+    def _move_from_pool_locked(self, c: _Candidate[P], strategy: Strategy) -> str | None:
+        entry = self._pool.get(c.qpi.uid)
+        if entry is None or entry.token != c.token:
+            return None  # moved (and maybe retried) since the snapshot
+        del self._pool[c.qpi.uid]
+        return self._requeue_locked(entry.qpi, strategy)
+
+    def _finish_requeue_locked(self, qpi: QueuedPodInfo[P], strategy: Strategy) -> bool:
+        where = self._requeue_locked(qpi, strategy)
+        self._done_locked(qpi.uid)
+        self._notify_if(where)
+        return True
+
+    def _notify_if(self, *where: str | None) -> None:
+        # A pod in backoffQ can be popped too (PopFromBackoffQ), so both wake the worker.
+        if ACTIVE in where or BACKOFF in where:
+            self._cond.notify_all()

@@ -1,0 +1,232 @@
+"""The Scheduler: cache, inbox, queue and profiles wired together, and the scheduling loop.
+
+Threads: one scheduling thread runs :func:`scheduler.cycle.schedule_one` in a loop and owns the
+cache; a pool of binding threads runs binding cycles; the operator's watch feeds the inbox and
+the queue from its own thread. Nothing here does I/O itself: binding, Events and evictions go
+through the ports the operator supplies.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import structlog
+
+from scheduler.cache.cache import Cache
+from scheduler.cache.inbox import Inbox
+from scheduler.cache.snapshot import Snapshot
+from scheduler.cycle import schedule_one
+from scheduler.framework.config import ProfileConfig, SchedulerConfig
+from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.interface import SUCCESS, Code, Plugin, Status
+from scheduler.framework.registry import POINT_METHODS, Registry
+from scheduler.framework.runtime import Framework, PluginSets
+from scheduler.model.pod import PodInfo
+from scheduler.ports import Binder, Evictor, Reporter
+from scheduler.queue.scheduling_queue import SchedulingQueue
+
+log = structlog.get_logger("scheduler")
+
+
+@dataclass
+class ProfileHandle:
+    """What plugins of one profile may reach: the scheduler's ports and shared state."""
+
+    profile_name: str
+    scheduler: Scheduler
+
+    @property
+    def binder(self) -> Binder:
+        return self.scheduler.binder
+
+    @property
+    def evictor(self) -> Evictor | None:
+        return self.scheduler.evictor
+
+    @property
+    def framework(self) -> Framework:
+        return self.scheduler.profiles[self.profile_name]
+
+
+class WaitingPods:
+    """Pods a Permit plugin told to wait, until allowed, rejected or timed out."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pods: dict[str, tuple[threading.Event, list[Status], float]] = {}
+
+    def add(self, pod: PodInfo, timeout: float) -> None:
+        with self._lock:
+            self._pods[pod.uid] = (threading.Event(), [], timeout)
+
+    def allow(self, uid: str) -> None:
+        self._resolve(uid, SUCCESS)
+
+    def reject(self, uid: str, message: str) -> None:
+        self._resolve(uid, Status(Code.UNSCHEDULABLE, (message,)))
+
+    def _resolve(self, uid: str, status: Status) -> None:
+        with self._lock:
+            entry = self._pods.get(uid)
+        if entry is not None:
+            entry[1].append(status)
+            entry[0].set()
+
+    def wait(self, uid: str) -> Status:
+        with self._lock:
+            entry = self._pods.get(uid)
+        if entry is None:
+            return SUCCESS
+        event, outcome, timeout = entry
+        event.wait(timeout)
+        with self._lock:
+            self._pods.pop(uid, None)
+        if outcome:
+            return outcome[0]
+        return Status(Code.UNSCHEDULABLE, ("rejected due to timeout after waiting at permit",))
+
+    def __contains__(self, uid: str) -> bool:
+        return uid in self._pods
+
+
+class Scheduler:
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        registry: Registry,
+        *,
+        binder: Binder,
+        reporter: Reporter,
+        evictor: Evictor | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        seed: int | None = None,
+        binding_workers: int = 16,
+    ) -> None:
+        self.config = config
+        self.binder = binder
+        self.reporter = reporter
+        self.evictor = evictor
+        self.clock = clock
+        self.rng = np.random.default_rng(seed)
+        self.py_rng = random.Random(seed)
+        self.cache = Cache(clock=clock)
+        self.inbox = Inbox()
+        self.snapshot = Snapshot(self.cache)
+        self.waiting = WaitingPods()
+        self.next_start_index = 0
+        # Node names as the watch last saw them: lets a binding thread notice a node deleted
+        # after the cycle chose it, without touching the cache.
+        self.known_nodes: set[str] = set()
+        self.profiles: dict[str, Framework] = {}
+        hints: dict[str, list[ClusterEventWithHint]] = {}
+        for profile in config.profiles:
+            framework, plugin_hints = self._build_framework(profile, registry)
+            self.profiles[profile.scheduler_name] = framework
+            for name, events in plugin_hints.items():
+                hints.setdefault(name, list(events))
+        first = self.profiles[config.profiles[0].scheduler_name]
+        assert first.plugins.queue_sort is not None
+        self.queue = SchedulingQueue(
+            first.plugins.queue_sort.less,
+            clock=clock,
+            initial_backoff=config.pod_initial_backoff_seconds,
+            max_backoff=config.pod_max_backoff_seconds,
+            hints=hints,
+        )
+        self._binding_pool = ThreadPoolExecutor(binding_workers, thread_name_prefix="binding")
+        self._bindings: set[Future[Any]] = set()
+        self._bindings_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _build_framework(
+        self, profile: ProfileConfig, registry: Registry
+    ) -> tuple[Framework, Mapping[str, list[ClusterEventWithHint]]]:
+        handle = ProfileHandle(profile.scheduler_name, self)
+        instances: dict[str, Plugin] = {}
+        for refs in profile.points.values():
+            for ref in refs:
+                if ref.name not in instances:
+                    spec = registry.get(ref.name)
+                    assert spec is not None
+                    instances[ref.name] = spec.factory(profile.args.get(ref.name, {}), handle)
+        sets = PluginSets()
+        for point, refs in profile.points.items():
+            plugins = [instances[ref.name] for ref in refs]
+            if point == "queueSort":
+                sets.queue_sort = plugins[0]  # type: ignore[assignment]
+            elif point == "score":
+                sets.score = [(instances[r.name], r.weight) for r in refs]  # type: ignore[misc]
+            else:
+                setattr(sets, _attr(point), plugins)
+        hints: dict[str, list[ClusterEventWithHint]] = {}
+        for name, plugin in instances.items():
+            register = getattr(plugin, "events_to_register", None)
+            if callable(register):
+                hints[name] = list(register())
+        framework = Framework(
+            profile.scheduler_name,
+            sets,
+            percentage_of_nodes_to_score=profile.percentage_of_nodes_to_score,
+            instances=instances,
+        )
+        return framework, hints
+
+    # -- the loop -------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Bring the cache up to date: apply watch deltas and expire lost assumptions."""
+        self.inbox.drain()
+        self.cache.expire_assumed()
+
+    def node_exists(self, name: str) -> bool:
+        return name in self.known_nodes
+
+    def submit_binding(self, fn: Callable[..., None], *args: Any) -> None:
+        future = self._binding_pool.submit(fn, *args)
+        with self._bindings_lock:
+            self._bindings.add(future)
+        future.add_done_callback(self._binding_done)
+
+    def _binding_done(self, future: Future[Any]) -> None:
+        with self._bindings_lock:
+            self._bindings.discard(future)
+
+    def in_flight_bindings(self) -> int:
+        with self._bindings_lock:
+            return len(self._bindings)
+
+    def run_until_stopped(self) -> None:
+        while not self._stop.is_set():
+            try:
+                schedule_one(self, timeout=0.5)
+            except Exception:  # the loop must survive any single pod
+                log.exception("Scheduling cycle crashed; continuing")
+
+    def is_running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        self.queue.start()
+        self._thread = threading.Thread(
+            target=self.run_until_stopped, name="scheduling", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop scheduling; in-flight bindings finish (or fail and are requeued) first."""
+        self._stop.set()
+        self.queue.close()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self._binding_pool.shutdown(wait=True)
+
+
+def _attr(point: str) -> str:
+    return POINT_METHODS[point] if point not in ("queueSort", "score") else point

@@ -1,0 +1,194 @@
+"""Tiny builders of API-shaped dicts and snapshots for table-driven tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from scheduler.cache.cache import Cache
+from scheduler.cache.snapshot import Snapshot
+from scheduler.framework.interface import NodeView
+from scheduler.model.pod import PodInfo
+
+
+def node(
+    name: str,
+    *,
+    cpu: str = "4",
+    memory: str = "8Gi",
+    pods: int = 110,
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, str]] = (),
+    unschedulable: bool = False,
+    extra: Mapping[str, str] | None = None,
+    images: Sequence[tuple[Sequence[str], int]] = (),
+    zone: str | None = None,
+) -> dict[str, Any]:
+    all_labels = {"kubernetes.io/hostname": name, **(labels or {})}
+    if zone is not None:
+        all_labels["topology.kubernetes.io/zone"] = zone
+    allocatable = {"cpu": cpu, "memory": memory, "pods": str(pods), **(extra or {})}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": all_labels, "uid": f"uid-{name}"},
+        "spec": {"taints": [dict(t) for t in taints], "unschedulable": unschedulable},
+        "status": {
+            "allocatable": allocatable,
+            "capacity": allocatable,
+            "images": [{"names": list(n), "sizeBytes": s} for n, s in images],
+        },
+    }
+
+
+def container(
+    name: str = "c",
+    *,
+    cpu: str | None = None,
+    memory: str | None = None,
+    image: str = "registry.example/app:1",
+    ports: Sequence[Mapping[str, Any]] = (),
+    restart_policy: str | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    requests: dict[str, str] = dict(extra or {})
+    if cpu is not None:
+        requests["cpu"] = cpu
+    if memory is not None:
+        requests["memory"] = memory
+    out: dict[str, Any] = {"name": name, "image": image, "resources": {"requests": requests}}
+    if ports:
+        out["ports"] = [dict(p) for p in ports]
+    if restart_policy:
+        out["restartPolicy"] = restart_policy
+    return out
+
+
+def pod(
+    name: str,
+    *,
+    namespace: str = "default",
+    cpu: str | None = None,
+    memory: str | None = None,
+    node_name: str = "",
+    labels: Mapping[str, str] | None = None,
+    priority: int | None = None,
+    containers: Sequence[Mapping[str, Any]] | None = None,
+    init_containers: Sequence[Mapping[str, Any]] = (),
+    scheduler_name: str = "secondary-scheduler",
+    spec: Mapping[str, Any] | None = None,
+    status: Mapping[str, Any] | None = None,
+    nominated_node_name: str = "",
+    uid: str | None = None,
+    deletion_timestamp: str | None = None,
+) -> dict[str, Any]:
+    body_spec: dict[str, Any] = {
+        "schedulerName": scheduler_name,
+        "containers": [dict(c) for c in containers]
+        if containers is not None
+        else [container(cpu=cpu, memory=memory)],
+    }
+    if init_containers:
+        body_spec["initContainers"] = [dict(c) for c in init_containers]
+    if node_name:
+        body_spec["nodeName"] = node_name
+    if priority is not None:
+        body_spec["priority"] = priority
+    body_spec.update(spec or {})
+    body_status: dict[str, Any] = {"phase": "Running" if node_name else "Pending"}
+    if nominated_node_name:
+        body_status["nominatedNodeName"] = nominated_node_name
+    body_status.update(status or {})
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "uid": uid or f"uid-{namespace}-{name}",
+        "labels": dict(labels or {}),
+        "resourceVersion": "1",
+    }
+    if deletion_timestamp:
+        meta["deletionTimestamp"] = deletion_timestamp
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": body_spec,
+            "status": body_status}
+
+
+def pod_info(name: str, **kwargs: Any) -> PodInfo:
+    info = PodInfo.from_pod(pod(name, **kwargs))
+    assert info.parse_error is None, info.parse_error
+    return info
+
+
+def namespace(name: str, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": dict(labels or {})}}
+
+
+def cache_of(
+    nodes: Iterable[Mapping[str, Any]] = (),
+    pods: Iterable[Mapping[str, Any]] = (),
+    namespaces: Iterable[Mapping[str, Any]] = (),
+) -> Cache:
+    cache = Cache()
+    for ns in namespaces:
+        cache.upsert_namespace(ns)
+    for n in nodes:
+        cache.upsert_node(n)
+    for p in pods:
+        cache.upsert_pod(PodInfo.from_pod(p))
+    return cache
+
+
+def snapshot_of(
+    nodes: Iterable[Mapping[str, Any]] = (),
+    pods: Iterable[Mapping[str, Any]] = (),
+    namespaces: Iterable[Mapping[str, Any]] = (),
+) -> Snapshot:
+    return Snapshot(cache_of(nodes, pods, namespaces))
+
+
+def full_view(snapshot: Snapshot) -> NodeView:
+    """Every node of the snapshot, in the order the nodes were added."""
+    rows = np.asarray(sorted(snapshot.nodes.index.values()), dtype=np.int64)
+    return NodeView(
+        snapshot=snapshot,
+        idx=rows,
+        requested=snapshot.nodes.requested[rows],
+        pod_count=snapshot.nodes.pod_count[rows],
+    )
+
+
+def view_with(
+    snapshot: Snapshot,
+    node_name: str,
+    *,
+    added: Sequence[PodInfo] = (),
+    removed: Sequence[PodInfo] = (),
+) -> NodeView:
+    """One node with pods hypothetically added to or removed from it."""
+    row = snapshot.nodes.index[node_name]
+    requested = snapshot.nodes.requested[[row]].copy()
+    count = snapshot.nodes.pod_count[[row]].copy()
+    for p in added:
+        requested[0] += snapshot.resources.vector(p.requests)
+        count[0] += 1
+    for p in removed:
+        requested[0] -= snapshot.resources.vector(p.requests)
+        count[0] -= 1
+    return NodeView(
+        snapshot=snapshot,
+        idx=np.asarray([row], dtype=np.int64),
+        requested=requested,
+        pod_count=count,
+        added=[list(added)],
+        removed=[list(removed)],
+    )
+
+
+def rejected_reasons(result: Any, names: Sequence[str]) -> dict[str, list[str]]:
+    """Per node name, the reasons a FilterResult gives (empty list: passed)."""
+    out: dict[str, list[str]] = {n: [] for n in names}
+    for mask, reason in result.reasons:
+        for i in np.flatnonzero(mask):
+            out[names[int(i)]].append(reason)
+    return out

@@ -1,0 +1,225 @@
+"""Cache: accounting rules, assume/confirm/forget/expire, sweeps and the snapshot's derived data."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.cache.cache import Cache
+from scheduler.cache.snapshot import Snapshot
+from scheduler.model.pod import PodInfo
+from tests.builders import node, pod, pod_info
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def cpu_requested(cache: Cache, node_name: str) -> int:
+    return int(cache.nodes.requested[cache.nodes.index[node_name], 0])
+
+
+def count(cache: Cache, node_name: str) -> int:
+    return int(cache.nodes.pod_count[cache.nodes.index[node_name]])
+
+
+@pytest.mark.parametrize(
+    ("phase", "deleting", "counted"),
+    [
+        pytest.param("Running", None, True, id="a running bound pod counts on its node"),
+        pytest.param("Pending", None, True, id="a bound pod not yet running counts too"),
+        pytest.param("Running", "2026-01-01T00:00:00Z", True,
+                     id="a terminating pod counts until it is gone"),
+        pytest.param("Succeeded", None, False, id="a succeeded pod does not count"),
+        pytest.param("Failed", None, False, id="a failed pod does not count"),
+    ],
+)
+def test_bound_pods_are_accounted_by_phase(phase: str, deleting: str | None,
+                                           counted: bool) -> None:
+    cache = Cache()
+    cache.upsert_node(node("n1"))
+    cache.upsert_pod(PodInfo.from_pod(pod("p", cpu="500m", node_name="n1",
+                                          status={"phase": phase},
+                                          deletion_timestamp=deleting)))
+    assert cpu_requested(cache, "n1") == (500 if counted else 0)
+    assert count(cache, "n1") == (1 if counted else 0)
+
+
+def test_a_pod_of_another_scheduler_is_accounted_once_bound() -> None:
+    cache = Cache()
+    cache.upsert_node(node("n1"))
+    cache.upsert_pod(pod_info("p", cpu="1", node_name="n1", scheduler_name="default-scheduler"))
+    assert cpu_requested(cache, "n1") == 1000
+
+
+def test_a_pod_that_turns_terminal_stops_counting() -> None:
+    cache = Cache()
+    cache.upsert_node(node("n1"))
+    cache.upsert_pod(pod_info("p", cpu="1", node_name="n1"))
+    cache.upsert_pod(PodInfo.from_pod(pod("p", cpu="1", node_name="n1",
+                                          status={"phase": "Succeeded"})))
+    assert cpu_requested(cache, "n1") == 0
+    assert cache.get_pod("uid-default-p") is None
+
+
+def test_assume_counts_at_once_and_forget_undoes_it() -> None:
+    cache = Cache()
+    cache.upsert_node(node("n1"))
+    p = pod_info("p", cpu="2")
+    cache.assume(p, "n1")
+    assert cache.is_assumed(p.uid)
+    assert cpu_requested(cache, "n1") == 2000
+    cache.forget(p.uid)
+    assert not cache.is_assumed(p.uid)
+    assert cpu_requested(cache, "n1") == 0
+
+
+def test_assuming_a_pod_twice_is_refused() -> None:
+    cache = Cache()
+    cache.upsert_node(node("n1"))
+    p = pod_info("p", cpu="1")
+    cache.assume(p, "n1")
+    with pytest.raises(ValueError):
+        cache.assume(p, "n1")
+
+
+def test_observing_the_bound_pod_confirms_the_assumption() -> None:
+    cache = Cache()
+    cache.upsert_node(node("n1"))
+    p = pod_info("p", cpu="1")
+    cache.assume(p, "n1")
+    cache.finish_binding(p.uid)
+    cache.upsert_pod(pod_info("p", cpu="1", node_name="n1"))
+    assert not cache.is_assumed(p.uid)
+    assert cpu_requested(cache, "n1") == 1000
+    cache.forget(p.uid)  # no longer assumed: forget must not remove a confirmed pod
+    assert cpu_requested(cache, "n1") == 1000
+
+
+def test_a_stale_unbound_version_does_not_drop_an_assumed_pod() -> None:
+    cache = Cache()
+    cache.upsert_node(node("n1"))
+    p = pod_info("p", cpu="1")
+    cache.assume(p, "n1")
+    cache.upsert_pod(pod_info("p", cpu="1"))
+    assert cache.is_assumed(p.uid)
+    assert cpu_requested(cache, "n1") == 1000
+
+
+def test_the_api_wins_when_the_pod_is_observed_on_another_node() -> None:
+    cache = Cache()
+    cache.upsert_node(node("n1"))
+    cache.upsert_node(node("n2"))
+    p = pod_info("p", cpu="1")
+    cache.assume(p, "n1")
+    cache.upsert_pod(pod_info("p", cpu="1", node_name="n2"))
+    assert cpu_requested(cache, "n1") == 0
+    assert cpu_requested(cache, "n2") == 1000
+
+
+def test_an_assumed_pod_whose_bind_is_never_observed_expires_after_the_ttl() -> None:
+    clock = FakeClock()
+    cache = Cache(assumed_ttl=600, clock=clock)
+    cache.upsert_node(node("n1"))
+    p = pod_info("p", cpu="1")
+    cache.assume(p, "n1")
+    clock.now += 3600
+    assert cache.expire_assumed() == []  # the bind has not finished: never expires
+    cache.finish_binding(p.uid)
+    clock.now += 599
+    assert cache.expire_assumed() == []
+    clock.now += 2
+    assert cache.expire_assumed() == [p.uid]
+    assert cpu_requested(cache, "n1") == 0
+
+
+def test_a_pod_bound_to_an_unknown_node_is_accounted_when_the_node_arrives() -> None:
+    cache = Cache()
+    cache.upsert_pod(pod_info("p", cpu="1", node_name="late"))
+    cache.upsert_node(node("late"))
+    assert cpu_requested(cache, "late") == 1000
+
+
+def test_deleting_a_node_keeps_its_pods_until_they_go() -> None:
+    cache = Cache()
+    cache.upsert_node(node("n1"))
+    cache.upsert_pod(pod_info("p", cpu="1", node_name="n1"))
+    cache.remove_node("n1")
+    assert "n1" not in cache.node_names()
+    cache.upsert_node(node("n1"))
+    assert cpu_requested(cache, "n1") == 1000
+    cache.remove_node("n1")
+    cache.remove_pod("uid-default-p")
+    cache.upsert_node(node("n1"))
+    assert cpu_requested(cache, "n1") == 0
+
+
+def test_sweeps_drop_objects_missing_from_a_relisting_but_keep_assumed_pods() -> None:
+    cache = Cache()
+    cache.upsert_node(node("n1"))
+    cache.upsert_node(node("gone"))
+    cache.upsert_pod(pod_info("kept", cpu="1", node_name="n1"))
+    cache.upsert_pod(pod_info("ghost", cpu="1", node_name="n1"))
+    assumed = pod_info("assumed", cpu="1")
+    cache.assume(assumed, "n1")
+    assert cache.sweep_nodes(["n1"]) == ["gone"]
+    assert cache.sweep_pods(["uid-default-kept"]) == ["uid-default-ghost"]
+    assert cache.is_assumed(assumed.uid)
+    assert cpu_requested(cache, "n1") == 2000
+
+
+def test_node_rows_are_reused_after_deletion() -> None:
+    cache = Cache()
+    for i in range(3):
+        cache.upsert_node(node(f"n{i}"))
+    row = cache.nodes.index["n1"]
+    cache.remove_node("n1")
+    cache.upsert_node(node("n9", cpu="2"))
+    assert cache.nodes.index["n9"] == row
+    assert int(cache.nodes.allocatable[row, 0]) == 2000
+
+
+def test_extended_resources_get_a_column_on_first_use() -> None:
+    cache = Cache()
+    cache.upsert_node(node("n1", extra={"example.com/gpu": "4"}))
+    col = cache.nodes.resources.column["example.com/gpu"]
+    assert int(cache.nodes.allocatable[cache.nodes.index["n1"], col]) == 4
+
+
+def test_snapshot_orders_nodes_round_robin_across_zones() -> None:
+    cache = Cache()
+    for name, zone in [("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b"), ("c1", "c")]:
+        cache.upsert_node(node(name, zone=zone))
+    snap = Snapshot(cache)
+    names = [cache.nodes.names[int(r)] for r in snap.order()]
+    assert names == ["a1", "b1", "c1", "a2", "a3"]
+
+
+def test_snapshot_derived_data_follows_label_changes() -> None:
+    cache = Cache()
+    cache.upsert_node(node("n1", zone="a"))
+    snap = Snapshot(cache)
+    ids, values = snap.domains("topology.kubernetes.io/zone")
+    assert values == ["a"]
+    cache.upsert_node(node("n1", zone="b"))
+    ids, values = snap.domains("topology.kubernetes.io/zone")
+    assert values == ["b"]
+
+
+def test_label_index_finds_matching_pods_in_the_selected_namespaces() -> None:
+    from scheduler.model.selectors import LabelSelector
+
+    cache = Cache()
+    cache.upsert_node(node("n1"))
+    cache.upsert_pod(pod_info("a", node_name="n1", labels={"app": "web"}))
+    cache.upsert_pod(pod_info("b", node_name="n1", labels={"app": "db"}))
+    cache.upsert_pod(pod_info("c", node_name="n1", namespace="other", labels={"app": "web"}))
+    selector = LabelSelector.parse({"matchLabels": {"app": "web"}}, "selector")
+    found = Snapshot(cache).matching_pods(["default"], selector)
+    assert [p.name for p in found] == ["a"]
+    everything = LabelSelector.parse({}, "selector")
+    assert sorted(p.name for p in Snapshot(cache).matching_pods(["default", "other"],
+                                                                 everything)) == ["a", "b", "c"]

@@ -1,0 +1,153 @@
+"""NodeResourcesBalancedAllocation tables, ported from upstream's balanced_allocation_test.go
+(v1.37: the score rewards the balance the pod improves)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from scheduler.framework.interface import Code, CycleState
+from scheduler.framework.registry import ConfigError
+from scheduler.plugins import balanced_allocation as ba
+from scheduler.plugins.balanced_allocation import BalancedAllocation
+from tests.builders import container, full_view, node, pod, pod_info, snapshot_of, view_with
+
+GPU = "nvidia.com/gpu"
+CPU_MEM_GPU = {"resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1},
+                             {"name": GPU, "weight": 1}]}
+
+
+def cm(cpu: str | None, mem: str | None = None, gpu: str | None = None) -> dict[str, Any]:
+    return container(cpu=cpu, memory=mem, extra={GPU: gpu} if gpu is not None else None)
+
+
+def mk_node(name: str, milli_cpu: int, memory: int, gpu: int | None = None) -> dict[str, Any]:
+    return node(name, cpu=f"{milli_cpu}m", memory=str(memory),
+                extra={GPU: str(gpu)} if gpu is not None else None)
+
+
+def with_names(containers: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [{**ct, "name": f"c{i}"} for i, ct in enumerate(containers)]
+
+
+CASES = [
+    pytest.param([cm("1000m", "2000"), cm("2000m", "3000")],
+                 [mk_node("node1", 4000, 10000), mk_node("node2", 6000, 10000)], [[], []], {},
+                 [68, 75], id="nothing scheduled, resources requested, differently sized nodes"),
+    pytest.param([cm("1000m", "2000"), cm("2000m", "3000")],
+                 [mk_node("node1", 10000, 20000), mk_node("node2", 10000, 20000)],
+                 [[cm("1000m"), cm("2000m")], [cm("1000m", "2000"), cm("2000m", "3000")]], {},
+                 [73, 74], id="resources requested, pods scheduled with resources"),
+    pytest.param([cm("1000m", "2000"), cm("2000m", "3000")],
+                 [mk_node("node1", 10000, 20000), mk_node("node2", 10000, 50000)],
+                 [[cm("1000m"), cm("2000m")], [cm("1000m", "2000"), cm("2000m", "3000")]], {},
+                 [73, 70],
+                 id="resources requested, pods scheduled with resources, differently sized nodes"),
+    pytest.param([cm(None, "2000"), cm(None, "3000")],
+                 [mk_node("node1", 3000, 5000), mk_node("node2", 3000, 5000)],
+                 [[cm("1000m"), cm("2000m")], []], {}, [100, 50],
+                 id="pods scheduled with resources, nodes to reach min/max score"),
+    pytest.param([cm("1000m"), cm("2000m")],
+                 [mk_node("node1", 6000, 10000), mk_node("node2", 6000, 10000)],
+                 [[cm("1000m"), cm("2000m")], [cm("1000m", "2000"), cm("2000m", "3000")]], {},
+                 [62, 62], id="requested resources at node capacity"),
+    pytest.param([cm("0", "0", "1")],
+                 [mk_node("node1", 3500, 40000, 8), mk_node("node2", 3500, 40000, 8)],
+                 [[cm("1000m", "2000"), cm("2000m", "3000", "3")],
+                  [cm("1000m", "2000"), cm("2000m", "3000")]], CPU_MEM_GPU, [75, 76],
+                 id="scalar resource is included in the score if the pod requests it"),
+    pytest.param([cm("1000m", "2000"), cm("2000m", "3000")],
+                 [mk_node("node1", 3500, 40000, 8), mk_node("node2", 3500, 40000)], [[], []],
+                 CPU_MEM_GPU, [56, 56],
+                 id="scalar resource is not included in the score if the pod doesn't request it"),
+]
+
+
+@pytest.mark.parametrize(("containers", "nodes", "existing", "args", "want"), CASES)
+def test_score(
+    containers: list[dict[str, Any]], nodes: list[dict[str, Any]],
+    existing: list[list[dict[str, Any]]], args: dict[str, Any], want: list[int],
+) -> None:
+    pods = [
+        pod(f"e{i}", containers=with_names(cts), node_name=f"node{i + 1}")
+        for i, cts in enumerate(existing)
+        if cts
+    ]
+    snapshot = snapshot_of(nodes, pods)
+    view = full_view(snapshot)
+    incoming = pod_info("p", containers=with_names(containers))
+    plugin = ba.new({**ba.DEFAULT_ARGS, **args}, None)  # type: ignore[arg-type]
+    state = CycleState()
+    assert plugin.pre_score(state, incoming, view).is_success()
+    scores = plugin.normalize(state, incoming, plugin.score(state, incoming, view))
+    assert scores.tolist() == want
+    # Whether or not PreScore ran, the result is the same.
+    assert plugin.score(CycleState(), incoming, view).tolist() == want
+
+
+BEST_EFFORT = [
+    pytest.param([container()], id="nothing requested: skip in PreScore"),
+    pytest.param([cm("0", "0")], id="explicit zero requests are best-effort too"),
+]
+
+
+@pytest.mark.parametrize("containers", BEST_EFFORT)
+def test_pre_score_skips_best_effort_pods(containers: list[dict[str, Any]]) -> None:
+    snapshot = snapshot_of([mk_node("node1", 4000, 10000)])
+    incoming = pod_info("p", containers=with_names(containers))
+    status = BalancedAllocation(ba.DEFAULT_ARGS).pre_score(
+        CycleState(), incoming, full_view(snapshot)
+    )
+    assert status.code is Code.SKIP
+
+
+def test_pre_score_does_not_skip_a_pod_requesting_only_a_configured_scalar() -> None:
+    snapshot = snapshot_of([mk_node("node1", 4000, 10000, 8)])
+    incoming = pod_info("p", containers=with_names([cm(None, None, "1")]))
+    plugin = ba.new({**ba.DEFAULT_ARGS, **CPU_MEM_GPU}, None)  # type: ignore[arg-type]
+    assert plugin.pre_score(CycleState(), incoming, full_view(snapshot)).is_success()
+
+
+def test_score_counts_hypothetical_pods() -> None:
+    # node2 as in "resources requested, pods scheduled with resources" scores 74. With a
+    # nominated pod of 10000 bytes counted on it: without the pod cpu 0.3, memory 0.75 (77);
+    # with it cpu 0.6, memory 1.0 (80): 50 + (50 + 80 - 77) / 2 = 76. Taking the nominated pod
+    # out again restores 74.
+    existing = pod("e", containers=with_names([cm("1000m", "2000"), cm("2000m", "3000")]),
+                   node_name="node2")
+    snapshot = snapshot_of([mk_node("node2", 10000, 20000)], [existing])
+    incoming = pod_info("p", containers=with_names([cm("1000m", "2000"), cm("2000m", "3000")]))
+    nominated = pod_info("nominated", containers=with_names([cm(None, "10000")]))
+    plugin = BalancedAllocation(ba.DEFAULT_ARGS)
+    assert plugin.score(CycleState(), incoming, full_view(snapshot)).tolist() == [74]
+    added = view_with(snapshot, "node2", added=[nominated])
+    assert plugin.score(CycleState(), incoming, added).tolist() == [76]
+    both = view_with(snapshot, "node2", added=[nominated], removed=[nominated])
+    assert plugin.score(CycleState(), incoming, both).tolist() == [74]
+
+
+BAD_ARGS = [
+    pytest.param({"resources": [{"name": "cpu", "weight": 2}]},
+                 "resources[0].weight: Invalid value: 2: must be 1", id="weights must be 1"),
+    pytest.param({"resources": [{"name": "cpu", "weight": 1}, {"name": "cpu", "weight": 1}]},
+                 'resources[1].name: Duplicate value: "cpu"', id="duplicate resources"),
+    pytest.param({"resource": []}, "resource: Invalid value: unknown field",
+                 id="a misspelt field is refused"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), BAD_ARGS)
+def test_validate_args_refuses(args: dict[str, Any], message: str) -> None:
+    path = "profiles[0].pluginConfig[0].args"
+    with pytest.raises(ConfigError) as err:
+        ba.validate_args({**ba.DEFAULT_ARGS, **args}, path)
+    assert f"{path}.{message}" in str(err.value)
+
+
+def test_args_defaulting() -> None:
+    ba.validate_args({"resources": []}, "args")
+    ba.validate_args({"resources": [{"name": "cpu", "weight": 0}]}, "args")
+    plugin = ba.new({"resources": []}, None)  # type: ignore[arg-type]
+    assert [(r.name, r.weight) for r in plugin.resources] == [("cpu", 1), ("memory", 1)]
