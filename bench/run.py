@@ -26,6 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from scheduler import logs  # noqa: E402
 from scheduler.cycle import schedule_one  # noqa: E402
 from scheduler.framework.config import default_config, parse_config  # noqa: E402
 from scheduler.model.pod import PodInfo  # noqa: E402
@@ -176,6 +177,7 @@ SCENARIOS = {
 
 
 def run_scenario(scenario: Scenario) -> dict[str, Any]:
+    logs.configure("warning")
     s = new_scheduler(scenario.config)
     build_start = time.perf_counter()
     pending = scenario.build(s, scenario.nodes, scenario.init_pods, scenario.measured_pods)

@@ -22,6 +22,7 @@ from scheduler.model.taints import Taint, parse_taints
 if TYPE_CHECKING:
     from scheduler.model.pod import HostPort, PodInfo
 
+VECTOR_CACHE_SIZE = 200_000
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
 
@@ -34,6 +35,9 @@ class ResourceIndex:
     def __init__(self) -> None:
         self.names: list[str] = list(self.FIXED)
         self.column: dict[str, int] = {name: i for i, name in enumerate(self.names)}
+        # Request vectors per pod version: the dry run of a preemption sums thousands of them.
+        # A plain dict, emptied when full: a hit must cost less than building the vector.
+        self._vectors: dict[tuple[str, str], IntArray] = {}
 
     def __len__(self) -> int:
         return len(self.names)
@@ -44,7 +48,19 @@ class ResourceIndex:
             col = len(self.names)
             self.names.append(name)
             self.column[name] = col
+            self._vectors.clear()
         return col
+
+    def pod_vector(self, pod: PodInfo) -> IntArray:
+        """``pod``'s requests as a row, cached per pod version (treat it as read-only)."""
+        key = (pod.uid, pod.resource_version)
+        vector = self._vectors.get(key)
+        if vector is None:
+            if len(self._vectors) >= VECTOR_CACHE_SIZE:
+                self._vectors.clear()
+            vector = self.vector(pod.requests)
+            self._vectors[key] = vector
+        return vector
 
     def vector(self, resources: Mapping[str, int]) -> IntArray:
         """``resources`` as a row; the pod count is kept apart and ignored here."""
@@ -232,7 +248,7 @@ class NodeTable:
         for res in pod.requests:
             if res != PODS:
                 self.ensure_resource(res)
-        self.requested[row] += self.resources.vector(pod.requests)
+        self.requested[row] += self.resources.pod_vector(pod)
         self.non_zero_requested[row, 0] += pod.non_zero_cpu
         self.non_zero_requested[row, 1] += pod.non_zero_memory
         self.pod_count[row] += 1
@@ -243,7 +259,7 @@ class NodeTable:
     def remove_pod(self, row: int, pod: PodInfo) -> None:
         if self.pods[row].pop(pod.uid, None) is None:
             return
-        self.requested[row] -= self.resources.vector(pod.requests)
+        self.requested[row] -= self.resources.pod_vector(pod)
         self.non_zero_requested[row, 0] -= pod.non_zero_cpu
         self.non_zero_requested[row, 1] -= pod.non_zero_memory
         self.pod_count[row] -= 1

@@ -158,18 +158,23 @@ class NodeView:
 
     def _with_delta(self, pods_per_row: Sequence[Sequence[PodInfo]], sign: int) -> NodeView:
         resources = self.snapshot.resources
+        n = len(self)
+        added = [list(a) for a in self.added] if self.added else [[] for _ in range(n)]
+        removed = [list(r) for r in self.removed] if self.removed else [[] for _ in range(n)]
+        target = added if sign > 0 else removed
+        rows: list[int] = []
+        vectors: list[IntArray] = []
+        for i, pods in enumerate(pods_per_row):
+            if pods:
+                target[i].extend(pods)
+                rows.extend([i] * len(pods))
+                vectors.extend(resources.pod_vector(p) for p in pods)
         requested = self.requested.copy()
         pod_count = self.pod_count.copy()
-        added = [list(a) for a in self.added] if self.added else [[] for _ in range(len(self))]
-        removed = (
-            [list(r) for r in self.removed] if self.removed else [[] for _ in range(len(self))]
-        )
-        target = added if sign > 0 else removed
-        for i, pods in enumerate(pods_per_row):
-            for p in pods:
-                requested[i] += sign * resources.vector(p.requests)
-                pod_count[i] += sign
-                target[i].append(p)
+        if rows:
+            index = np.asarray(rows, dtype=np.int64)
+            np.add.at(requested, index, np.stack(vectors) * sign)
+            np.add.at(pod_count, index, sign)
         return NodeView(self.snapshot, self.idx, requested, pod_count, added, removed)
 
     def names(self) -> list[str]:

@@ -197,20 +197,22 @@ class Framework:
         plain = self.run_filters(state, pod, view)
         if plain.error is not None or not nominated:
             return plain
-        names = view.snapshot.nodes.names
-        positions: list[int] = []
-        added: list[list[PodInfo]] = []
-        for position, row in enumerate(view.idx):
-            pods = [
-                p
-                for p in nominated.get(names[int(row)], ())
-                if p.uid != pod.uid and p.priority >= pod.priority
-            ]
-            if pods:
-                positions.append(position)
-                added.append(pods)
-        if not positions:
+        index = view.snapshot.nodes.index
+        reserved: dict[int, list[PodInfo]] = {}
+        for node_name, pods in nominated.items():
+            row = index.get(node_name)
+            if row is None:
+                continue
+            keep = [p for p in pods if p.uid != pod.uid and p.priority >= pod.priority]
+            if keep:
+                reserved[row] = keep
+        if not reserved:
             return plain
+        hits = np.flatnonzero(np.isin(view.idx, np.fromiter(reserved, dtype=np.int64)))
+        if hits.size == 0:
+            return plain
+        positions = hits.tolist()
+        added = [reserved[int(view.idx[p])] for p in positions]
         rows = np.asarray(positions, dtype=np.int64)
         with_nominated = view.subset(rows).with_added(added)
         first = self.run_filters(state, pod, with_nominated)

@@ -37,7 +37,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -111,15 +111,20 @@ class Candidate:
     violated_budgets: set[str] = field(default_factory=set)
 
 
-def _start_seconds(pod: PodInfo) -> float:
+NOT_STARTED = datetime.max.replace(tzinfo=UTC)
+
+
+def _start(pod: PodInfo) -> datetime:
     """A pod that has not started counts as the newest, as upstream's GetPodStartTime does."""
-    start: datetime | None = pod.start_time
-    return start.timestamp() if start is not None else float("inf")
+    start = pod.start_time
+    if start is None:
+        return NOT_STARTED
+    return start if start.tzinfo is not None else start.replace(tzinfo=UTC)
 
 
-def importance_key(pod: PodInfo) -> tuple[int, float]:
+def importance_key(pod: PodInfo) -> tuple[int, datetime]:
     """Sort key: more important first (higher priority, then earlier start)."""
-    return (-pod.priority, _start_seconds(pod))
+    return (-pod.priority, _start(pod))
 
 
 class DefaultPreemption:
@@ -290,9 +295,16 @@ class DefaultPreemption:
         batch_rows = rows[np.asarray(with_victims, dtype=np.int64)]
 
         # 1) Everything lower-priority removed: does the pod fit at all?
-        base = NodeView(snapshot, batch_rows, nodes.requested[batch_rows],
-                        nodes.pod_count[batch_rows])
-        stripped = base.with_removed(potential)
+        resources = snapshot.resources
+        base_requested = nodes.requested[batch_rows]
+        base_count = nodes.pod_count[batch_rows]
+        removed_count = np.asarray([len(v) for v in potential], dtype=np.int64)
+        owner = np.repeat(np.arange(len(potential)), removed_count)
+        vectors = np.stack([resources.pod_vector(v) for vs in potential for v in vs])
+        removed_sum = np.zeros_like(base_requested)
+        np.add.at(removed_sum, owner, vectors)
+        stripped = NodeView(snapshot, batch_rows, base_requested - removed_sum,
+                            base_count - removed_count, removed=potential)
         outcome = framework.run_filters_with_nominated(state, pod, stripped, nominated)
         if outcome.error is not None:
             failed.append((batch_rows, outcome.error.message))
@@ -304,31 +316,43 @@ class DefaultPreemption:
             return [], failed
 
         # 2) Reprieve: PDB-violating victims first, then the others, most important first.
+        # Each step tries, on every node at once, to give back that node's next victim.
         rows_fit = batch_rows[fits]
         queues: list[list[tuple[PodInfo, bool]]] = []
         for i in fits:
             ordered, violating_flags = split_by_pdb(potential[int(i)], pdbs)
             queues.append(list(zip(ordered, violating_flags, strict=True)))
         removed = [[p for p, _ in q] for q in queues]
+        removed_sum = removed_sum[fits]
+        removed_count = removed_count[fits]
+        base_requested = base_requested[fits]
+        base_count = base_count[fits]
         victims: list[list[PodInfo]] = [[] for _ in queues]
         violations = [0] * len(queues)
         violated: list[set[str]] = [set() for _ in queues]
         depth = max(len(q) for q in queues)
         for step in range(depth):
             active = [i for i, q in enumerate(queues) if step < len(q)]
-            trial_removed = []
-            for i in active:
-                candidate = queues[i][step][0]
-                trial_removed.append([p for p in removed[i] if p.uid != candidate.uid])
             idx = np.asarray(active, dtype=np.int64)
-            trial_rows = rows_fit[idx]
-            trial = NodeView(snapshot, trial_rows, nodes.requested[trial_rows],
-                             nodes.pod_count[trial_rows]).with_removed(trial_removed)
+            back = np.stack([resources.pod_vector(queues[i][step][0]) for i in active])
+            trial_removed = [
+                [p for p in removed[i] if p is not queues[i][step][0]] for i in active
+            ]
+            trial = NodeView(
+                snapshot,
+                rows_fit[idx],
+                base_requested[idx] - removed_sum[idx] + back,
+                base_count[idx] - removed_count[idx] + 1,
+                removed=trial_removed,
+            )
             result = framework.run_filters_with_nominated(state, pod, trial, nominated)
             if result.error is not None:
-                failed.append((trial_rows, result.error.message))
+                failed.append((rows_fit[idx], result.error.message))
                 return [], failed
             passed = result.codes == np.uint8(Code.SUCCESS)
+            kept = idx[passed]
+            removed_sum[kept] -= back[passed]
+            removed_count[kept] -= 1
             for j, i in enumerate(active):
                 victim, is_violating = queues[i][step]
                 if passed[j]:
@@ -432,6 +456,8 @@ def split_by_pdb(
     victims: Sequence[PodInfo], pdbs: Sequence[DisruptionBudget]
 ) -> tuple[list[PodInfo], list[bool]]:
     """Victims reordered violating-first (stable), with a flag per victim (filterPodsWithPDBViolation)."""
+    if not pdbs:
+        return list(victims), [False] * len(victims)
     allowed = {pdb.key: pdb.disruptions_allowed for pdb in pdbs}
     violating: list[PodInfo] = []
     others: list[PodInfo] = []
@@ -460,30 +486,32 @@ def budgets_of(victim: PodInfo, pdbs: Sequence[DisruptionBudget]) -> set[str]:
 
 
 def select_candidate(candidates: Sequence[Candidate]) -> Candidate:
-    """pickOneNodeForPreemption: each criterion keeps only the best; the first one left wins."""
-    remaining = list(candidates)
-    criteria = (
-        lambda c: -c.num_pdb_violations,
-        lambda c: -c.victims[0].priority,
-        lambda c: -sum(v.priority + MAX_INT32 + 1 for v in c.victims),
-        lambda c: -len(c.victims),
-        _latest_earliest_start,
+    """pickOneNodeForPreemption: each criterion keeps only the best; the first one left wins.
+
+    Criteria, in order: fewest PDB violations, lowest highest-victim priority, smallest sum of
+    (shifted) victim priorities, fewest victims, latest earliest-start among the highest-
+    priority victims; then the earliest candidate. One lexicographic sort does all of it.
+    """
+    if len(candidates) == 1:
+        return candidates[0]
+    violations = np.asarray([c.num_pdb_violations for c in candidates], dtype=np.int64)
+    top = np.asarray([c.victims[0].priority for c in candidates], dtype=np.int64)
+    sums = np.asarray(
+        [sum(v.priority + MAX_INT32 + 1 for v in c.victims) for c in candidates], dtype=np.int64
     )
-    for score in criteria:
-        if len(remaining) == 1:
-            break
-        scores = [score(c) for c in remaining]
-        best = max(scores)
-        remaining = [c for c, s in zip(remaining, scores, strict=True) if s == best]
-    return remaining[0]
+    counts = np.asarray([len(c.victims) for c in candidates], dtype=np.int64)
+    latest_start = np.asarray([_earliest_top_start(c) for c in candidates], dtype=np.float64)
+    order = np.arange(len(candidates))
+    # np.lexsort sorts by the last key first; every key ascends, so negate "later is better".
+    best = np.lexsort((order, -latest_start, counts, sums, top, violations))[0]
+    return candidates[int(best)]
 
 
-def _latest_earliest_start(candidate: Candidate) -> float:
-    """The earliest start among the node's highest-priority victims; later is better."""
+def _earliest_top_start(candidate: Candidate) -> float:
+    """The earliest start among the node's highest-priority victims (GetEarliestPodStartTime)."""
     top = candidate.victims[0].priority
-    starts = [_start_seconds(v) for v in candidate.victims if v.priority == top]
-    earliest = min(starts)
-    return earliest if earliest != float("inf") else float("inf")
+    earliest = min(_start(v) for v in candidate.victims if v.priority == top)
+    return float("inf") if earliest is NOT_STARTED else earliest.timestamp()
 
 
 def new(args: Mapping[str, Any], handle: Handle) -> DefaultPreemption:

@@ -23,6 +23,11 @@ a node's raw score is the sum over keys of its domains' values, normalised min-m
 
 Hypothetical pods on a view row are applied to a copy of the counts for that node only, as
 upstream's AddPod/RemovePod do with a cloned state.
+
+Cost: the pods matching a selector are fetched from the cache's label index once per cycle and
+shared with PodTopologySpread through the CycleState (:class:`MatchedPods`); existing pods with
+terms are kept grouped by equal terms across cycles (:class:`PodGroups`), so symmetry and
+scoring match each distinct term once instead of once per pod.
 """
 
 from __future__ import annotations
@@ -111,7 +116,7 @@ def validate_args(args: Mapping[str, Any], path: str) -> None:
 MATCHED_PODS_STATE_KEY = "MatchedPods/" + NAME
 
 
-@dataclass(frozen=True)
+@dataclass
 class MatchedPods:
     """Accounted pods in some namespaces matching a selector, with their node rows.
 
@@ -122,16 +127,17 @@ class MatchedPods:
 
     pods: list[PodInfo]
     rows: IntArray  # per pod: its node's row, -1 when the table does not hold the node
-    terminating: BoolArray  # per pod
-
-    def counted_rows(self) -> IntArray:
-        """Rows of the pods on a known node."""
-        rows = self.rows
-        return rows[rows >= 0]
+    _not_terminating: IntArray | None = None
 
     def counted_rows_not_terminating(self) -> IntArray:
-        rows = self.rows[~self.terminating]
-        return rows[rows >= 0]
+        """Rows of the pods that are not terminating and sit on a node the table holds."""
+        if self._not_terminating is None:
+            live = np.fromiter(
+                (not p.is_terminating for p in self.pods), dtype=np.bool_, count=len(self.pods)
+            )
+            rows = self.rows[live]
+            self._not_terminating = rows[rows >= 0]
+        return self._not_terminating
 
 
 def matched_pods(
@@ -154,12 +160,7 @@ def matched_pods(
         if found is not None:
             return found
     pods = snapshot.matching_pods(key[0], selector)
-    out = MatchedPods(
-        pods=pods,
-        rows=_rows_of(snapshot, pods),
-        terminating=np.fromiter((p.is_terminating for p in pods), dtype=np.bool_,
-                                count=len(pods)),
-    )
+    out = MatchedPods(pods=pods, rows=_rows_of(snapshot, pods))
     if memo is not None:
         memo[key] = out
     return out
@@ -204,8 +205,8 @@ def _resolve(snapshot: Snapshot, pod: PodInfo, term: AffinityTerm) -> _Term:
 
 
 def _rows_of(snapshot: Snapshot, pods: Iterable[PodInfo]) -> IntArray:
-    index = snapshot.nodes.index
-    return np.fromiter((index.get(p.node_name, -1) for p in pods), dtype=np.int64)
+    get = snapshot.nodes.index.get
+    return np.asarray([get(p.node_name, -1) for p in pods], dtype=np.int64)
 
 
 def _domain_counts(snapshot: Snapshot, key: str, rows: IntArray) -> tuple[IntArray, IntArray]:

@@ -25,6 +25,11 @@ counts adjusted for that node only (upstream's AddPod/RemovePod), the global min
 exactly. Deviation, on purpose: a hypothetical pod counts only if it would have been counted by
 PreFilter (same namespace, not terminating, non-empty selector); upstream's RemovePod also
 decrements for terminating victims that PreFilter never counted.
+
+Cost: the pods matching a selector come from the cache's label index once per cycle, shared with
+InterPodAffinity (``MatchedPods`` in the CycleState); pods are kept grouped by controller owner
+across cycles (``PodGroups``) for the default constraints; node-affinity and taint masks are
+cached in the snapshot's node masks. Nothing loops over nodes in Python on the fast path.
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ import pytest
 
 from scheduler.model.errors import InvalidSpecError
 from scheduler.model.quantity import (
-    INT64_MAX,
     int_value,
     milli_value,
     nanos_to_int,
@@ -17,6 +16,7 @@ from scheduler.model.quantity import (
     parse_nanos,
     parse_quantity,
 )
+from scheduler.model.validation import INT64_MAX
 
 F = Fraction
 KI, MI, GI, TI, PI, EI = (1024**i for i in range(1, 7))

@@ -30,12 +30,13 @@ INFEASIBLE = [{"type": "PodResizePending", "status": "True", "reason": "Infeasib
 DEFERRED = [{"type": "PodResizePending", "status": "True", "reason": "Deferred"}]
 
 
-def c(name: str = "c", *, sidecar: bool = False, **requests: str) -> dict[str, Any]:
+def c(
+    name: str = "c", *, sidecar: bool = False, extra: dict[str, str] | None = None,
+    **requests: str,
+) -> dict[str, Any]:
     """A container; keyword names use _ for - (ephemeral_storage, hugepages_2Mi)."""
-    out: dict[str, Any] = {
-        "name": name,
-        "resources": {"requests": {k.replace("_", "-"): v for k, v in requests.items()}},
-    }
+    reqs = {k.replace("_", "-"): v for k, v in requests.items()}
+    out: dict[str, Any] = {"name": name, "resources": {"requests": {**reqs, **(extra or {})}}}
     if sidecar:
         out["restartPolicy"] = "Always"
     return out
@@ -120,7 +121,8 @@ REQUEST_CASES = [
     pytest.param(pod([c(cpu="0.5m"), c(cpu="0.5m")]), {CPU: 1},
                  id="quantities are summed exactly before rounding to millicores"),
     pytest.param(
-        pod([c(cpu="250m", memory="64Mi", ephemeral_storage="1Gi", **{"example.com/gpu": "2"})]),
+        pod([c(cpu="250m", memory="64Mi", ephemeral_storage="1Gi",
+               extra={"example.com/gpu": "2"})]),
         {CPU: 250, MEMORY: 64 * MI, EPHEMERAL_STORAGE: 1024 * MI, "example.com/gpu": 2},
         id="extended resources and ephemeral storage are counted in base units",
     ),
