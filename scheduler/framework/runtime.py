@@ -237,6 +237,17 @@ class Framework:
                 plain.reasons.append((rows[pos[keep]], reason, plugin))
         return plain
 
+    def filters_read_pod_lists(self, state: CycleState) -> bool:
+        """Whether any Filter active in this cycle reads a NodeView's hypothetical pod lists.
+
+        A plugin that does not say is assumed to read them.
+        """
+        return any(
+            getattr(plugin, "filter_reads_pod_lists", True)
+            for plugin in self.plugins.filter
+            if plugin.name not in state.skip_filter
+        )
+
     # -- PostFilter -----------------------------------------------------------------------
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis

@@ -298,13 +298,17 @@ class DefaultPreemption:
         resources = snapshot.resources
         base_requested = nodes.requested[batch_rows]
         base_count = nodes.pod_count[batch_rows]
+        # Only build per-row pod lists when an active filter reads them; for a pod without
+        # affinity, spreading or host ports the numbers alone decide.
+        lists = framework.filters_read_pod_lists(state)
         removed_count = np.asarray([len(v) for v in potential], dtype=np.int64)
+        offsets = np.concatenate(([0], np.cumsum(removed_count)[:-1]))
         owner = np.repeat(np.arange(len(potential)), removed_count)
         vectors = np.stack([resources.pod_vector(v) for vs in potential for v in vs])
         removed_sum = np.zeros_like(base_requested)
         np.add.at(removed_sum, owner, vectors)
         stripped = NodeView(snapshot, batch_rows, base_requested - removed_sum,
-                            base_count - removed_count, removed=potential)
+                            base_count - removed_count, removed=potential if lists else None)
         outcome = framework.run_filters_with_nominated(state, pod, stripped, nominated)
         if outcome.error is not None:
             failed.append((batch_rows, outcome.error.message))
@@ -319,10 +323,15 @@ class DefaultPreemption:
         # Each step tries, on every node at once, to give back that node's next victim.
         rows_fit = batch_rows[fits]
         queues: list[list[tuple[PodInfo, bool]]] = []
+        # Per reprieve queue, where each victim's request vector sits in ``vectors``.
+        vector_rows: list[list[int]] = []
         for i in fits:
-            ordered, violating_flags = split_by_pdb(potential[int(i)], pdbs)
-            queues.append(list(zip(ordered, violating_flags, strict=True)))
-        removed = [[p for p, _ in q] for q in queues]
+            order, violating_flags = split_by_pdb(potential[int(i)], pdbs)
+            victims_here = potential[int(i)]
+            queues.append([(victims_here[k], f) for k, f in zip(order, violating_flags,
+                                                                strict=True)])
+            vector_rows.append([int(offsets[i]) + k for k in order])
+        removed = [[p for p, _ in q] for q in queues] if lists else []
         removed_sum = removed_sum[fits]
         removed_count = removed_count[fits]
         base_requested = base_requested[fits]
@@ -334,16 +343,18 @@ class DefaultPreemption:
         for step in range(depth):
             active = [i for i, q in enumerate(queues) if step < len(q)]
             idx = np.asarray(active, dtype=np.int64)
-            back = np.stack([resources.pod_vector(queues[i][step][0]) for i in active])
-            trial_removed = [
-                [p for p in removed[i] if p is not queues[i][step][0]] for i in active
-            ]
+            back = vectors[[vector_rows[i][step] for i in active]]
+            trial_removed = (
+                [[p for p in removed[i] if p is not queues[i][step][0]] for i in active]
+                if lists
+                else []
+            )
             trial = NodeView(
                 snapshot,
                 rows_fit[idx],
                 base_requested[idx] - removed_sum[idx] + back,
                 base_count[idx] - removed_count[idx] + 1,
-                removed=trial_removed,
+                removed=trial_removed if lists else None,
             )
             result = framework.run_filters_with_nominated(state, pod, trial, nominated)
             if result.error is not None:
@@ -356,7 +367,8 @@ class DefaultPreemption:
             for j, i in enumerate(active):
                 victim, is_violating = queues[i][step]
                 if passed[j]:
-                    removed[i] = trial_removed[j]
+                    if lists:
+                        removed[i] = trial_removed[j]
                 else:
                     victims[i].append(victim)
                     if is_violating:
@@ -454,14 +466,14 @@ class DefaultPreemption:
 
 def split_by_pdb(
     victims: Sequence[PodInfo], pdbs: Sequence[DisruptionBudget]
-) -> tuple[list[PodInfo], list[bool]]:
-    """Victims reordered violating-first (stable), with a flag per victim (filterPodsWithPDBViolation)."""
+) -> tuple[list[int], list[bool]]:
+    """filterPodsWithPDBViolation: victim indices, PDB-violating first (stable), with flags."""
     if not pdbs:
-        return list(victims), [False] * len(victims)
+        return list(range(len(victims))), [False] * len(victims)
     allowed = {pdb.key: pdb.disruptions_allowed for pdb in pdbs}
-    violating: list[PodInfo] = []
-    others: list[PodInfo] = []
-    for victim in victims:
+    violating: list[int] = []
+    others: list[int] = []
+    for k, victim in enumerate(victims):
         is_violating = False
         if victim.labels:
             for pdb in pdbs:
@@ -472,7 +484,7 @@ def split_by_pdb(
                 allowed[pdb.key] -= 1
                 if allowed[pdb.key] < 0:
                     is_violating = True
-        (violating if is_violating else others).append(victim)
+        (violating if is_violating else others).append(k)
     return violating + others, [True] * len(violating) + [False] * len(others)
 
 

@@ -453,6 +453,8 @@ class PodGroups:
 # -- the plugin -----------------------------------------------------------------------------
 class InterPodAffinity:
     name = NAME
+    # Filter reads the hypothetical pods of a NodeView row (see interface.NodeView).
+    filter_reads_pod_lists = True
 
     def __init__(self, args: Mapping[str, Any]) -> None:
         merged = {**DEFAULT_ARGS, **args}

@@ -203,6 +203,8 @@ def node_names_of_required_terms(pod: PodInfo) -> frozenset[str] | None:
 # -- the plugin -----------------------------------------------------------------------------
 class NodeAffinity:
     name = NAME
+    # Filter needs only the NodeView's numbers, not its hypothetical pod lists.
+    filter_reads_pod_lists = False
 
     def __init__(self, args: Mapping[str, Any]) -> None:
         added = {**DEFAULT_ARGS, **args}.get("addedAffinity")

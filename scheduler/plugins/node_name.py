@@ -37,6 +37,8 @@ ERR_REASON = "node(s) didn't match the requested node name"
 
 class NodeName:
     name = NAME
+    # Filter needs only the NodeView's numbers, not its hypothetical pod lists.
+    filter_reads_pod_lists = False
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot

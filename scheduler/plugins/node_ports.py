@@ -59,6 +59,8 @@ def _port_counter(pods: Iterable[PodInfo]) -> Counter[PortKey]:
 
 class NodePorts:
     name = NAME
+    # Filter reads the hypothetical pods of a NodeView row (see interface.NodeView).
+    filter_reads_pod_lists = True
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot

@@ -533,6 +533,8 @@ def compute_pod_resource_request(
 
 class NodeResourcesFit:
     name = NAME
+    # Filter needs only the NodeView's numbers, not its hypothetical pod lists.
+    filter_reads_pod_lists = False
 
     def __init__(self, args: Mapping[str, Any]) -> None:
         args = defaulted_args(args)

@@ -42,6 +42,8 @@ def tolerates_unschedulable(pod: Any) -> bool:
 
 class NodeUnschedulable:
     name = NAME
+    # Filter needs only the NodeView's numbers, not its hypothetical pod lists.
+    filter_reads_pod_lists = False
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> FilterResult:
         result = FilterResult.all_pass(len(nodes))

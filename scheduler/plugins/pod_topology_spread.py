@@ -444,6 +444,8 @@ def _round_half_away(x: npt.NDArray[np.float64]) -> IntArray:
 # -- the plugin -----------------------------------------------------------------------------
 class PodTopologySpread:
     name = NAME
+    # Filter reads the hypothetical pods of a NodeView row (see interface.NodeView).
+    filter_reads_pod_lists = True
 
     def __init__(self, args: Mapping[str, Any]) -> None:
         merged = {**DEFAULT_ARGS, **args}

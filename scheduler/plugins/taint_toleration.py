@@ -99,6 +99,8 @@ class _TaintGroups:
 
 class TaintToleration:
     name = NAME
+    # Filter needs only the NodeView's numbers, not its hypothetical pod lists.
+    filter_reads_pod_lists = False
 
     def __init__(self) -> None:
         self._groups: _TaintGroups | None = None
