@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CLUSTER_DIR ?= $(CURDIR)/.cluster
 LOCAL_KUBECONFIG := $(CLUSTER_DIR)/kubeconfig
-NODES ?= e2e/cluster/nodes-example.yaml
+NODES ?= e2e/cluster/nodes-default.yaml
 IMAGE ?= secondary-scheduler:dev
 KIND_CLUSTER ?= secondary-scheduler
 

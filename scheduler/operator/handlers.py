@@ -18,7 +18,21 @@ Translate = Callable[[str | None, Mapping[str, Any]], None]
 
 
 def register(registry: kopf.OperatorRegistry, app: SchedulerApp) -> None:
-    kopf.on.login(registry=registry)(kopf.login_via_client)
+    @kopf.on.login(registry=registry)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        # The credentials our API client already loaded (in-cluster or kubeconfig): one
+        # source of truth for the watches kopf runs and the ones the operator owns.
+        c = app.api.client.configuration
+        token = str((c.api_key or {}).get("authorization", "")).removeprefix("Bearer ").strip()
+        return kopf.ConnectionInfo(
+            server=c.host,
+            ca_path=c.ssl_ca_cert,
+            insecure=not c.verify_ssl,
+            certificate_path=c.cert_file,
+            private_key_path=c.key_file,
+            scheme="Bearer" if token else None,
+            token=token or None,
+        )
 
     @kopf.on.startup(registry=registry)
     async def start(**_: Any) -> None:

@@ -50,9 +50,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"secondary-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return 2
-    if args.kubeconfig:
-        # kopf's own login reads the same file.
-        os.environ["KUBECONFIG"] = args.kubeconfig
     app = SchedulerApp(config, Options(kubeconfig=args.kubeconfig, health_port=args.health_port))
     operator_registry = kopf.OperatorRegistry()
     handlers.register(operator_registry, app)
