@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`make demo`: watch the secondary scheduler place pods, explain a pending one, and preempt.
 
-    python3 e2e/demo.py [--keep] [--grace SECONDS]
+    python3 e2e/demo.py [--keep] [--grace SECONDS] [--config FILE|none]
 
 1. Brings up the local control plane (e2e/cluster/cluster.py; reuses it if it is already up)
    with four kwok nodes of 4 cpu in two zones, and PriorityClasses `demo-low` and `demo-high`.
@@ -9,10 +9,10 @@
 3. Deployment `batch` (demo-low, 9 replicas x 2 cpu): eight fill the four nodes, the ninth stays
    pending, and the scheduler says why (the FailedScheduling Event and PodScheduled=False).
 4. Deployment `web` (demo-high, 2 replicas x 2 cpu): nothing fits, so each web pod preempts
-   one batch pod (the fewest victims that make room): the victim is marked DisruptionTarget, evicted, and
-   gets a `Preempted` Event; the web pod waits with status.nominatedNodeName for the
-   victim's graceful termination, then binds. The ReplicaSet recreates the victims, and they
-   stay pending, with the explanation.
+   one batch pod (the fewest victims that make room): the victim is marked DisruptionTarget,
+   evicted, and gets a `Preempted` Event; the web pod waits with status.nominatedNodeName
+   for the victim's graceful termination, then binds. The ReplicaSet recreates the victims,
+   and they stay pending, with the explanation.
 5. Cleans up: stops the scheduler, deletes what it created, and stops the control plane if
    it started it. --keep leaves the cluster and the objects up (KUBECONFIG is printed).
 """

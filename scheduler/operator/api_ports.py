@@ -117,7 +117,8 @@ class ApiPorts:
                 same_status = self._conditions.get(pod.uid) == (reason, message, nominated_node)
                 self._conditions[pod.uid] = (reason, message, nominated_node)
             if not repeat:
-                self._event(pod, "Warning", "FailedScheduling", "Scheduling", truncate_note(message))
+                note = truncate_note(message)
+                self._event(pod, "Warning", "FailedScheduling", "Scheduling", note)
             if not same_status:
                 self._patch_scheduled_condition(pod, reason, message, nominated_node)
 

@@ -1,4 +1,4 @@
-"""The running scheduler: API client, ports, core, watches and health, started and stopped together."""
+"""The running scheduler: API client, ports, core, watches and health, started together."""
 
 from __future__ import annotations
 

@@ -42,29 +42,18 @@ def register(registry: kopf.OperatorRegistry, app: SchedulerApp) -> None:
     async def stop(**_: Any) -> None:
         await asyncio.get_running_loop().run_in_executor(None, app.stop)
 
-    _on_event(registry, "namespaces", app.intake.on_namespace)
-    _on_event(registry, "scheduling.k8s.io", "priorityclasses", translate=app.intake.on_priority_class)
-    _on_event(registry, "policy", "poddisruptionbudgets", translate=app.intake.on_pdb)
+    _on_event(registry, ("namespaces",), app.intake.on_namespace)
+    _on_event(registry, ("scheduling.k8s.io", "priorityclasses"), app.intake.on_priority_class)
+    _on_event(registry, ("policy", "poddisruptionbudgets"), app.intake.on_pdb)
 
 
 def _on_event(
-    registry: kopf.OperatorRegistry,
-    group_or_plural: str,
-    plural_or_translate: str | Translate,
-    *,
-    translate: Translate | None = None,
+    registry: kopf.OperatorRegistry, resource: tuple[str, ...], translate: Translate
 ) -> None:
-    if translate is None:
-        assert callable(plural_or_translate)
-        translate, args = plural_or_translate, (group_or_plural,)
-    else:
-        assert isinstance(plural_or_translate, str)
-        args = (group_or_plural, plural_or_translate)
-
     def handler(event: Mapping[str, Any], **_: Any) -> None:
         translate(event.get("type"), dict(event["object"]))
 
-    kopf.on.event(*args, registry=registry)(handler)
+    kopf.on.event(*resource, registry=registry)(handler)
 
 
 def settings() -> kopf.OperatorSettings:

@@ -21,7 +21,7 @@ class HealthServer:
         checks = {"/healthz": live, "/livez": live, "/readyz": ready}
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            def do_GET(self) -> None:
                 check = checks.get(self.path.split("?")[0])
                 if check is None:
                     self.send_response(404)

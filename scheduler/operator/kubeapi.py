@@ -230,10 +230,12 @@ def api_client_from(kubeconfig: str | None) -> k8s.ApiClient:
     configuration = k8s.Configuration()
     if kubeconfig is None:
         try:
-            config.load_incluster_config(client_configuration=configuration)
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
             return k8s.ApiClient(configuration)
         except config.ConfigException:
             pass
-    config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    config.load_kube_config(  # type: ignore[no-untyped-call]
+        config_file=kubeconfig, client_configuration=configuration
+    )
     configuration.connection_pool_maxsize = 32
     return k8s.ApiClient(configuration)

@@ -24,8 +24,8 @@ from scheduler.operator.kubeapi import KubeApi
 
 log = structlog.get_logger("scheduler.reflector")
 
-OnEvent = Callable[[str | None, dict[str, Any]], None]
-OnListed = Callable[[list[dict[str, Any]]], None]
+OnEvent = Callable[[str | None, dict[str, Any]], object]
+OnListed = Callable[[list[dict[str, Any]]], object]
 
 
 class Reflector:

@@ -202,10 +202,10 @@ def test_snapshot_derived_data_follows_label_changes() -> None:
     cache = Cache()
     cache.upsert_node(node("n1", zone="a"))
     snap = Snapshot(cache)
-    ids, values = snap.domains("topology.kubernetes.io/zone")
+    _, values = snap.domains("topology.kubernetes.io/zone")
     assert values == ["a"]
     cache.upsert_node(node("n1", zone="b"))
-    ids, values = snap.domains("topology.kubernetes.io/zone")
+    _ids, values = snap.domains("topology.kubernetes.io/zone")
     assert values == ["b"]
 
 
