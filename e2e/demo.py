@@ -216,6 +216,19 @@ def apply(kube: Kube, path: str, obj: Mapping[str, Any]) -> None:
     kube.create(path, obj)
 
 
+def remove_namespace(kube: Kube, timeout: float = 120) -> None:
+    """Delete the demo namespace (left by --keep), forcing its pods out so it goes quickly."""
+    if kube.get(f"{NAMESPACES}/{NS}") is None:
+        return
+    kube.delete(f"{NAMESPACES}/{NS}")
+
+    def gone() -> bool:
+        kube.request("DELETE", pods_path(NS), query={"gracePeriodSeconds": 0})
+        return kube.get(f"{NAMESPACES}/{NS}") is None
+
+    wait_until(gone, timeout, f"namespace {NS} from an earlier run deleted", interval=1.0)
+
+
 # ----------------------------------------------------------------------------- scheduler
 def free_port() -> int:
     with socket.socket() as s:
@@ -333,7 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     proc = None
     timeline = Timeline(kube)
     try:
-        apply(kube, NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+        remove_namespace(kube)
+        kube.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                  "metadata": {"name": NS}})
         wait_until(lambda: kube.get(ns_path(NS, "serviceaccounts", "default")), 60,
                    "the default ServiceAccount")
@@ -372,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
             with contextlib.suppress(Exception):
                 kube.delete(f"{NAMESPACES}/{NS}")
+                kube.request("DELETE", pods_path(NS), query={"gracePeriodSeconds": 0})
                 for pc in ("demo-low", "demo-high"):
                     kube.delete(f"{PRIORITY_CLASSES}/{pc}")
                 kube.request("DELETE", NODES, query={"labelSelector": f"{DEMO_LABEL}=true"})

@@ -63,7 +63,11 @@ class ApiPorts:
         self.api = api
         self.controller = controller
         self.instance = f"{controller}-{socket.gethostname()}"
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="api")
+        # One single-threaded lane per shard, chosen by pod uid: a pod's status patches and
+        # Events land in the order the scheduler decided them, while pods run in parallel.
+        self._lanes = [
+            ThreadPoolExecutor(1, thread_name_prefix=f"api-{i}") for i in range(workers)
+        ]
         self._lock = threading.Lock()
         self._events_sent: TTLCache[tuple[str, str, str], bool] = TTLCache(
             maxsize=100_000, ttl=EVENT_DEDUP_SECONDS
@@ -73,16 +77,17 @@ class ApiPorts:
         )
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        for lane in self._lanes:
+            lane.shutdown(wait=True)
 
-    def _background(self, fn: Callable[[], None], what: str) -> None:
+    def _background(self, pod: PodInfo, fn: Callable[[], None], what: str) -> None:
         def run() -> None:
             try:
                 fn()
             except Exception:
-                log.exception("API call failed", call=what)
+                log.exception("API call failed", call=what, pod=pod.key)
 
-        self._pool.submit(run)
+        self._lanes[hash(pod.uid) % len(self._lanes)].submit(run)
 
     # -- Binder ---------------------------------------------------------------------------
     def bind(self, pod: PodInfo, node: str) -> BindResult:
@@ -105,7 +110,7 @@ class ApiPorts:
     def scheduled(self, pod: PodInfo, node: str) -> None:
         note = f"Successfully assigned {pod.namespace}/{pod.name} to {node}"
         self._background(
-            lambda: self._event(pod, "Normal", "Scheduled", "Binding", note), "event"
+            pod, lambda: self._event(pod, "Normal", "Scheduled", "Binding", note), "event"
         )
 
     def failed(self, pod: PodInfo, reason: str, message: str, nominated_node: str | None) -> None:
@@ -122,7 +127,7 @@ class ApiPorts:
             if not same_status:
                 self._patch_scheduled_condition(pod, reason, message, nominated_node)
 
-        self._background(run, "failed")
+        self._background(pod, run, "failed")
 
     def _patch_scheduled_condition(
         self, pod: PodInfo, reason: str, message: str, nominated_node: str | None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,11 +61,20 @@ class TransientError(Exception):
 class TokenBucket:
     """Client-side rate limit shared by all writes (client-go's flowcontrol equivalent)."""
 
-    def __init__(self, qps: float, burst: int) -> None:
+    def __init__(
+        self,
+        qps: float,
+        burst: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.qps = qps
         self.capacity = max(burst, 1)
         self.tokens = float(self.capacity)
-        self.updated = time.monotonic()
+        self._clock = clock
+        self._sleep = sleep
+        self.updated = clock()
         self._lock = threading.Lock()
 
     def acquire(self) -> None:
@@ -73,14 +82,14 @@ class TokenBucket:
             return
         while True:
             with self._lock:
-                now = time.monotonic()
+                now = self._clock()
                 self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.qps)
                 self.updated = now
                 if self.tokens >= 1:
                     self.tokens -= 1
                     return
                 wait = (1 - self.tokens) / self.qps
-            time.sleep(wait)
+            self._sleep(wait)
 
 
 def _wait_for_retry(state: RetryCallState) -> float:

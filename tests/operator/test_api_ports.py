@@ -1,0 +1,171 @@
+"""The API-backed ports: status codes mapped to outcomes, transient retries, de-duplication."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.model.pod import PodInfo
+from scheduler.operator.api_ports import ApiPorts
+from scheduler.operator.kubeapi import TokenBucket
+from scheduler.ports import BindOutcome, EvictionOutcome
+from tests.builders import pod_info
+from tests.operator.fake_api import FakeApi, Reply
+
+POD = "/api/v1/namespaces/default/pods/web"
+NO_WAIT = {"Retry-After": "0"}
+
+
+def web() -> PodInfo:
+    return pod_info("web", cpu="1")
+
+
+def status(code: int, message: str = "", causes: list[dict[str, str]] | None = None) -> dict:
+    body: dict = {"kind": "Status", "code": code, "message": message}
+    if causes:
+        body["details"] = {"causes": causes}
+    return body
+
+
+@pytest.mark.parametrize(
+    ("replies", "outcome", "attempts"),
+    [
+        pytest.param([Reply(201, {})], BindOutcome.BOUND, 1, id="201 binds the pod"),
+        pytest.param([Reply(404, status(404))], BindOutcome.GONE, 1,
+                     id="404 means the pod is gone and is not retried"),
+        pytest.param([Reply(409, status(409))], BindOutcome.CONFLICT, 1,
+                     id="409 means the pod is already bound and is not retried"),
+        pytest.param([Reply(500, status(500), NO_WAIT), Reply(503, status(503), NO_WAIT),
+                      Reply(201, {})], BindOutcome.BOUND, 3,
+                     id="5xx answers are retried until the bind succeeds"),
+        pytest.param([Reply(429, status(429), NO_WAIT), Reply(201, {})], BindOutcome.BOUND, 2,
+                     id="429 is retried honouring Retry-After"),
+        pytest.param([Reply(403, status(403, "forbidden"))], BindOutcome.FAILED, 1,
+                     id="403 fails at once without retries"),
+        pytest.param([Reply(500, status(500), NO_WAIT)], BindOutcome.FAILED, 5,
+                     id="a server that keeps failing gives up after five attempts"),
+    ],
+)
+def test_bind_maps_answers_to_outcomes(api: FakeApi, replies: list[Reply],
+                                       outcome: BindOutcome, attempts: int) -> None:
+    api.on("POST", f"{POD}/binding", *replies)
+    ports = ApiPorts(api.kube_api())
+    result = ports.bind(web(), "n1")
+    assert result.outcome is outcome
+    calls = api.calls("POST", f"{POD}/binding")
+    assert len(calls) == attempts
+    assert calls[0].body["target"] == {"apiVersion": "v1", "kind": "Node", "name": "n1"}
+    assert calls[0].body["metadata"]["uid"] == web().uid
+    ports.close()
+
+
+@pytest.mark.parametrize(
+    ("reply", "outcome"),
+    [
+        pytest.param(Reply(201, {}), EvictionOutcome.EVICTED, id="201 evicts"),
+        pytest.param(Reply(404, status(404)), EvictionOutcome.GONE, id="404 is already gone"),
+        pytest.param(
+            Reply(429, status(429, "Cannot evict pod as it would violate the pod's disruption "
+                               "budget.", [{"reason": "DisruptionBudget"}])),
+            EvictionOutcome.BLOCKED_BY_PDB,
+            id="429 from a disruption budget is reported, not retried",
+        ),
+        pytest.param(
+            Reply(500, status(500, "This pod has more than one PodDisruptionBudget, which the "
+                                   "eviction subresource does not support.")),
+            EvictionOutcome.MULTIPLE_PDBS,
+            id="500 for a pod under several budgets is reported, not retried",
+        ),
+    ],
+)
+def test_evict_maps_answers_to_outcomes(api: FakeApi, reply: Reply,
+                                        outcome: EvictionOutcome) -> None:
+    api.on("POST", f"{POD}/eviction", reply)
+    ports = ApiPorts(api.kube_api())
+    assert ports.evict(web()).outcome is outcome
+    assert len(api.calls("POST", f"{POD}/eviction")) == 1
+    body = api.calls("POST", f"{POD}/eviction")[0].body
+    assert body["kind"] == "Eviction" and body["apiVersion"] == "policy/v1"
+    assert "gracePeriodSeconds" not in body.get("deleteOptions", {})
+    ports.close()
+
+
+def test_marking_a_victim_adds_the_disruption_target_condition(api: FakeApi) -> None:
+    api.on("PATCH", f"{POD}/status", Reply(200, {}))
+    ports = ApiPorts(api.kube_api())
+    assert ports.mark_disruption_target(web(), "s: preempting to accommodate a higher priority pod")
+    (call,) = api.calls("PATCH", f"{POD}/status")
+    (condition,) = call.body["status"]["conditions"]
+    assert condition["type"] == "DisruptionTarget" and condition["status"] == "True"
+    assert condition["reason"] == "PreemptionByScheduler"
+    ports.close()
+
+
+def test_repeated_identical_failures_emit_one_event_and_one_status_patch(api: FakeApi) -> None:
+    api.on("POST", "/apis/events.k8s.io/v1/namespaces/default/events", Reply(201, {}))
+    api.on("PATCH", f"{POD}/status", Reply(200, {}))
+    ports = ApiPorts(api.kube_api())
+    message = "0/1 nodes are available: 1 Insufficient cpu."
+    for _ in range(3):
+        ports.failed(web(), "Unschedulable", message, None)
+    ports.failed(web(), "Unschedulable", "0/2 nodes are available: 2 Insufficient cpu.", None)
+    ports.close()
+    events = api.calls("POST", "/apis/events.k8s.io/v1/namespaces/default/events")
+    patches = api.calls("PATCH", f"{POD}/status")
+    assert [e.body["note"] for e in events] == [message,
+                                                "0/2 nodes are available: 2 Insufficient cpu."]
+    assert events[0].body["reason"] == "FailedScheduling"
+    assert events[0].body["reportingController"] == "secondary-scheduler"
+    assert len(patches) == 2
+    condition = patches[0].body["status"]["conditions"][0]
+    assert (condition["type"], condition["status"], condition["reason"], condition["message"]) \
+        == ("PodScheduled", "False", "Unschedulable", message)
+
+
+def test_a_nomination_is_written_with_the_condition_and_cleared_with_null(api: FakeApi) -> None:
+    api.on("POST", "/apis/events.k8s.io/v1/namespaces/default/events", Reply(201, {}))
+    api.on("PATCH", f"{POD}/status", Reply(200, {}))
+    ports = ApiPorts(api.kube_api())
+    ports.failed(web(), "Unschedulable", "m1", "n1")
+    ports.failed(web(), "Unschedulable", "m2", "")
+    ports.close()
+    first, second = api.calls("PATCH", f"{POD}/status")
+    assert first.body["status"]["nominatedNodeName"] == "n1"
+    assert second.body["status"]["nominatedNodeName"] is None
+
+
+def test_the_scheduled_event_names_pod_and_node(api: FakeApi) -> None:
+    api.on("POST", "/apis/events.k8s.io/v1/namespaces/default/events", Reply(201, {}))
+    ports = ApiPorts(api.kube_api())
+    ports.scheduled(web(), "n1")
+    ports.close()
+    (event,) = api.calls("POST", "/apis/events.k8s.io/v1/namespaces/default/events")
+    assert event.body["reason"] == "Scheduled" and event.body["type"] == "Normal"
+    assert event.body["note"] == "Successfully assigned default/web to n1"
+    assert event.body["regarding"]["uid"] == web().uid
+
+
+def test_the_preempted_event_names_the_preemptor_uid(api: FakeApi) -> None:
+    api.on("POST", "/apis/events.k8s.io/v1/namespaces/default/events", Reply(201, {}))
+    ports = ApiPorts(api.kube_api())
+    victim = pod_info("victim")
+    ports.preempted_event(victim, web(), "n1")
+    (event,) = api.calls("POST", "/apis/events.k8s.io/v1/namespaces/default/events")
+    assert event.body["note"] == f"Preempted by pod {web().uid} on node n1"
+    assert event.body["related"]["name"] == "web"
+    ports.close()
+
+
+def test_the_token_bucket_allows_a_burst_then_paces_at_qps() -> None:
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    bucket = TokenBucket(qps=50, burst=100, clock=lambda: now[0], sleep=sleep)
+    for _ in range(100):
+        bucket.acquire()
+    assert slept == []
+    bucket.acquire()
+    assert slept == [pytest.approx(1 / 50)]

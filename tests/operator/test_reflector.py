@@ -1,0 +1,126 @@
+"""The lean pod/node watch: list, watch, and a relist after 410 Gone that sweeps out ghosts."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from scheduler.framework.config import default_config
+from scheduler.intake import Intake
+from scheduler.operator.reflector import Reflector
+from scheduler.plugins.registry import default_registry
+from scheduler.ports import NullPorts
+from scheduler.scheduler import Scheduler
+from tests.builders import node, pod
+from tests.operator.fake_api import FakeApi, Reply
+
+
+def listing(items: list[dict[str, Any]], rv: str) -> Reply:
+    return Reply(200, {"kind": "List", "metadata": {"resourceVersion": rv}, "items": items})
+
+
+def gone() -> dict[str, Any]:
+    return {"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "too old"}}
+
+
+def new_scheduler() -> tuple[Scheduler, Intake]:
+    registry = default_registry()
+    ports = NullPorts()
+    s = Scheduler(default_config(registry), registry, binder=ports, reporter=ports)
+    return s, Intake(s)
+
+
+def run_until(reflector: Reflector, done: threading.Event) -> None:
+    thread = threading.Thread(target=reflector.run, daemon=True)
+    thread.start()
+    assert done.wait(5), "the reflector did not get there in time"
+    reflector.stop()
+
+
+def test_pods_deleted_while_the_watch_was_down_leave_the_cache(api: FakeApi) -> None:
+    s, intake = new_scheduler()
+    s.cache.upsert_node(node("n1"))
+    kept = pod("kept", cpu="1", node_name="n1")
+    ghost = pod("ghost", cpu="1", node_name="n1")
+    api.on("GET", "/api/v1/pods", listing([kept, ghost], "10"), listing([kept], "20"))
+    api.on("WATCH", "/api/v1/pods", Reply(200, lines=[gone()]), Reply(200, lines=[]))
+    relisted = threading.Event()
+
+    def on_listed(items: list[dict[str, Any]]) -> None:
+        intake.resync_pods(items)
+        if reflector.relists == 1:  # the second listing is being applied
+            relisted.set()
+
+    reflector = Reflector(api.kube_api(), "/api/v1/pods", name="pods",
+                          on_event=intake.on_pod, on_listed=on_listed, watch_timeout=1)
+    run_until(reflector, relisted)
+    s.refresh()
+    assert s.cache.get_pod("uid-default-kept") is not None
+    assert s.cache.get_pod("uid-default-ghost") is None
+    assert int(s.cache.nodes.requested[s.cache.nodes.index["n1"], 0]) == 1000
+
+
+def test_nodes_deleted_while_the_watch_was_down_leave_the_cache(api: FakeApi) -> None:
+    s, intake = new_scheduler()
+    api.on("GET", "/api/v1/nodes", listing([node("n1"), node("n2")], "5"),
+           listing([node("n1")], "9"))
+    api.on("WATCH", "/api/v1/nodes", Reply(200, lines=[gone()]), Reply(200, lines=[]))
+    relisted = threading.Event()
+
+    def on_listed(items: list[dict[str, Any]]) -> None:
+        intake.resync_nodes(items)
+        if reflector.relists == 1:
+            relisted.set()
+
+    reflector = Reflector(api.kube_api(), "/api/v1/nodes", name="nodes",
+                          on_event=intake.on_node, on_listed=on_listed, watch_timeout=1)
+    run_until(reflector, relisted)
+    s.refresh()
+    assert s.cache.node_names() == {"n1"}
+    assert s.known_nodes == {"n1"}
+
+
+def test_watch_events_are_applied_and_the_version_resumes(api: FakeApi) -> None:
+    s, intake = new_scheduler()
+    s.cache.upsert_node(node("n1"))
+    bound = pod("p", cpu="2", node_name="n1")
+    bound["metadata"]["resourceVersion"] = "12"
+    api.on("GET", "/api/v1/pods", listing([], "11"))
+    api.on("WATCH", "/api/v1/pods",
+           Reply(200, lines=[{"type": "ADDED", "object": bound},
+                             {"type": "BOOKMARK",
+                              "object": {"metadata": {"resourceVersion": "15"}}}]),
+           Reply(200, lines=[]))
+    seen = threading.Event()
+
+    def on_event(kind: str | None, obj: dict[str, Any]) -> None:
+        intake.on_pod(kind, obj)
+        seen.set()
+
+    reflector = Reflector(api.kube_api(), "/api/v1/pods", name="pods", on_event=on_event,
+                          on_listed=intake.resync_pods, watch_timeout=1)
+    run_until(reflector, seen)
+    s.refresh()
+    assert int(s.cache.nodes.requested[s.cache.nodes.index["n1"], 0]) == 2000
+    watches = [r for r in api.requests if "watch=true" in r.query]
+    assert "resourceVersion=11" in watches[0].query
+
+
+def test_a_listing_is_paginated(api: FakeApi) -> None:
+    _, intake = new_scheduler()
+    first = Reply(200, {"metadata": {"resourceVersion": "", "continue": "tok"},
+                        "items": [node("n1")]})
+    api.on("GET", "/api/v1/nodes", first, listing([node("n2")], "7"))
+    api.on("WATCH", "/api/v1/nodes", Reply(200, lines=[]))
+    listed: list[list[str]] = []
+    done = threading.Event()
+
+    def on_listed(items: list[dict[str, Any]]) -> None:
+        listed.append([i["metadata"]["name"] for i in items])
+        done.set()
+
+    reflector = Reflector(api.kube_api(), "/api/v1/nodes", name="nodes",
+                          on_event=intake.on_node, on_listed=on_listed, page_size=1,
+                          watch_timeout=1)
+    run_until(reflector, done)
+    assert listed[0] == ["n1", "n2"]
