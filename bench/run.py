@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 from scheduler import logs  # noqa: E402
 from scheduler.cycle import schedule_one  # noqa: E402
 from scheduler.framework.config import default_config, parse_config  # noqa: E402
+from scheduler.intake import Intake  # noqa: E402
 from scheduler.model.pod import PodInfo  # noqa: E402
 from scheduler.plugins.registry import default_registry  # noqa: E402
 from scheduler.ports import BindOutcome, BindResult, NullPorts  # noqa: E402
@@ -130,6 +131,72 @@ def add_nodes(s: Scheduler, n: int, **kwargs: Any) -> None:
         s.known_nodes.add(obj["metadata"]["name"])
 
 
+def realistic(obj: dict[str, Any], i: int) -> dict[str, Any]:
+    """Dress a pod the way the API returns it: managedFields, status, token volume, owner."""
+    meta = obj["metadata"]
+    meta.update({
+        "generateName": "web-7d9f8b6c5d-",
+        "creationTimestamp": "2026-01-01T00:00:00Z",
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                             "name": "web-7d9f8b6c5d", "uid": f"rs-{i % 500}",
+                             "controller": True, "blockOwnerDeletion": True}],
+        "labels": {**meta["labels"], "app": f"web-{i % 500}",
+                   "pod-template-hash": "7d9f8b6c5d"},
+        "managedFields": [
+            {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1",
+             "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1",
+             "fieldsV1": {"f:metadata": {"f:generateName": {}, "f:labels": {".": {},
+                          "f:app": {}, "f:pod-template-hash": {}}},
+                          "f:spec": {"f:containers": {'k:{"name":"c"}': {".": {}, "f:image": {},
+                                     "f:name": {}, "f:resources": {".": {}, "f:requests": {}}}}}}},
+            {"manager": "kwok", "operation": "Update", "apiVersion": "v1", "subresource": "status",
+             "time": "2026-01-01T00:00:01Z", "fieldsType": "FieldsV1",
+             "fieldsV1": {"f:status": {"f:conditions": {}, "f:containerStatuses": {},
+                                       "f:hostIP": {}, "f:phase": {}, "f:podIP": {}}}},
+        ],
+    })
+    spec = obj["spec"]
+    spec.update({
+        "restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "serviceAccountName": "default",
+        "terminationGracePeriodSeconds": 30, "enableServiceLinks": True,
+        "tolerations": [
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+             "effect": "NoExecute", "tolerationSeconds": 300},
+            {"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+             "effect": "NoExecute", "tolerationSeconds": 300}],
+        "volumes": [{"name": "kube-api-access", "projected": {"defaultMode": 420, "sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {"configMap": {"name": "kube-root-ca.crt",
+                           "items": [{"key": "ca.crt", "path": "ca.crt"}]}}]}}],
+    })
+    spec["containers"][0].update({
+        "env": [{"name": "MODE", "value": "production"}],
+        "volumeMounts": [{"name": "kube-api-access", "readOnly": True,
+                          "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}],
+        "terminationMessagePath": "/dev/termination-log", "imagePullPolicy": "IfNotPresent"})
+    obj["status"].update({
+        "hostIP": "10.0.0.1", "podIP": f"10.244.{i // 250 % 256}.{i % 250}", "qosClass": "Burstable",
+        "conditions": [{"type": t, "status": "True", "lastProbeTime": None,
+                        "lastTransitionTime": "2026-01-01T00:00:01Z"}
+                       for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],
+        "containerStatuses": [{"name": "c", "ready": True, "restartCount": 0, "started": True,
+                               "image": "registry.example/app:1", "imageID": "",
+                               "state": {"running": {"startedAt": "2026-01-01T00:00:01Z"}}}],
+    })
+    return obj
+
+
+def build_realistic(s: Scheduler, nodes: int, init: int, measured: int) -> list[PodInfo]:
+    """Pods as the API returns them, through the same intake as the watch."""
+    intake = Intake(s)
+    for i in range(nodes):
+        intake.on_node(None, node(i))
+    for i in range(init):
+        intake.on_pod(None, realistic(pod(f"init-{i}", node_name=f"node-{i % nodes:05d}"), i))
+    s.refresh()
+    return [PodInfo.from_pod(pod(f"p-{i}")) for i in range(measured)]
+
+
 def build_basic(s: Scheduler, nodes: int, init: int, measured: int) -> list[PodInfo]:
     add_nodes(s, nodes)
     for i in range(init):
@@ -171,7 +238,7 @@ SCENARIOS = {
         Scenario("basic-500", 500, 500, 2000, build_basic),
         Scenario("basic-5000", 5000, 5000, 3000, build_basic),
         Scenario("spread-antiaffinity-5000", 5000, 10000, 1000, build_spread),
-        Scenario("cache-memory-5000x50000", 5000, 50000, 200, build_basic),
+        Scenario("cache-memory-5000x50000", 5000, 50000, 200, build_realistic),
         Scenario("preemption-5000", 5000, 20000, 300, build_preemption, metric="preemptions"),
     )
 }

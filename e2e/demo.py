@@ -87,6 +87,8 @@ class Timeline:
         self.seen_events: set[str] = set()
 
     def say(self, text: str, color: str = "") -> None:
+        if self.stop.is_set():
+            return
         with self.lock:
             print(f"{DIM}[{time.monotonic() - self.t0:6.1f}s]{RESET} {color}{text}{RESET}",
                   flush=True)

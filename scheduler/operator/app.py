@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -112,7 +113,14 @@ class SchedulerApp:
                 if self._stop.is_set():
                     return
         # Ready once the scheduling thread has applied everything listed so far.
-        self.scheduler.inbox.put(self._initial_applied.set)
+        self.scheduler.inbox.put(self._initial_listing_applied)
+
+    def _initial_listing_applied(self) -> None:
+        # The listing is the bulk of the long-lived objects: keep it out of the collector's
+        # full passes, which otherwise pause a cycle for tens of milliseconds at 50,000 pods.
+        gc.collect()
+        gc.freeze()
+        self._initial_applied.set()
 
     def live(self) -> tuple[bool, dict[str, object]]:
         watches = {r.name: r.alive() for r in self.reflectors}
