@@ -9,9 +9,21 @@ Backends:
   ``python -m scheduler --kubeconfig ... --health-port ... --log-format json --config ...``,
   with its log in the pytest temp dir.
 * ``E2E_KUBECONFIG=path``: that cluster (kind with kwok, for example). Tests create kwok
-  nodes (annotation ``kwok.x-k8s.io/node=fake``), so a kwok controller must be running.
+  nodes (annotation ``kwok.x-k8s.io/node=fake``), so a kwok controller must be running, with
+  a pod-delete Stage that honours grace periods (``e2e/cluster/stages/pod-delete.yaml``).
   With ``E2E_SCHEDULER=deployed`` the scheduler is the Deployment in namespace
   ``secondary-scheduler`` and the suite starts none; "killing" it deletes its pod.
+
+Other knobs: ``E2E_SCHEDULER_CONFIG=file`` (default ``manifests/config.yaml``, the deployed
+config); ``E2E_SCHEDULER=kube-scheduler`` runs the suite against upstream kube-scheduler
+(built by ``e2e/cluster/build.sh``) with a profile named ``secondary-scheduler``: a test it
+fails expects something kube-scheduler does not do (by design, a few: the malformed-spec
+message naming the full field path, the 10^30-cpu pod, which upstream's int64 overflow
+binds).
+
+    make e2e                                        # or: python -m pytest -q e2e
+    E2E_KEEP_CLUSTER=1 python -m pytest -q e2e -k preemption
+    E2E_SCHEDULER=kube-scheduler python -m pytest -q e2e
 
 Each test gets an :class:`Env`: its own namespace, nodes with its own labels (pods select
 them with a nodeSelector), priority classes with its own names, and a :class:`Recorder` of
@@ -261,7 +273,8 @@ class DeployedScheduler:
         for p in self.pods():
             name = p["metadata"]["name"]
             status, body = self.kube.request(
-                "GET", pods_path(DEPLOYED_NS, name) + "/log", query={"tailLines": lines})
+                "GET", pods_path(DEPLOYED_NS, name) + "/log", query={"tailLines": lines},
+                accept="*/*")
             out.append(f"--- {name} (HTTP {status})\n{body}")
         return "\n".join(out) or "(no scheduler pods)"
 
@@ -314,6 +327,9 @@ def scheduler(
     kube: Kube, kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LocalScheduler | DeployedScheduler]:
     if os.environ.get("E2E_SCHEDULER") == "deployed":
+        if not os.environ.get("E2E_KUBECONFIG"):
+            raise pytest.UsageError("E2E_SCHEDULER=deployed needs E2E_KUBECONFIG (the cluster "
+                                    "where the Deployment runs)")
         deployed = DeployedScheduler(kube)
         _state["scheduler"] = deployed
         deployed.wait_ready()

@@ -98,6 +98,7 @@ class Timeline:
             print(f"\n{BOLD}== {text}{RESET}", flush=True)
 
     def start(self) -> None:
+        self.t0 = time.monotonic()
         for target, kube, path in (
             (self._on_pod, self.kube, pods_path(NS)),
             (self._on_event, self.events_kube, ns_path(NS, "events", group=EVENTS_GROUP)),

@@ -70,9 +70,10 @@ class Kube:
         query: Mapping[str, Any] | None = None,
         content_type: str = JSON,
         timeout: float | tuple[float, float] | None = 30.0,
+        accept: str = JSON,
     ) -> Any:
         params = [(k, v) for k, v in (query or {}).items() if v is not None]
-        headers = {"Accept": JSON, "Content-Type": content_type}
+        headers = {"Accept": accept, "Content-Type": content_type}
         _, url, headers, serialized, _ = self.client.param_serialize(
             method, path, query_params=params, header_params=headers, body=body,
             auth_settings=["BearerToken"],
@@ -86,9 +87,10 @@ class Kube:
         body: Any = None,
         query: Mapping[str, Any] | None = None,
         content_type: str = JSON,
+        accept: str = JSON,
     ) -> tuple[int, Any]:
         """(status, parsed body); never raises for an HTTP error status."""
-        raw = self._call(method, path, body, query, content_type)
+        raw = self._call(method, path, body, query, content_type, accept=accept)
         data = raw.read()
         try:
             parsed = json.loads(data) if data else None

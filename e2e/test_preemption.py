@@ -17,6 +17,7 @@ from e2e.kube import (
     NEVER_PREEMPT,
     NO_VICTIMS,
     REPORTING_CONTROLLER,
+    UNTOLERATED_TAINT,
     condition,
     node_of,
     nominated,
@@ -25,6 +26,7 @@ from e2e.kube import (
 )
 
 GRACE = 6  # seconds: victims' terminationGracePeriodSeconds where waiting for them is the point
+TERMINATING_ON_NOMINATED = "not eligible due to a terminating pod on the nominated node."
 
 
 def disruption_target(pod: dict[str, Any]) -> bool:
@@ -269,3 +271,28 @@ def test_starvation_4_higher_priority_pod_takes_the_node_and_clears_the_nominati
     env.wait_unschedulable("first", expected)
     assert not nominated(env.pod("first"))
     assert never_bound(env, "first")
+
+
+def test_no_second_preemption_while_the_victims_terminate(env: Env) -> None:
+    """A preemptor retried while its victim terminates (here: a node arrives that is big
+    enough but tainted) must wait, not preempt again elsewhere: kube-scheduler's "not
+    eligible due to a terminating pod on the nominated node"."""
+    (first,) = env.nodes("first", 1, cpu="4")
+    (second,) = env.nodes("second", 1, cpu="4")
+    p1, p2, p10 = (env.priority_class(f"p{v}", v) for v in (1, 2, 10))
+    running_pod(env, "victim", first, "4", p1, grace=GRACE + 2)
+    running_pod(env, "bystander", second, "4", p2)  # a victim too, but a costlier one
+    env.wait_running(["victim", "bystander"])
+
+    preemptor = env.create_pod("preemptor", cpu="4", priority_class=p10)
+    wait_nominated(env, "preemptor", first)
+    assert_preempted(env, "victim", preemptor["metadata"]["uid"], first)
+
+    taint = {"key": f"e2e-{env.id}", "value": "x", "effect": "NoSchedule"}
+    (tainted,) = env.nodes("tainted", 1, cpu="8", taints=[taint])
+    expected = env.expected_message(
+        {first: INSUFFICIENT_CPU, second: INSUFFICIENT_CPU, tainted: UNTOLERATED_TAINT},
+        preemption=TERMINATING_ON_NOMINATED)
+    env.wait_unschedulable("preemptor", expected, timeout=GRACE)
+    assert env.wait_bound("preemptor", timeout=GRACE + 30) == first
+    assert_untouched(env, "bystander")

@@ -20,19 +20,7 @@ Translate = Callable[[str | None, Mapping[str, Any]], None]
 def register(registry: kopf.OperatorRegistry, app: SchedulerApp) -> None:
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
-        # The credentials our API client already loaded (in-cluster or kubeconfig): one
-        # source of truth for the watches kopf runs and the ones the operator owns.
-        c = app.api.client.configuration
-        token = str((c.api_key or {}).get("authorization", "")).removeprefix("Bearer ").strip()
-        return kopf.ConnectionInfo(
-            server=c.host,
-            ca_path=c.ssl_ca_cert,
-            insecure=not c.verify_ssl,
-            certificate_path=c.cert_file,
-            private_key_path=c.key_file,
-            scheme="Bearer" if token else None,
-            token=token or None,
-        )
+        return connection_info(app.api.client.configuration)
 
     @kopf.on.startup(registry=registry)
     async def start(**_: Any) -> None:
@@ -45,6 +33,29 @@ def register(registry: kopf.OperatorRegistry, app: SchedulerApp) -> None:
     _on_event(registry, ("namespaces",), app.intake.on_namespace)
     _on_event(registry, ("scheduling.k8s.io", "priorityclasses"), app.intake.on_priority_class)
     _on_event(registry, ("policy", "poddisruptionbudgets"), app.intake.on_pdb)
+
+
+def connection_info(c: Any) -> kopf.ConnectionInfo:
+    """kopf's credentials from the ones our API client loaded (in-cluster or kubeconfig).
+
+    One source of truth for the watches kopf runs and the ones the operator owns. In-cluster
+    the client keeps "bearer <token>" under BearerToken and refreshes it through a hook; a
+    kubeconfig token sits under "authorization". Asking the way the client itself does lets a
+    refreshed token reach kopf too.
+    """
+    header = c.get_api_key_with_prefix("BearerToken", alias="authorization") or ""
+    scheme, _, token = header.partition(" ")
+    if not token:
+        scheme, token = "Bearer", scheme
+    return kopf.ConnectionInfo(
+        server=c.host,
+        ca_path=c.ssl_ca_cert,
+        insecure=not c.verify_ssl,
+        certificate_path=c.cert_file,
+        private_key_path=c.key_file,
+        scheme=scheme.capitalize() if token else None,
+        token=token or None,
+    )
 
 
 def _on_event(

@@ -169,3 +169,29 @@ def test_the_token_bucket_allows_a_burst_then_paces_at_qps() -> None:
     assert slept == []
     bucket.acquire()
     assert slept == [pytest.approx(1 / 50)]
+
+
+@pytest.mark.parametrize(
+    ("api_key", "prefix", "expected"),
+    [
+        pytest.param({"BearerToken": "bearer abc"}, {}, ("Bearer", "abc"),
+                     id="the in-cluster token stored with its scheme reaches kopf"),
+        pytest.param({"authorization": "Bearer xyz"}, {}, ("Bearer", "xyz"),
+                     id="a kubeconfig token reaches kopf"),
+        pytest.param({"authorization": "xyz"}, {"authorization": "Bearer"}, ("Bearer", "xyz"),
+                     id="a token with a separate prefix reaches kopf"),
+        pytest.param({}, {}, (None, None), id="no token means client certificates alone"),
+    ],
+)
+def test_kopf_login_uses_the_api_clients_credentials(
+    api: FakeApi, api_key: dict[str, str], prefix: dict[str, str],
+    expected: tuple[str | None, str | None],
+) -> None:
+    from scheduler.operator.handlers import connection_info
+
+    configuration = api.kube_api().client.configuration
+    configuration.api_key = api_key
+    configuration.api_key_prefix = prefix
+    info = connection_info(configuration)
+    assert (info.scheme, info.token) == expected
+    assert info.server == api.url
