@@ -67,6 +67,7 @@ deploy:
 ## kind-e2e: what the GitHub workflow does, on a machine with Docker and kind
 kind-e2e: install image
 	kind get clusters | grep -qx $(KIND_CLUSTER) || kind create cluster --name $(KIND_CLUSTER) --wait 120s
+	bash e2e/kind-setup.sh
 	kind load docker-image $(IMAGE) --name $(KIND_CLUSTER)
 	kubectl apply -k manifests/
 	kubectl -n secondary-scheduler set image deployment/secondary-scheduler scheduler=$(IMAGE)
