@@ -453,6 +453,11 @@ class DefaultPreemption:
             outcome = EvictionOutcome.EVICTED if evictor.delete(victim) else EvictionOutcome.FAILED
         if outcome in (EvictionOutcome.EVICTED, EvictionOutcome.GONE):
             if outcome is EvictionOutcome.EVICTED:
+                # The Eviction API rewrites DisruptionTarget to reason EvictionByEvictionAPI.
+                # Restore ours, so the victim reads as upstream's victims do and eligibility
+                # ("a terminating pod on the nominated node") recognises it. This runs while
+                # the preemptor is still marked as preempting, so no cycle sees the gap.
+                evictor.mark_disruption_target(victim, message)
                 evictor.preempted_event(victim, pod, node)
             return True
         level = log.error if outcome is EvictionOutcome.MULTIPLE_PDBS else log.warning
