@@ -175,7 +175,8 @@ def realistic(obj: dict[str, Any], i: int) -> dict[str, Any]:
                           "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}],
         "terminationMessagePath": "/dev/termination-log", "imagePullPolicy": "IfNotPresent"})
     obj["status"].update({
-        "hostIP": "10.0.0.1", "podIP": f"10.244.{i // 250 % 256}.{i % 250}", "qosClass": "Burstable",
+        "hostIP": "10.0.0.1", "podIP": f"10.244.{i // 250 % 256}.{i % 250}",
+        "qosClass": "Burstable",
         "conditions": [{"type": t, "status": "True", "lastProbeTime": None,
                         "lastTransitionTime": "2026-01-01T00:00:01Z"}
                        for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],

@@ -28,7 +28,7 @@ REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernete
 
 
 class ResourceIndex:
-    """Column of each resource name in the node arrays; scalar resources get columns on first use."""
+    """Column of each resource in the node arrays; scalar resources get one on first use."""
 
     FIXED = (CPU, MEMORY, EPHEMERAL_STORAGE)
 
@@ -132,7 +132,7 @@ class NodeTable:
         new = max(64, old * 2)
 
         def grow(a: Any) -> Any:
-            shape = (new,) + a.shape[1:]
+            shape = (new, *a.shape[1:])
             out = np.zeros(shape, dtype=a.dtype)
             out[:old] = a
             return out

@@ -95,4 +95,6 @@ NODE_DELETE = ClusterEvent(Resource.NODE, Action.DELETE, "NodeDelete")
 ASSIGNED_POD_ADD = ClusterEvent(Resource.ASSIGNED_POD, Action.ADD, "AssignedPodAdd")
 ASSIGNED_POD_DELETE = ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE, "AssignedPodDelete")
 PDB_CHANGE = ClusterEvent(Resource.PDB, Action.ALL, "PodDisruptionBudgetChange")
-NAMESPACE_LABEL_CHANGE = ClusterEvent(Resource.NAMESPACE, Action.UPDATE_LABEL, "NamespaceLabelChange")
+NAMESPACE_LABEL_CHANGE = ClusterEvent(
+    Resource.NAMESPACE, Action.UPDATE_LABEL, "NamespaceLabelChange"
+)

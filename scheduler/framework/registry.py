@@ -60,7 +60,10 @@ class _ProbeHandle:
 
 
 def points_of(plugin: object) -> frozenset[str]:
-    return frozenset(p for p, method in POINT_METHODS.items() if callable(getattr(plugin, method, None)))
+    return frozenset(
+        point for point, method in POINT_METHODS.items()
+        if callable(getattr(plugin, method, None))
+    )
 
 
 class Registry:

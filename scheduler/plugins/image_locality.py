@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scheduler.model.pod import normalized_image_name
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, IntArray, NodeView
 from scheduler.framework.registry import Handle, PluginSpec
+from scheduler.model.pod import normalized_image_name
 
 if TYPE_CHECKING:
     from scheduler.model.pod import PodInfo
