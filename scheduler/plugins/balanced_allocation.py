@@ -41,6 +41,7 @@ from scheduler.plugins.node_resources_fit import (
     default_resources,
     parse_resources,
     pod_request,
+    resource_items,
 )
 
 if TYPE_CHECKING:
@@ -69,26 +70,12 @@ def validate_args(args: Mapping[str, Any], path: str) -> None:
         for key in sorted(set(args) - set(DEFAULT_ARGS))
     ]
     resources = defaulted_args(args)["resources"]
-    rp = f"{path}.resources"
-    if not isinstance(resources, list):
-        errors.append(f"{rp}: Invalid value: {resources!r}: must be a list")
-        resources = []
     seen: set[str] = set()
-    for i, item in enumerate(resources):
-        p = f"{rp}[{i}]"
-        if not isinstance(item, Mapping):
-            errors.append(f"{p}: Invalid value: {item!r}: must be a mapping with name and weight")
-            continue
-        errors.extend(f"{p}.{k}: Invalid value: unknown field" for k in item
-                      if k not in ("name", "weight"))
-        name = item.get("name")
-        if not isinstance(name, str) or not name:
-            errors.append(f"{p}.name: Required value: must be a non-empty string")
-        elif name in seen:
+    for p, name, weight in resource_items(resources, f"{path}.resources", errors):
+        if name is not None and name in seen:
             errors.append(f'{p}.name: Duplicate value: "{name}"')
-        else:
+        elif name is not None:
             seen.add(name)
-        weight = item.get("weight")
         if weight != 1 or isinstance(weight, bool):
             errors.append(f"{p}.weight: Invalid value: {weight!r}: must be 1")
     if errors:

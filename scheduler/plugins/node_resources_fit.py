@@ -36,7 +36,7 @@ advertise it in ``status.allocatable`` fails with ``Insufficient <name>``.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
 
@@ -178,11 +178,18 @@ def defaulted_args(args: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def resources_errors(resources: Any, path: str) -> list[str]:
-    """validateResources: each weight in (0, 100]; the list and its items well-formed."""
+def resource_items(
+    resources: Any, path: str, errors: list[str]
+) -> Iterator[tuple[str, str | None, Any]]:
+    """The well-formed items of a ``resources`` list as (path, name, weight).
+
+    Shape problems (not a list, an item that is not a mapping, unknown fields, a missing name)
+    go to ``errors``; an item without a valid name is yielded with ``None`` so its weight is
+    still checked. Shared by the plugins whose arguments list resources with weights.
+    """
     if not isinstance(resources, list):
-        return [f"{path}: Invalid value: {resources!r}: must be a list"]
-    errors: list[str] = []
+        errors.append(f"{path}: Invalid value: {resources!r}: must be a list")
+        return
     for i, item in enumerate(resources):
         p = f"{path}[{i}]"
         if not isinstance(item, Mapping):
@@ -193,7 +200,14 @@ def resources_errors(resources: Any, path: str) -> list[str]:
         name = item.get("name")
         if not isinstance(name, str) or not name:
             errors.append(f"{p}.name: Required value: must be a non-empty string")
-        weight = item.get("weight")
+            name = None
+        yield p, name, item.get("weight")
+
+
+def resources_errors(resources: Any, path: str) -> list[str]:
+    """validateResources: each weight in (0, 100]; the list and its items well-formed."""
+    errors: list[str] = []
+    for p, name, weight in resource_items(resources, path, errors):
         if not _is_int(weight) or not 0 < weight <= 100:
             errors.append(
                 f"{p}.weight: Invalid value: {weight!r}: resource weight of {name} not in "
