@@ -17,6 +17,7 @@ Whenever the cache assumes a pod, every path that does not end in a confirmed bi
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -59,7 +60,7 @@ class FitError(Exception):
         self.diagnosis = diagnosis
 
 
-class NoNodesAvailable(Exception):
+class NoNodesAvailableError(Exception):
     """The cluster has no nodes: not a FitError, and it clears any nomination."""
 
 
@@ -82,7 +83,14 @@ def schedule_one(s: Scheduler, timeout: float | None = None) -> bool:
         return False
     pod = qpi.pod
     framework = s.profiles.get(pod.scheduler_name)
-    if framework is None or pod.is_terminating or s.cache.is_assumed(pod.uid):
+    # Skipped: deleting pods, pods assumed by an earlier cycle, and pods the cache already
+    # accounts as bound (bound by someone else between the pop and the refresh).
+    if (
+        framework is None
+        or pod.is_terminating
+        or s.cache.is_assumed(pod.uid)
+        or s.cache.get_pod(pod.uid) is not None
+    ):
         s.queue.done(pod.uid)
         return True
     start = time.perf_counter()
@@ -96,11 +104,51 @@ def schedule_one(s: Scheduler, timeout: float | None = None) -> bool:
 
 
 def scheduling_cycle(
-    s: Scheduler, framework: Framework, state: CycleState, qpi: QueuedPodInfo, start: float
+    s: Scheduler, framework: Framework, state: CycleState, qpi: QueuedPodInfo[PodInfo], start: float
 ) -> ScheduleResult | None:
     pod = qpi.pod
     try:
-        result = schedule_pod(s, framework, state, pod)
+        result = _schedule_or_handle_failure(s, framework, state, qpi, start)
+    except Exception as exc:  # a plugin raised: the pod must not be lost in flight
+        log.exception("Scheduling cycle failed", pod=pod.key)
+        handle_scheduling_failure(
+            s, framework, qpi, REASON_SCHEDULER_ERROR, _exception_message(exc), "", None, start
+        )
+        return None
+    if result is None:
+        return None
+
+    s.queue.nominator.delete(pod.uid)
+    assumed = s.cache.assume(pod, result.node)
+    wait_seconds = 0.0
+    try:
+        status = framework.run_reserve(state, assumed, result.node)
+        if status.is_success():
+            decision = framework.run_permit(state, assumed, result.node)
+            status, wait_seconds = decision.status, decision.timeout_seconds
+    except Exception as exc:
+        log.exception("Reserve or Permit failed", pod=pod.key, node=result.node)
+        status = Status.error(_exception_message(exc))
+    if not (status.is_success() or status.code is Code.WAIT):
+        try:
+            framework.run_unreserve(state, assumed, result.node)
+        finally:
+            s.cache.forget(pod.uid)
+        _fail_after_assume(s, framework, qpi, status, start)
+        return None
+    if status.code is Code.WAIT:
+        s.waiting.add(assumed, wait_seconds)
+    return result
+
+
+def _schedule_or_handle_failure(
+    s: Scheduler, framework: Framework, state: CycleState, qpi: QueuedPodInfo[PodInfo], start: float
+) -> ScheduleResult | None:
+    """The scheduling algorithm, with PostFilter and the failure handling when it finds no
+    node; None when the pod went back to the queue."""
+    pod = qpi.pod
+    try:
+        return schedule_pod(s, framework, state, pod)
     except FitError as fit:
         nominated: str | None = None
         if framework.plugins.post_filter:
@@ -118,36 +166,16 @@ def scheduling_cycle(
             s, framework, qpi, REASON_UNSCHEDULABLE, fit_error_message(fit.diagnosis),
             nominated, fit.diagnosis, start,
         )
-        return None
-    except NoNodesAvailable:
+    except NoNodesAvailableError:
         handle_scheduling_failure(
             s, framework, qpi, REASON_UNSCHEDULABLE, NO_NODES_AVAILABLE, "", None, start,
             error=False,
         )
-        return None
     except SchedulingError as err:
         handle_scheduling_failure(
-            s, framework, qpi, REASON_SCHEDULER_ERROR, str(err), None, None, start
+            s, framework, qpi, REASON_SCHEDULER_ERROR, str(err), "", None, start
         )
-        return None
-
-    s.queue.nominator.delete(pod.uid)
-    assumed = s.cache.assume(pod, result.node)
-    status = framework.run_reserve(state, assumed, result.node)
-    if not status.is_success():
-        framework.run_unreserve(state, assumed, result.node)
-        s.cache.forget(pod.uid)
-        _fail_after_assume(s, framework, qpi, status, start)
-        return None
-    decision = framework.run_permit(state, assumed, result.node)
-    if not (decision.status.is_success() or decision.status.code is Code.WAIT):
-        framework.run_unreserve(state, assumed, result.node)
-        s.cache.forget(pod.uid)
-        _fail_after_assume(s, framework, qpi, decision.status, start)
-        return None
-    if decision.status.code is Code.WAIT:
-        s.waiting.add(assumed, decision.timeout_seconds)
-    return result
+    return None
 
 
 def schedule_pod(
@@ -155,7 +183,7 @@ def schedule_pod(
 ) -> ScheduleResult:
     snapshot = s.snapshot
     if snapshot.num_nodes == 0:
-        raise NoNodesAvailable
+        raise NoNodesAvailableError
     feasible, diagnosis, evaluated = find_nodes_that_fit(s, framework, state, pod)
     if feasible.size == 0:
         raise FitError(pod, diagnosis)
@@ -179,13 +207,15 @@ def find_nodes_that_fit(
     )
     pre_result, status, rejectors = framework.run_pre_filter(state, pod, snapshot)
     if status.code is Code.ERROR:
-        raise SchedulingError(f"running PreFilter plugin {status.plugin!r}: {status.message}")
+        raise SchedulingError(status.message)
     if not status.is_success():
         diagnosis.codes[order] = np.uint8(status.code)
         diagnosis.reasons = [(order, reason, status.plugin) for reason in status.reasons]
         diagnosis.pre_filter_msg = status.message
         _record_rejectors(diagnosis, status.code, rejectors)
         return np.zeros(0, dtype=np.int64), diagnosis, 0
+    # As upstream, the plugins that restricted the nodes count as rejectors if nothing fits.
+    diagnosis.unschedulable_plugins |= rejectors
 
     nominated = s.queue.nominator.all()
     # A pod nominated by an earlier preemption tries its nominated node first.
@@ -195,8 +225,10 @@ def find_nodes_that_fit(
             single = _view(s, np.asarray([row], dtype=np.int64))
             outcome = framework.run_filters_with_nominated(state, pod, single, nominated)
             if outcome.error is not None:
-                raise SchedulingError(outcome.error.message)
-            if outcome.codes[0] == Code.SUCCESS:
+                # Upstream logs this and goes on with every node.
+                log.error("Evaluation failed on nominated node", pod=pod.key,
+                          node=pod.nominated_node_name, reason=outcome.error.message)
+            elif outcome.codes[0] == Code.SUCCESS:
                 return single.idx, diagnosis, 1
 
     candidates = order
@@ -221,9 +253,7 @@ def find_nodes_that_fit(
     view = _view(s, rotated)
     outcome = framework.run_filters_with_nominated(state, pod, view, nominated)
     if outcome.error is not None:
-        raise SchedulingError(
-            f"running Filter plugin {outcome.error.plugin!r}: {outcome.error.message}"
-        )
+        raise SchedulingError(outcome.error.message)
     feasible_positions = outcome.feasible
     to_find = num_feasible_nodes_to_find(
         framework.percentage_of_nodes_to_score, s.config.percentage_of_nodes_to_score, n
@@ -235,7 +265,8 @@ def find_nodes_that_fit(
         processed = int(feasible_positions[-1]) + 1
     else:
         processed = n
-    s.next_start_index = (start_index + processed) % max(int(order.size), 1)
+    # Upstream: (nextStartNodeIndex + processed) % len(allNodes), whatever the restriction.
+    s.next_start_index = (s.next_start_index + processed) % max(int(order.size), 1)
     rejected = np.flatnonzero(outcome.codes[:processed] != np.uint8(Code.SUCCESS))
     diagnosis.codes[rotated[rejected]] = outcome.codes[rejected]
     for positions, reason, plugin in outcome.reasons:
@@ -263,7 +294,7 @@ def num_feasible_nodes_to_find(profile_pct: int | None, global_pct: int, num_nod
 def prioritize(framework: Framework, state: CycleState, pod: PodInfo, view: NodeView) -> IntArray:
     status = framework.run_pre_score(state, pod, view)
     if not status.is_success():
-        raise SchedulingError(f"running PreScore plugin {status.plugin!r}: {status.message}")
+        raise SchedulingError(status.message)
     totals, status, _ = framework.run_score(state, pod, view)
     if not status.is_success():
         raise SchedulingError(status.message)
@@ -281,16 +312,18 @@ def binding_cycle(
     s: Scheduler,
     framework: Framework,
     state: CycleState,
-    qpi: QueuedPodInfo,
+    qpi: QueuedPodInfo[PodInfo],
     result: ScheduleResult,
     start: float,
 ) -> None:
     """Runs on a binding thread: cache changes go through the inbox."""
     pod = qpi.pod
     node = result.node
+    at_permit = True
     try:
         status = s.waiting.wait(pod.uid)
         if status.is_success():
+            at_permit = False
             status = framework.run_pre_bind(state, pod, node)
         if status.is_success() and not s.node_exists(node):
             status = Status.error(f"node {node!r} was deleted before the binding")
@@ -298,13 +331,14 @@ def binding_cycle(
             status = framework.run_bind(state, pod, node)
     except Exception as exc:  # a binding thread must always release the pod
         log.exception("Binding cycle failed", pod=pod.key, node=node)
-        status = Status.error(str(exc))
-    outcome = state.get(BIND_OUTCOME_KEY, BindOutcome.FAILED)
+        status = Status.error(_exception_message(exc))
     if status.is_success():
-        s.inbox.put(lambda: s.cache.finish_binding(pod.uid))
-        s.reporter.scheduled(pod, node)
-        framework.run_post_bind(state, pod, node)
-        s.queue.done(pod.uid)
+        try:
+            s.inbox.put(lambda: s.cache.finish_binding(pod.uid))
+            s.reporter.scheduled(pod, node)
+            framework.run_post_bind(state, pod, node)
+        finally:
+            s.queue.done(pod.uid)
         log.info(
             "Successfully bound pod to node",
             pod=pod.key, node=node, profile=framework.profile_name, attempt=qpi.attempts,
@@ -312,32 +346,47 @@ def binding_cycle(
             duration_ms=round((time.perf_counter() - start) * 1000, 3),
         )
         return
-    framework.run_unreserve(state, pod, node)
-    s.inbox.put(lambda: s.cache.forget(pod.uid))
+    outcome = BindOutcome.FAILED if at_permit else state.get(BIND_OUTCOME_KEY, BindOutcome.FAILED)
+    try:
+        framework.run_unreserve(state, pod, node)
+    finally:
+        s.inbox.put(lambda: s.cache.forget(pod.uid))
+    # Forgetting the assumed pod frees its room: an AssignedPodDelete for the others.
+    assumed = dataclasses.replace(pod, node_name=node)
     if outcome in (BindOutcome.GONE, BindOutcome.CONFLICT):
         # Deleted, or bound by someone else: nothing to retry.
         log.info("Dropped pod after binding", pod=pod.key, node=node, reason=outcome.value)
         s.queue.delete(pod.uid)
         s.queue.done(pod.uid)
+        s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
         return
+    if not status.is_rejected():
+        s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
+        handle_scheduling_failure(
+            s, framework, qpi, REASON_SCHEDULER_ERROR, status.message, "", None, start
+        )
+        return
+    if at_permit:
+        # Rejected while waiting at Permit: a FitError on the one node, as upstream.
+        diagnosis = _single_node_diagnosis(status)
+        if status.plugin:
+            diagnosis.unschedulable_plugins = {status.plugin}
+        message = fit_error_message(diagnosis)
+    else:
+        diagnosis, message = None, status.message
+    handle_scheduling_failure(
+        s, framework, qpi, REASON_UNSCHEDULABLE, message, "", diagnosis, start, error=False
+    )
+    # After the requeue, as upstream defers it: the pod's own forget must not move it.
     s.queue.move_all_to_active_or_backoff(
-        ASSIGNED_POD_DELETE, pre_check=lambda other: other.uid != pod.uid
+        ASSIGNED_POD_DELETE, assumed, None, pre_check=lambda other: other.uid != pod.uid
     )
-    reason = REASON_UNSCHEDULABLE if status.is_rejected() else REASON_SCHEDULER_ERROR
-    message = (
-        fit_error_message(_single_node_diagnosis(status))
-        if status.is_rejected()
-        else f"binding rejected: {status.message}"
-    )
-    handle_scheduling_failure(s, framework, qpi, reason, message, None, None, start,
-                              error=not status.is_rejected())
-    s.queue.done(pod.uid)
 
 
 def handle_scheduling_failure(
     s: Scheduler,
     framework: Framework,
-    qpi: QueuedPodInfo,
+    qpi: QueuedPodInfo[PodInfo],
     reason: str,
     message: str,
     nominated_node: str | None,
@@ -365,19 +414,23 @@ def handle_scheduling_failure(
 
 
 def _fail_after_assume(
-    s: Scheduler, framework: Framework, qpi: QueuedPodInfo, status: Status, start: float
+    s: Scheduler, framework: Framework, qpi: QueuedPodInfo[PodInfo], status: Status, start: float
 ) -> None:
     if status.is_rejected():
         diagnosis = _single_node_diagnosis(status)
         diagnosis.unschedulable_plugins = {status.plugin}
         handle_scheduling_failure(
-            s, framework, qpi, REASON_UNSCHEDULABLE, fit_error_message(diagnosis), None,
+            s, framework, qpi, REASON_UNSCHEDULABLE, fit_error_message(diagnosis), "",
             diagnosis, start,
         )
     else:
         handle_scheduling_failure(
-            s, framework, qpi, REASON_SCHEDULER_ERROR, status.message, None, None, start
+            s, framework, qpi, REASON_SCHEDULER_ERROR, status.message, "", None, start
         )
+
+
+def _exception_message(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
 
 
 def _single_node_diagnosis(status: Status) -> Diagnosis:

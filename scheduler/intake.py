@@ -24,6 +24,7 @@ from scheduler.framework.events import (
     ASSIGNED_POD_DELETE,
     NAMESPACE_LABEL_CHANGE,
     NODE_ADD,
+    NODE_DELETE,
     PDB_CHANGE,
     Action,
     ClusterEvent,
@@ -70,10 +71,14 @@ class Intake:
 
     # -- pods -----------------------------------------------------------------------------
     def on_pod(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        self._apply_pod(event_type, obj)
+
+    def _apply_pod(self, event_type: str | None, obj: Mapping[str, Any]) -> str:
+        """Apply one pod event; returns the pod's uid."""
         info = PodInfo.from_pod(_without_managed_fields(obj))
         if event_type == DELETED:
             self._pod_deleted(info)
-            return
+            return info.uid
         old = self._pods.get(info.uid)
         info = self._resolve_priority(info)
         self._pods[info.uid] = info
@@ -81,22 +86,31 @@ class Intake:
             self._pod_bound_or_done(old, info)
         else:
             self._pod_pending(old, info)
+        return info.uid
 
     def _pod_deleted(self, info: PodInfo) -> None:
         old = self._pods.pop(info.uid, None)
+        last = old or info
         self._invalid_reported.pop(info.uid, None)
         uid = info.uid
         self.s.inbox.put(lambda: self._forget_deleted(uid))
         self.s.queue.delete(uid)
-        was_bound = (old or info).node_name
-        if was_bound:
-            self.s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, old, None)
-        elif (old or info).nominated_node_name:
+        if uid in self.s.waiting:
+            # Assumed and waiting at Permit: its binding cycle fails now and frees the room.
+            self.s.waiting.reject(uid, "removed")
+            self.s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, last, None)
+        elif last.node_name:
+            self.s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, last, None)
+        elif last.nominated_node_name:
             # Space a deleted nominated pod reserved is free again for lower-priority pods.
-            priority = (old or info).priority
-            self.s.queue.move_all_to_active_or_backoff(
-                ASSIGNED_POD_DELETE, old, None, pre_check=lambda p: p.priority <= priority
-            )
+            self._nomination_gone(last)
+
+    def _nomination_gone(self, old: PodInfo) -> None:
+        """``old`` no longer holds its nomination: pods of lower or equal priority may fit."""
+        priority = old.priority
+        self.s.queue.move_all_to_active_or_backoff(
+            ASSIGNED_POD_DELETE, old, None, pre_check=lambda p: p.priority <= priority
+        )
 
     def _forget_deleted(self, uid: str) -> None:
         self.s.cache.remove_pod(uid)
@@ -112,17 +126,17 @@ class Intake:
         elif old is None or not old.node_name:
             self.s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, old, info)
         elif old.labels != info.labels:
-            event = ClusterEvent(Resource.ASSIGNED_POD, Action.UPDATE_POD_LABEL, "AssignedPodUpdate")
-            self.s.queue.move_all_to_active_or_backoff(event, old, info)
+            self.s.queue.move_all_to_active_or_backoff(_ASSIGNED_POD_LABEL_UPDATE, old, info)
         elif info.is_terminating and not old.is_terminating:
             # Preemptors waiting on this victim re-check their eligibility.
-            event = ClusterEvent(Resource.ASSIGNED_POD, Action.UPDATE_POD_SPEC, "AssignedPodUpdate")
-            self.s.queue.move_all_to_active_or_backoff(event, old, info)
+            self.s.queue.move_all_to_active_or_backoff(_ASSIGNED_POD_SPEC_UPDATE, old, info)
 
     def _pod_pending(self, old: PodInfo | None, info: PodInfo) -> None:
         if info.scheduler_name not in self.scheduler_names:
             return
-        if info.is_terminating or info.raw.get("spec", {}).get("schedulingGates"):
+        if info.is_terminating or _gated(info):
+            if info.is_terminating and info.uid in self.s.waiting:
+                self.s.waiting.reject(info.uid, "removed")
             self.s.queue.delete(info.uid)
             return
         if info.parse_error is not None:
@@ -130,10 +144,25 @@ class Intake:
             self._report_invalid(info, info.parse_error)
             return
         self._invalid_reported.pop(info.uid, None)
-        if old is None or old.node_name or old.scheduler_name not in self.scheduler_names:
+        if old is None or not self._queueable(old):
+            # New to the queue, or back after being gated or invalid: ``add`` (an update of
+            # a pod the queue dropped would be ignored).
             self.s.queue.add(info)
-        else:
-            self.s.queue.update(old, info)
+            return
+        self.s.queue.update(old, info)
+        if old.nominated_node_name and old.nominated_node_name != info.nominated_node_name:
+            self._nomination_gone(old)
+
+    def _queueable(self, info: PodInfo) -> bool:
+        """Whether this version of a pod was handed to the queue."""
+        return (
+            info.scheduler_name in self.scheduler_names
+            and not info.node_name
+            and not info.is_terminal
+            and not info.is_terminating
+            and not _gated(info)
+            and info.parse_error is None
+        )
 
     def _report_invalid(self, info: PodInfo, error: InvalidSpecError) -> None:
         """Say once per spec why the pod cannot be scheduled; no hot retries."""
@@ -180,8 +209,7 @@ class Intake:
             self._nodes.pop(name, None)
             self.s.known_nodes.discard(name)
             self.s.inbox.put(lambda: self.s.cache.remove_node(name))
-            event = ClusterEvent(Resource.NODE, Action.DELETE, "NodeDelete")
-            self.s.queue.move_all_to_active_or_backoff(event, obj, None)
+            self.s.queue.move_all_to_active_or_backoff(NODE_DELETE, obj, None)
             return
         try:
             summary = _NodeSummary(
@@ -275,8 +303,7 @@ class Intake:
         """
         uids: set[str] = set()
         for obj in listed:
-            self.on_pod(None, obj)
-            uids.add(PodInfo.from_pod(obj).uid)
+            uids.add(self._apply_pod(None, obj))
         gone = [uid for uid in self._pods if uid not in uids]
         for uid in gone:
             old = self._pods[uid]
@@ -292,6 +319,19 @@ class Intake:
         for name in gone:
             self.on_node(DELETED, {"metadata": {"name": name}})
         return gone
+
+
+_ASSIGNED_POD_LABEL_UPDATE = ClusterEvent(
+    Resource.ASSIGNED_POD, Action.UPDATE_POD_LABEL, "AssignedPodUpdate"
+)
+_ASSIGNED_POD_SPEC_UPDATE = ClusterEvent(
+    Resource.ASSIGNED_POD, Action.UPDATE_POD_SPEC, "AssignedPodUpdate"
+)
+
+
+def _gated(info: PodInfo) -> bool:
+    spec = info.raw.get("spec")
+    return bool(spec.get("schedulingGates")) if isinstance(spec, Mapping) else False
 
 
 def _without_managed_fields(obj: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -24,7 +24,7 @@ from scheduler.cache.inbox import Inbox
 from scheduler.cache.snapshot import Snapshot
 from scheduler.cycle import schedule_one
 from scheduler.framework.config import ProfileConfig, SchedulerConfig
-from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
 from scheduler.framework.interface import SUCCESS, Code, Plugin, Status
 from scheduler.framework.registry import POINT_METHODS, Registry
 from scheduler.framework.runtime import Framework, PluginSets
@@ -33,6 +33,9 @@ from scheduler.ports import Binder, Evictor, Reporter
 from scheduler.queue.scheduling_queue import SchedulingQueue
 
 log = structlog.get_logger("scheduler")
+
+# Extension points whose plugins can reject a pod (upstream's shouldHaveEnqueueExtensions).
+_REJECTING_POINTS = ("preFilter", "filter", "reserve", "permit")
 
 
 @dataclass
@@ -69,8 +72,10 @@ class WaitingPods:
     def allow(self, uid: str) -> None:
         self._resolve(uid, SUCCESS)
 
-    def reject(self, uid: str, message: str) -> None:
-        self._resolve(uid, Status(Code.UNSCHEDULABLE, (message,)))
+    def reject(self, uid: str, message: str, plugin: str = "") -> None:
+        """Reject a waiting pod; ``plugin`` names the rejector (the queue then retries the pod
+        on that plugin's events, as upstream's ``WaitingPod.Reject(pluginName, msg)``)."""
+        self._resolve(uid, Status(Code.UNSCHEDULABLE, (message,), plugin))
 
     def _resolve(self, uid: str, status: Status) -> None:
         with self._lock:
@@ -133,7 +138,7 @@ class Scheduler:
                 hints.setdefault(name, list(events))
         first = self.profiles[config.profiles[0].scheduler_name]
         assert first.plugins.queue_sort is not None
-        self.queue = SchedulingQueue(
+        self.queue: SchedulingQueue[PodInfo] = SchedulingQueue(
             first.plugins.queue_sort.less,
             clock=clock,
             initial_backoff=config.pod_initial_backoff_seconds,
@@ -167,10 +172,17 @@ class Scheduler:
             else:
                 setattr(sets, _attr(point), plugins)
         hints: dict[str, list[ClusterEventWithHint]] = {}
+        rejecting = {
+            ref.name for point in _REJECTING_POINTS for ref in profile.points.get(point, ())
+        }
         for name, plugin in instances.items():
             register = getattr(plugin, "events_to_register", None)
             if callable(register):
                 hints[name] = list(register())
+            elif name in rejecting:
+                # Upstream's defaultEnqueueExtension: a plugin that may reject a pod but does
+                # not say which events may help it hears every event.
+                hints[name] = [ClusterEventWithHint(ClusterEvent(Resource.WILDCARD, Action.ALL))]
         framework = Framework(
             profile.scheduler_name,
             sets,

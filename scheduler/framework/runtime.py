@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import structlog
 
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
@@ -44,6 +45,8 @@ from scheduler.framework.interface import (
 if TYPE_CHECKING:
     from scheduler.cache.snapshot import Snapshot
     from scheduler.model.pod import PodInfo
+
+log = structlog.get_logger("scheduler.framework")
 
 # Upstream's cap on how long a Permit plugin may make a pod wait.
 MAX_PERMIT_WAIT_SECONDS = 15 * 60.0
@@ -110,10 +113,16 @@ class Framework:
     ) -> tuple[PreFilterResult | None, Status, set[str]]:
         """Run every PreFilter; returns the merged node restriction, status, rejecting plugins.
 
-        As upstream: Skip drops the plugin's Filter for this cycle; UnschedulableAndUnresolvable
-        stops at once while Unschedulable lets the remaining PreFilters run (kubernetes#119770).
+        As upstream's RunPreFilterPlugins: Skip drops the plugin's Filter for this cycle; an
+        Error or UnschedulableAndUnresolvable stops at once; Unschedulable lets the remaining
+        PreFilters run (kubernetes#119770) and the last one decides the message; node
+        restrictions are intersected, and an empty intersection stops at once as
+        UnschedulableAndUnresolvable ("node(s) didn't satisfy plugin(s) [A B] simultaneously").
+        The plugins returned are those that restricted the nodes plus those that rejected the
+        pod (upstream records only the last Unschedulable one; recording all of them only
+        makes the queue retry the pod on more events).
         """
-        merged: PreFilterResult | None = None
+        merged: frozenset[str] | None = None
         restricting: list[str] = []
         rejection: Status | None = None
         rejectors: set[str] = set()
@@ -122,35 +131,31 @@ class Framework:
             if status.is_skip():
                 state.skip_filter.add(plugin.name)
                 continue
-            if status.code is Code.ERROR:
+            if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                # No preemption can help: the other PreFilters need not run.
                 return None, status.with_plugin(plugin.name), {plugin.name}
             if status.is_rejected():
+                rejection = status.with_plugin(plugin.name)
                 rejectors.add(plugin.name)
-                if rejection is None or status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                    rejection = status.with_plugin(plugin.name)
-                if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                    break
                 continue
-            if result is not None and result.node_names is not None:
-                restricting.append(plugin.name)
-                merged = (
-                    result
-                    if merged is None or merged.node_names is None
-                    else PreFilterResult(merged.node_names & result.node_names)
-                )
+            if not status.is_success():
+                return None, _plugin_error("PreFilter", plugin.name, status), set()
+            if result is None or result.node_names is None:
+                continue
+            restricting.append(plugin.name)
+            merged = result.node_names if merged is None else merged & result.node_names
+            if not merged:
+                names = sorted(restricting)
+                if len(names) == 1:
+                    message = f"node(s) didn't satisfy plugin {names[0]}"
+                else:
+                    message = f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
+                status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,), names[0])
+                return PreFilterResult(merged, tuple(names)), status, set(names)
+        out = None if merged is None else PreFilterResult(merged, tuple(sorted(restricting)))
         if rejection is not None:
-            return None, rejection, rejectors
-        if merged is not None:
-            merged = PreFilterResult(merged.node_names, tuple(sorted(restricting)))
-        if merged is not None and merged.node_names is not None and not merged.node_names:
-            if len(restricting) == 1:
-                message = f"node(s) didn't satisfy plugin {restricting[0]}"
-            else:
-                joined = " ".join(sorted(restricting))
-                message = f"node(s) didn't satisfy plugin(s) [{joined}] simultaneously"
-            status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,), restricting[0])
-            return merged, status, set(restricting)
-        return merged, SUCCESS, set()
+            return out, rejection, rejectors | set(restricting)
+        return out, SUCCESS, set(restricting)
 
     # -- Filter ---------------------------------------------------------------------------
     def run_filters(self, state: CycleState, pod: PodInfo, view: NodeView) -> FilterOutcome:
@@ -168,9 +173,12 @@ class Framework:
             rejected = result.codes != np.uint8(Code.SUCCESS)
             if not rejected.any():
                 continue
-            if (result.codes == np.uint8(Code.ERROR)).any():
-                message = next((r for m, r in result.reasons if m[result.codes == 1].any()), "")
-                out.error = Status(Code.ERROR, (message or "filter failed",), plugin.name)
+            errors = result.codes == np.uint8(Code.ERROR)
+            if errors.any():
+                message = next((r for m, r in result.reasons if m[errors].any()), "filter failed")
+                out.error = Status(
+                    Code.ERROR, (f'running "{plugin.name}" filter plugin: {message}',), plugin.name
+                )
                 return out
             codes[remaining[rejected]] = result.codes[rejected]
             for mask, reason in result.reasons:
@@ -252,17 +260,25 @@ class Framework:
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]:
-        last = Status(Code.UNSCHEDULABLE)
+        """Upstream's RunPostFilterPlugins: the first success wins; UnschedulableAndUnresolvable
+        and Error stop at once; otherwise every plugin runs, the last result that changes the
+        nomination is kept and the reasons of all are joined (the first rejector is named)."""
+        kept: PostFilterResult | None = None
+        reasons: list[str] = []
+        rejector = ""
         for plugin in self.plugins.post_filter:
             result, status = plugin.post_filter(state, pod, diagnosis)
             if status.is_success():
                 return result, status
-            if status.code is Code.ERROR:
+            if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 return result, status.with_plugin(plugin.name)
-            last = status.with_plugin(plugin.name)
-            if result is not None:
-                return result, last
-        return None, last
+            if not status.is_rejected():
+                return None, Status(Code.ERROR, status.reasons, plugin.name)
+            if result is not None and result.nominated_node_name is not None:
+                kept = result
+            reasons.extend(status.reasons)
+            rejector = rejector or plugin.name
+        return kept, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
 
     # -- PreScore / Score -----------------------------------------------------------------
     def run_pre_score(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
@@ -271,7 +287,7 @@ class Framework:
             if status.is_skip():
                 state.skip_score.add(plugin.name)
             elif not status.is_success():
-                return status.with_plugin(plugin.name)
+                return _plugin_error("PreScore", plugin.name, status, wrap_rejections=True)
         return SUCCESS
 
     def run_score(
@@ -285,11 +301,13 @@ class Framework:
                 continue
             raw = plugin.score(state, pod, view)
             scores = plugin.normalize(state, pod, raw)
-            if scores.size and (scores.min() < 0 or scores.max() > MAX_NODE_SCORE):
-                return total, Status.error(
-                    f"plugin {plugin.name} returned an invalid score, "
-                    f"must be in [0, {MAX_NODE_SCORE}]"
-                ), per_plugin
+            invalid = np.flatnonzero((scores < 0) | (scores > MAX_NODE_SCORE))
+            if invalid.size:
+                return total, Status(Code.ERROR, (
+                    "applying score defaultWeights on Score plugins: "
+                    f'plugin "{plugin.name}" returns an invalid score {int(scores[invalid[0]])}, '
+                    f"it should in the range of [0, {MAX_NODE_SCORE}] after normalizing",
+                ), plugin.name), per_plugin
             per_plugin[plugin.name] = scores
             total += scores * weight
         return total, SUCCESS, per_plugin
@@ -299,12 +317,17 @@ class Framework:
         for plugin in self.plugins.reserve:
             status = plugin.reserve(state, pod, node)
             if not status.is_success():
-                return status.with_plugin(plugin.name)
+                return _plugin_error("Reserve", plugin.name, status)
         return SUCCESS
 
     def run_unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        """Every Reserve plugin, in reverse order; one that raises does not stop the others
+        (the caller must still forget the assumed pod)."""
         for plugin in reversed(self.plugins.reserve):
-            plugin.unreserve(state, pod, node)
+            try:
+                plugin.unreserve(state, pod, node)
+            except Exception:
+                log.exception("Unreserve failed", plugin=plugin.name, pod=pod.key, node=node)
 
     def run_permit(self, state: CycleState, pod: PodInfo, node: str) -> PermitDecision:
         """Allow, reject, or wait for the longest timeout any plugin asked for (capped)."""
@@ -314,7 +337,7 @@ class Framework:
             if decision.status.code is Code.WAIT:
                 wait = max(wait, min(decision.timeout_seconds, MAX_PERMIT_WAIT_SECONDS))
             elif not decision.status.is_success():
-                return PermitDecision(decision.status.with_plugin(plugin.name))
+                return PermitDecision(_plugin_error("Permit", plugin.name, decision.status))
         if wait > 0:
             return PermitDecision(Status(Code.WAIT), wait)
         return PermitDecision(SUCCESS)
@@ -323,7 +346,7 @@ class Framework:
         for plugin in self.plugins.pre_bind:
             status = plugin.pre_bind(state, pod, node)
             if not status.is_success():
-                return status.with_plugin(plugin.name)
+                return _plugin_error("PreBind", plugin.name, status)
         return SUCCESS
 
     def run_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
@@ -331,9 +354,23 @@ class Framework:
             status = plugin.bind(state, pod, node)
             if status.is_skip():
                 continue
-            return status if status.is_success() else status.with_plugin(plugin.name)
+            return status if status.is_success() else _plugin_error("Bind", plugin.name, status)
         return Status.error("no bind plugin bound the pod")
 
     def run_post_bind(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        """Informational: a plugin that raises is logged and the others still run."""
         for plugin in self.plugins.post_bind:
-            plugin.post_bind(state, pod, node)
+            try:
+                plugin.post_bind(state, pod, node)
+            except Exception:
+                log.exception("PostBind failed", plugin=plugin.name, pod=pod.key, node=node)
+
+
+def _plugin_error(
+    point: str, plugin: str, status: Status, *, wrap_rejections: bool = False
+) -> Status:
+    """A rejection keeps its reasons and names the plugin; anything else is an Error worded as
+    upstream's ``running <Point> plugin "<name>": <message>``."""
+    if status.is_rejected() and not wrap_rejections:
+        return status.with_plugin(plugin)
+    return Status(Code.ERROR, (f'running {point} plugin "{plugin}": {status.message}',), plugin)

@@ -222,10 +222,12 @@ class ApiPorts:
             return EvictionResult(EvictionOutcome.MULTIPLE_PDBS, response.message())
         return EvictionResult(EvictionOutcome.FAILED, f"{response.status}: {response.message()}")
 
-    def delete(self, victim: PodInfo) -> bool:
+    def delete(self, victim: PodInfo) -> EvictionOutcome:
         body = {"preconditions": {"uid": victim.uid}}
         response = self.api.request("DELETE", _pod_path(victim), body=body)
-        return response.ok or response.status == 404
+        if response.ok:
+            return EvictionOutcome.EVICTED
+        return EvictionOutcome.GONE if response.status == 404 else EvictionOutcome.FAILED
 
     def preempted_event(self, victim: PodInfo, preemptor: PodInfo, node: str) -> None:
         note = f"Preempted by pod {preemptor.uid} on node {node}"

@@ -14,7 +14,15 @@ framework/preemption, v1.37):
    fewest victims, latest start among the most important victims, then the first;
 5. actuation, asynchronously: write ``status.nominatedNodeName``, clear lower-priority
    nominations on that node, mark each victim ``DisruptionTarget`` and evict it through the
-   Eviction API, then record a ``Preempted`` Event.
+   Eviction API, then record a ``Preempted`` Event. Victims already terminating are skipped
+   (none left: nothing is sent). The first victim that cannot be removed ends the actuation;
+   the pod then goes back to activeQ, unless a budget refused (``Strict``, or several
+   budgets), which a retry at once would only meet again. Until the actuation ends, PostFilter
+   answers "waiting for the preemption for this pod to be finished" (upstream gates the pod
+   in PreEnqueue instead).
+
+Errors, as upstream: a Filter error on one node does not hide the candidates of the others;
+with no candidate at all, an error met on some node is the answer (the nomination is kept).
 
 There is no cross-node preemption, as upstream: removing pods on other nodes could only help a
 pod whose anti-affinity or spreading spans nodes, and evaluating that means re-running filters
@@ -33,9 +41,10 @@ to pods of this scheduler's profiles.
 
 from __future__ import annotations
 
+import enum
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -55,7 +64,7 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.registry import ConfigError, Handle, PluginSpec
-from scheduler.ports import EvictionOutcome
+from scheduler.ports import EvictionOutcome, Evictor
 
 if TYPE_CHECKING:
     from scheduler.cache.cache import DisruptionBudget
@@ -102,6 +111,15 @@ def validate_args(args: Mapping[str, Any], path: str) -> None:
         raise ConfigError(f"{path}.victimScope: must be All or OwnProfiles")
 
 
+class Removal(enum.Enum):
+    """How the removal of one victim ended."""
+
+    DONE = "done"
+    # Refused by a PodDisruptionBudget (pdbMode Strict, or several budgets): not retried hot.
+    REFUSED = "refused"
+    FAILED = "failed"
+
+
 @dataclass
 class Candidate:
     row: int
@@ -139,6 +157,7 @@ class DefaultPreemption:
         self._lock = threading.Lock()
         self._preempting: set[str] = set()
         self._executor: ThreadPoolExecutor | None = None
+        self._in_flight: set[Future[None]] = set()
 
     # -- PostFilter -----------------------------------------------------------------------
     def post_filter(
@@ -171,10 +190,14 @@ class DefaultPreemption:
             fit.reasons = [(order, NOT_HELPFUL, NAME)]
             return PostFilterResult(""), Status(Code.UNSCHEDULABLE, (fit_error_message(fit),))
 
-        candidates, statuses = self.find_candidates(state, pod, snapshot, potential)
+        candidates, statuses, errors = self.find_candidates(state, pod, snapshot, potential)
+        if not candidates and errors:
+            # As upstream: an error on some node with no candidate anywhere is an error (the
+            # nomination is left as it is), not a FitError.
+            return None, Status(Code.ERROR, (aggregate_errors(errors),))
         if not candidates:
             fit = Diagnosis(codes=np.zeros(0, dtype=np.uint8), num_all_nodes=num_all)
-            explained = set()
+            explained: set[int] = set()
             for rows, reason in statuses:
                 fit.reasons.append((rows, reason, NAME))
                 explained.update(int(r) for r in rows)
@@ -226,8 +249,9 @@ class DefaultPreemption:
 
     def find_candidates(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, potential: IntArray
-    ) -> tuple[list[Candidate], list[tuple[IntArray, str]]]:
-        """Candidates in dry-run order, and the (rows, reason) of nodes that were no help."""
+    ) -> tuple[list[Candidate], list[tuple[IntArray, str]], list[str]]:
+        """Candidates in dry-run order, the (rows, reason) of nodes that were no help, and the
+        errors met on the way."""
         handle: ProfileHandle = self.handle  # type: ignore[assignment]
         n = int(potential.size)
         wanted = self.num_candidates(n)
@@ -238,11 +262,18 @@ class DefaultPreemption:
         violating: list[Candidate] = []
         strict_blocked: list[Candidate] = []
         statuses: list[tuple[IntArray, str]] = []
+        errors: list[str] = []
+        # Nodes are evaluated a chunk at a time; within a chunk, candidates are taken in
+        # dry-run order and the search stops where upstream's sequential one would (at least
+        # one non-violating candidate and ``wanted`` in all), so the outcome does not depend
+        # on the chunk size.
         chunk = max(wanted, 32)
+        enough = False
         for start in range(0, n, chunk):
             rows = ordered[start : start + chunk]
-            found, failed = self.select_victims(state, pod, snapshot, rows, pdbs)
+            found, failed, failures = self.select_victims(state, pod, snapshot, rows, pdbs)
             statuses.extend(failed)
+            errors.extend(failures)
             for candidate in found:
                 if candidate.num_pdb_violations == 0:
                     if len(non_violating) < wanted:
@@ -251,7 +282,10 @@ class DefaultPreemption:
                     strict_blocked.append(candidate)
                 elif len(violating) < wanted:
                     violating.append(candidate)
-            if non_violating and len(non_violating) + len(violating) >= wanted:
+                if non_violating and len(non_violating) + len(violating) >= wanted:
+                    enough = True
+                    break
+            if enough:
                 break
         if self.strict_pdb and not non_violating and strict_blocked:
             for candidate in strict_blocked:
@@ -260,7 +294,7 @@ class DefaultPreemption:
                     np.asarray([candidate.row], dtype=np.int64),
                     f"preemption would violate PodDisruptionBudget {budgets}",
                 ))
-        return non_violating + violating, statuses
+        return non_violating + violating, statuses, errors
 
     def select_victims(
         self,
@@ -269,8 +303,36 @@ class DefaultPreemption:
         snapshot: Snapshot,
         rows: IntArray,
         pdbs: Sequence[DisruptionBudget],
-    ) -> tuple[list[Candidate], list[tuple[IntArray, str]]]:
-        """SelectVictimsOnNode for every row at once."""
+    ) -> tuple[list[Candidate], list[tuple[IntArray, str]], list[str]]:
+        """SelectVictimsOnNode for every row at once: candidates, (rows, reason), errors.
+
+        A Filter error answers for the whole batch, so on an error the rows are evaluated one
+        by one: as upstream, an error on one node must not hide the candidates of the others.
+        """
+        found, failed, error = self._select_victims_batch(state, pod, snapshot, rows, pdbs)
+        if error is None:
+            return found, failed, []
+        if rows.size == 1:
+            return [], failed, [error]
+        candidates: list[Candidate] = []
+        statuses: list[tuple[IntArray, str]] = []
+        errors: list[str] = []
+        for k in range(int(rows.size)):
+            one, why, err = self._select_victims_batch(state, pod, snapshot, rows[k : k + 1], pdbs)
+            candidates.extend(one)
+            statuses.extend(why)
+            if err is not None:
+                errors.append(err)
+        return candidates, statuses, errors
+
+    def _select_victims_batch(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        rows: IntArray,
+        pdbs: Sequence[DisruptionBudget],
+    ) -> tuple[list[Candidate], list[tuple[IntArray, str]], str | None]:
         handle: ProfileHandle = self.handle  # type: ignore[assignment]
         framework = handle.framework
         nominated = handle.scheduler.queue.nominator.all()
@@ -281,17 +343,17 @@ class DefaultPreemption:
         with_victims: list[int] = []
         no_victims: list[int] = []
         for position, row in enumerate(rows):
-            victims = [p for p in nodes.pods[int(row)].values() if self._may_preempt(p, pod)]
-            if victims:
-                victims.sort(key=importance_key)
-                potential.append(victims)
+            eligible = [p for p in nodes.pods[int(row)].values() if self._may_preempt(p, pod)]
+            if eligible:
+                eligible.sort(key=importance_key)
+                potential.append(eligible)
                 with_victims.append(position)
             else:
                 no_victims.append(int(row))
         if no_victims:
             failed.append((np.asarray(no_victims, dtype=np.int64), NO_VICTIMS))
         if not with_victims:
-            return [], failed
+            return [], failed, None
         batch_rows = rows[np.asarray(with_victims, dtype=np.int64)]
 
         # 1) Everything lower-priority removed: does the pod fit at all?
@@ -311,32 +373,30 @@ class DefaultPreemption:
                             base_count - removed_count, removed=potential if lists else None)
         outcome = framework.run_filters_with_nominated(state, pod, stripped, nominated)
         if outcome.error is not None:
-            failed.append((batch_rows, outcome.error.message))
-            return [], failed
+            return [], failed, outcome.error.message
         for positions, reason, _ in outcome.reasons:
             failed.append((batch_rows[positions], reason))
         fits = outcome.feasible
         if fits.size == 0:
-            return [], failed
+            return [], failed, None
 
         # 2) Reprieve: PDB-violating victims first, then the others, most important first.
         # Each step tries, on every node at once, to give back that node's next victim.
         rows_fit = batch_rows[fits]
-        queues: list[list[tuple[PodInfo, bool]]] = []
+        queues: list[list[tuple[PodInfo, str]]] = []
         # Per reprieve queue, where each victim's request vector sits in ``vectors``.
         vector_rows: list[list[int]] = []
         for i in fits:
-            order, violating_flags = split_by_pdb(potential[int(i)], pdbs)
-            victims_here = potential[int(i)]
-            queues.append([(victims_here[k], f) for k, f in zip(order, violating_flags,
-                                                                strict=True)])
+            here = potential[int(i)]
+            order, budgets = split_by_pdb(here, pdbs)
+            queues.append([(here[k], b) for k, b in zip(order, budgets, strict=True)])
             vector_rows.append([int(offsets[i]) + k for k in order])
         removed = [[p for p, _ in q] for q in queues] if lists else []
         removed_sum = removed_sum[fits]
         removed_count = removed_count[fits]
         base_requested = base_requested[fits]
         base_count = base_count[fits]
-        victims: list[list[PodInfo]] = [[] for _ in queues]
+        chosen: list[list[PodInfo]] = [[] for _ in queues]
         violations = [0] * len(queues)
         violated: list[set[str]] = [set() for _ in queues]
         depth = max(len(q) for q in queues)
@@ -358,33 +418,38 @@ class DefaultPreemption:
             )
             result = framework.run_filters_with_nominated(state, pod, trial, nominated)
             if result.error is not None:
-                failed.append((rows_fit[idx], result.error.message))
-                return [], failed
+                return [], failed, result.error.message
             passed = result.codes == np.uint8(Code.SUCCESS)
             kept = idx[passed]
             removed_sum[kept] -= back[passed]
             removed_count[kept] -= 1
             for j, i in enumerate(active):
-                victim, is_violating = queues[i][step]
+                victim, budget = queues[i][step]
                 if passed[j]:
                     if lists:
                         removed[i] = trial_removed[j]
                 else:
-                    victims[i].append(victim)
-                    if is_violating:
+                    chosen[i].append(victim)
+                    if budget:
                         violations[i] += 1
-                        violated[i] |= budgets_of(victim, pdbs)
+                        violated[i].add(budget)
         candidates = []
         for i, row in enumerate(rows_fit):
-            if not victims[i]:
-                continue
-            victims[i].sort(key=importance_key)
-            candidates.append(Candidate(int(row), nodes.names[int(row)], victims[i],
+            if not chosen[i]:
+                # As upstream: the pod failed here, yet fits with every victim given back.
+                name = nodes.names[int(row)]
+                return [], failed, f'expected at least one victim pod on node "{name}"'
+            chosen[i].sort(key=importance_key)
+            candidates.append(Candidate(int(row), nodes.names[int(row)], chosen[i],
                                         violations[i], violated[i]))
-        return candidates, failed
+        return candidates, failed, None
 
     # -- actuation ------------------------------------------------------------------------
     def actuate(self, pod: PodInfo, best: Candidate) -> None:
+        """Start removing ``best``'s victims on a worker thread (upstream's async preemption).
+
+        Until that work ends, :meth:`preempt` answers ``WAITING`` for ``pod``.
+        """
         handle: ProfileHandle = self.handle  # type: ignore[assignment]
         scheduler = handle.scheduler
         log.info(
@@ -395,17 +460,40 @@ class DefaultPreemption:
         evictor = handle.evictor
         if evictor is None:
             return
+        to_remove = [v for v in best.victims if not v.is_terminating]
+        if not to_remove:
+            # As upstream: every victim is already terminating, there is nothing to send.
+            return
         lower_nominated = [
             p for p in scheduler.queue.nominator.pods_for_node(best.node)
             if p.priority < pod.priority and p.uid != pod.uid
         ]
-        to_remove = [v for v in best.victims if not v.is_terminating]
         with self._lock:
             self._preempting.add(pod.uid)
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(4, thread_name_prefix="preemption")
-            executor = self._executor
-        executor.submit(self._execute, pod, best, to_remove, lower_nominated)
+            future = self._executor.submit(self._execute, pod, best, to_remove, lower_nominated)
+            self._in_flight.add(future)
+        future.add_done_callback(self._actuation_done)
+
+    def _actuation_done(self, future: Future[None]) -> None:
+        with self._lock:
+            self._in_flight.discard(future)
+
+    def wait_for_actuations(self, timeout: float | None = None) -> bool:
+        """Block until every actuation started so far has ended; False on timeout.
+
+        For tests and an orderly shutdown: the scheduling loop never waits on actuations.
+        """
+        with self._lock:
+            pending = list(self._in_flight)
+        _, not_done = wait(pending, timeout=timeout)
+        return not not_done
+
+    def is_preempting(self, uid: str) -> bool:
+        """Whether the actuation of a preemption by pod ``uid`` is still running."""
+        with self._lock:
+            return uid in self._preempting
 
     def _execute(
         self,
@@ -418,52 +506,70 @@ class DefaultPreemption:
         scheduler = handle.scheduler
         evictor = handle.evictor
         assert evictor is not None
-        ok = True
+        # Whether to put the pod back in activeQ at the end: after a failure that a retry may
+        # fix. A refusal by a budget is not retried at once (the pod would only be refused
+        # again); it waits for a cluster event or the periodic flush like any other.
+        retry = True
         try:
-            # The nomination is written before any victim is touched.
-            evictor.set_nominated_node(pod, best.node)
+            # The nomination is written before any victim is touched: if it cannot be
+            # recorded, no victim is disturbed and the pod is retried.
+            if not evictor.set_nominated_node(pod, best.node):
+                log.warning("Could not record the nominated node; no victim was touched",
+                            pod=pod.key, node=best.node)
+                return
             for other in lower_nominated:
                 scheduler.queue.nominator.add(other, "")
                 evictor.set_nominated_node(other, "")
             scheduler.queue.activate([p.uid for p in lower_nominated])
             message = f"{pod.scheduler_name}: preempting to accommodate a higher priority pod"
             for victim in to_remove:
-                ok = self._remove_victim(evictor, victim, pod, best.node, message) and ok
+                # As upstream, the first victim that cannot be removed ends the actuation, so
+                # the pod is retried rather than more pods disrupted for a plan that failed.
+                outcome = self._remove_victim(evictor, victim, pod, best.node, message)
+                if outcome is not Removal.DONE:
+                    retry = outcome is Removal.FAILED
+                    return
+            retry = False
         except Exception:
-            ok = False
             log.exception("Preemption failed", pod=pod.key, node=best.node)
         finally:
             with self._lock:
                 self._preempting.discard(pod.uid)
-            if not ok:
+            if retry:
                 scheduler.queue.activate([pod.uid])
 
     def _remove_victim(
-        self, evictor: Any, victim: PodInfo, pod: PodInfo, node: str, message: str
-    ) -> bool:
+        self, evictor: Evictor, victim: PodInfo, pod: PodInfo, node: str, message: str
+    ) -> Removal:
         if not evictor.mark_disruption_target(victim, message):
             log.warning("Could not mark preemption victim", pod=pod.key, victim=victim.key)
-            return False
+            return Removal.FAILED
         result = evictor.evict(victim)
         outcome = result.outcome
-        if outcome is EvictionOutcome.BLOCKED_BY_PDB and not self.strict_pdb:
-            # BestEffort, as upstream: a budget is respected when possible, not at any cost.
+        if outcome is EvictionOutcome.EVICTED:
+            # The Eviction API rewrites DisruptionTarget to reason EvictionByEvictionAPI.
+            # Restore ours, so the victim reads as upstream's victims do and eligibility
+            # ("a terminating pod on the nominated node") recognises it. This runs while
+            # the preemptor is still marked as preempting, so no cycle sees the gap.
+            evictor.mark_disruption_target(victim, message)
+        elif outcome is EvictionOutcome.BLOCKED_BY_PDB and not self.strict_pdb:
+            # BestEffort, as upstream (which deletes outright): a budget is respected when
+            # possible, not at any cost. A plain delete keeps our condition as it is.
             log.info("Eviction refused by a PodDisruptionBudget; deleting the victim",
                      pod=pod.key, victim=victim.key, reason=result.message)
-            outcome = EvictionOutcome.EVICTED if evictor.delete(victim) else EvictionOutcome.FAILED
-        if outcome in (EvictionOutcome.EVICTED, EvictionOutcome.GONE):
-            if outcome is EvictionOutcome.EVICTED:
-                # The Eviction API rewrites DisruptionTarget to reason EvictionByEvictionAPI.
-                # Restore ours, so the victim reads as upstream's victims do and eligibility
-                # ("a terminating pod on the nominated node") recognises it. This runs while
-                # the preemptor is still marked as preempting, so no cycle sees the gap.
-                evictor.mark_disruption_target(victim, message)
-                evictor.preempted_event(victim, pod, node)
-            return True
-        level = log.error if outcome is EvictionOutcome.MULTIPLE_PDBS else log.warning
-        level("Could not evict preemption victim", pod=pod.key, victim=victim.key,
-              outcome=outcome.value, reason=result.message)
-        return False
+            outcome = evictor.delete(victim)
+        if outcome is EvictionOutcome.EVICTED:
+            evictor.preempted_event(victim, pod, node)
+            return Removal.DONE
+        if outcome is EvictionOutcome.GONE:
+            return Removal.DONE
+        if outcome is EvictionOutcome.MULTIPLE_PDBS:
+            log.error("Could not evict preemption victim: it is covered by several "
+                      "PodDisruptionBudgets", pod=pod.key, victim=victim.key, reason=result.message)
+            return Removal.REFUSED
+        log.warning("Could not evict preemption victim", pod=pod.key, victim=victim.key,
+                    outcome=outcome.value, reason=result.message)
+        return Removal.REFUSED if outcome is EvictionOutcome.BLOCKED_BY_PDB else Removal.FAILED
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return ()
@@ -471,15 +577,21 @@ class DefaultPreemption:
 
 def split_by_pdb(
     victims: Sequence[PodInfo], pdbs: Sequence[DisruptionBudget]
-) -> tuple[list[int], list[bool]]:
-    """filterPodsWithPDBViolation: victim indices, PDB-violating first (stable), with flags."""
+) -> tuple[list[int], list[str]]:
+    """filterPodsWithPDBViolation: victim indices, PDB-violating first (stable), and per index
+    the budget the victim would violate (``""``: none).
+
+    As upstream, a victim is charged to every matching budget until one goes below zero; the
+    budgets after that one are not charged for it.
+    """
     if not pdbs:
-        return list(range(len(victims))), [False] * len(victims)
+        return list(range(len(victims))), [""] * len(victims)
     allowed = {pdb.key: pdb.disruptions_allowed for pdb in pdbs}
     violating: list[int] = []
+    budgets: list[str] = []
     others: list[int] = []
     for k, victim in enumerate(victims):
-        is_violating = False
+        broken = ""
         if victim.labels:
             for pdb in pdbs:
                 if pdb.namespace != victim.namespace or not pdb.selector.matches(victim.labels):
@@ -488,18 +600,22 @@ def split_by_pdb(
                     continue
                 allowed[pdb.key] -= 1
                 if allowed[pdb.key] < 0:
-                    is_violating = True
-        (violating if is_violating else others).append(k)
-    return violating + others, [True] * len(violating) + [False] * len(others)
+                    broken = pdb.key
+                    break
+        if broken:
+            violating.append(k)
+            budgets.append(broken)
+        else:
+            others.append(k)
+    return violating + others, budgets + [""] * len(others)
 
 
-def budgets_of(victim: PodInfo, pdbs: Sequence[DisruptionBudget]) -> set[str]:
-    return {
-        pdb.key
-        for pdb in pdbs
-        if pdb.namespace == victim.namespace and victim.labels
-        and pdb.selector.matches(victim.labels)
-    }
+def aggregate_errors(errors: Sequence[str]) -> str:
+    """utilerrors.NewAggregate(errs).Error(): one message, or the distinct ones in brackets."""
+    distinct = list(dict.fromkeys(errors))
+    if len(errors) == 1 or len(distinct) == 1:
+        return distinct[0]
+    return "[" + ", ".join(distinct) + "]"
 
 
 def select_candidate(candidates: Sequence[Candidate]) -> Candidate:

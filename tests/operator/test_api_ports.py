@@ -195,3 +195,23 @@ def test_kopf_login_uses_the_api_clients_credentials(
     info = connection_info(configuration)
     assert (info.scheme, info.token) == expected
     assert info.server == api.url
+
+
+@pytest.mark.parametrize(
+    ("reply", "outcome"),
+    [
+        pytest.param(Reply(200, {}), EvictionOutcome.EVICTED,
+                     id="a deleted victim counts as evicted"),
+        pytest.param(Reply(404, status(404)), EvictionOutcome.GONE,
+                     id="a victim already gone is not reported as preempted"),
+        pytest.param(Reply(403, status(403)), EvictionOutcome.FAILED, id="a refused delete fails"),
+    ],
+)
+def test_delete_maps_answers_to_outcomes(api: FakeApi, reply: Reply,
+                                         outcome: EvictionOutcome) -> None:
+    api.on("DELETE", POD, reply)
+    ports = ApiPorts(api.kube_api())
+    assert ports.delete(web()) is outcome
+    (call,) = api.calls("DELETE", POD)
+    assert call.body == {"preconditions": {"uid": web().uid}}
+    ports.close()

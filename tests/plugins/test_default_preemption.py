@@ -1,0 +1,1420 @@
+"""DefaultPreemption tables, ported from upstream's tests (Kubernetes v1.37.2).
+
+Sources: plugins/defaultpreemption/default_preemption_test.go (TestPostFilter,
+TestDryRunPreemption, TestSelectBestCandidate, TestPodEligibleToPreemptOthers, TestPreempt,
+TestSelectVictimsOnNode) and framework/preemption/{util,executor}_test.go. The inputs and the
+expected victims, nodes and messages are upstream's; the harness is ours: a real Scheduler with
+the default profile, the cluster in its cache, and a fake Evictor that records its calls.
+
+Upstream cases about extenders, pod groups, DRA and in-place resize have no counterpart here
+(this scheduler has none of them) and are not ported.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+from scheduler.cache.cache import DisruptionBudget
+from scheduler.cycle import schedule_one
+from scheduler.framework.config import parse_config
+from scheduler.framework.interface import (
+    Code,
+    CycleState,
+    Diagnosis,
+    FilterResult,
+    NodeView,
+    PostFilterResult,
+    Status,
+)
+from scheduler.framework.registry import ConfigError, PluginSpec, Registry
+from scheduler.model.pod import PodInfo
+from scheduler.plugins.default_preemption import (
+    Candidate,
+    DefaultPreemption,
+    aggregate_errors,
+    select_candidate,
+    split_by_pdb,
+    validate_args,
+)
+from scheduler.plugins.registry import default_registry
+from scheduler.ports import EvictionOutcome, EvictionResult, NullPorts
+from scheduler.queue.scheduling_queue import ACTIVE
+from scheduler.scheduler import Scheduler
+from tests.builders import node, pod
+
+NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000
+SMALL = {"cpu": "100m", "memory": "100"}
+MEDIUM = {"cpu": "200m", "memory": "200"}
+LARGE = {"cpu": "300m", "memory": "300"}
+VERY_LARGE = {"cpu": "500m", "memory": "500"}
+NODE_RES = {"cpu": "200m", "memory": "400"}
+ONE_POD = {"cpu": "0", "memory": "0", "pods": 1}
+U = Code.UNSCHEDULABLE
+UU = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+SCHEDULER = "secondary-scheduler"
+VICTIM_MESSAGE = f"{SCHEDULER}: preempting to accommodate a higher priority pod"
+PREEMPTED = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+FOO_EXISTS = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
+DELETED_AT = "2026-01-01T00:00:00Z"
+
+
+# -- builders -------------------------------------------------------------------------------
+def n(name: str, res: Mapping[str, Any] = VERY_LARGE, **labels: str) -> dict[str, Any]:
+    """A node; ``"node-a/zone1"`` also gets upstream's labels hostname=node-a, zone=zone1."""
+    parts = name.split("/")
+    all_labels = dict(zip(("hostname", "zone", "region"), parts, strict=False)) | labels
+    return node(parts[0], cpu=res["cpu"], memory=res["memory"], pods=int(res.get("pods", 32)),
+                labels=all_labels)
+
+
+def p(
+    name: str,
+    *,
+    on: str = "",
+    prio: int | None = None,
+    res: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
+    start: int | None = None,
+    terminating: bool = False,
+    conditions: Sequence[Mapping[str, str]] = (),
+    scheduler: str = SCHEDULER,
+    spec: Mapping[str, Any] | None = None,
+    nominated: str = "",
+) -> dict[str, Any]:
+    """A pod as upstream's st.MakePod() builds it: uid = name, ``start`` in epoch seconds."""
+    status: dict[str, Any] = {}
+    if start is not None:
+        status["startTime"] = f"1970-01-01T00:00:{start:02d}Z"
+    if conditions:
+        status["conditions"] = [dict(c) for c in conditions]
+    return pod(
+        name,
+        uid=name,
+        node_name=on,
+        priority=prio,
+        cpu=res["cpu"] if res else None,
+        memory=res["memory"] if res else None,
+        labels=labels,
+        scheduler_name=scheduler,
+        spec=spec,
+        status=status,
+        deletion_timestamp=DELETED_AT if terminating else None,
+        nominated_node_name=nominated,
+    )
+
+
+def anti_affinity(key: str, topology: str) -> dict[str, Any]:
+    term = {"labelSelector": {"matchExpressions": [{"key": key, "operator": "Exists"}]},
+            "topologyKey": topology}
+    return {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                                             [term]}}}
+
+
+def spread(*keys: str) -> dict[str, Any]:
+    return {"topologySpreadConstraints": [
+        {"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": FOO_EXISTS}
+        for key in keys
+    ]}
+
+
+def pdb(
+    name: str = "pdb",
+    selector: Mapping[str, str] | None = None,
+    allowed: int = 0,
+    disrupted: Sequence[str] = (),
+    *,
+    namespace: str = "default",
+) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"selector": {"matchLabels": dict(selector if selector is not None
+                                                  else {"app": "foo"})}},
+        "status": {"disruptionsAllowed": allowed,
+                   "disruptedPods": {d: DELETED_AT for d in disrupted}},
+    }
+
+
+def info(obj: Mapping[str, Any]) -> PodInfo:
+    parsed = PodInfo.from_pod(obj)
+    assert parsed.parse_error is None, parsed.parse_error
+    return parsed
+
+
+# -- fakes ----------------------------------------------------------------------------------
+class Ports(NullPorts):
+    """NullPorts that also remember the nomination each failure wrote."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.nominations: list[str | None] = []
+
+    def failed(self, pod: PodInfo, reason: str, message: str, nominated_node: str | None) -> None:
+        super().failed(pod, reason, message, nominated_node)
+        self.nominations.append(nominated_node)
+
+
+class FakeEvictor:
+    """Records every call in order. ``hold`` makes the first call wait until it is set, so a
+    test can look at the scheduler while an actuation is in progress."""
+
+    def __init__(
+        self,
+        outcomes: Mapping[str, EvictionOutcome] | None = None,
+        *,
+        nominate_ok: bool = True,
+        mark_ok: bool = True,
+        delete_ok: bool = True,
+        hold: threading.Event | None = None,
+    ) -> None:
+        self.outcomes = dict(outcomes or {})
+        self.nominate_ok = nominate_ok
+        self.mark_ok = mark_ok
+        self.delete_ok = delete_ok
+        self.hold = hold
+        self.started = threading.Event()
+        self.calls: list[tuple[str, ...]] = []
+        self._lock = threading.Lock()
+
+    def _record(self, *call: str) -> None:
+        first = not self.started.is_set()
+        self.started.set()
+        if first and self.hold is not None:
+            assert self.hold.wait(10), "the test never released the evictor"
+        with self._lock:
+            self.calls.append(call)
+
+    def set_nominated_node(self, pod: PodInfo, node: str) -> bool:
+        self._record("nominate", pod.name, node)
+        return self.nominate_ok
+
+    def mark_disruption_target(self, victim: PodInfo, message: str) -> bool:
+        self._record("mark", victim.name, message)
+        return self.mark_ok
+
+    def evict(self, victim: PodInfo) -> EvictionResult:
+        self._record("evict", victim.name)
+        outcome = self.outcomes.get(victim.name, EvictionOutcome.EVICTED)
+        return EvictionResult(outcome, "refused" if outcome is not EvictionOutcome.EVICTED else "")
+
+    def delete(self, victim: PodInfo) -> EvictionOutcome:
+        self._record("delete", victim.name)
+        return EvictionOutcome.EVICTED if self.delete_ok else EvictionOutcome.FAILED
+
+    def preempted_event(self, victim: PodInfo, preemptor: PodInfo, node: str) -> None:
+        self._record("event", victim.name, preemptor.name, node)
+
+
+class FailingRemovePlugin:
+    """Upstream's TestPlugin: fails on nodes labelled error=true once pods are removed there.
+
+    Upstream fails in PreFilterExtensions.RemovePod; ours has no such extension point (removals
+    travel with the NodeView), so the error comes from Filter on a view with removals.
+    """
+
+    name = "test-plugin"
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> FilterResult:
+        result = FilterResult.all_pass(len(nodes))
+        if nodes.removed is None:
+            return result
+        labels = nodes.snapshot.nodes.labels
+        mask = np.asarray([
+            bool(nodes.removed[i]) and labels[int(row)].get("error") == "true"
+            for i, row in enumerate(nodes.idx)
+        ], dtype=np.bool_)
+        result.reject(mask, Code.ERROR, f"failed to remove pod: {pod.name}")
+        return result
+
+
+class FixedOffsets:
+    """Stands in for the scheduler's rng: the dry-run offsets, in order (upstream's
+    getOffsetRand override)."""
+
+    def __init__(self, offsets: Sequence[int]) -> None:
+        self._offsets: Iterator[int] = iter(offsets)
+
+    def integers(self, high: int) -> int:
+        offset = next(self._offsets)
+        assert 0 <= offset < high
+        return offset
+
+
+# -- harness --------------------------------------------------------------------------------
+@dataclass
+class Cluster:
+    s: Scheduler
+    ports: Ports
+    evictor: FakeEvictor | None
+
+    @property
+    def plugin(self) -> DefaultPreemption:
+        plugin = self.s.profiles[SCHEDULER].instances["DefaultPreemption"]
+        assert isinstance(plugin, DefaultPreemption)
+        return plugin
+
+    def prefiltered(self, preemptor: PodInfo) -> CycleState:
+        state = CycleState()
+        _, status, _ = self.s.profiles[SCHEDULER].run_pre_filter(state, preemptor, self.s.snapshot)
+        assert status.is_success(), status
+        return state
+
+    def post_filter(
+        self, preemptor: PodInfo, statuses: Mapping[str, Code] | None = None
+    ) -> tuple[PostFilterResult | None, Status]:
+        """PreFilter, then PostFilter with upstream's filteredNodesStatuses: a node absent from
+        ``statuses`` is UnschedulableAndUnresolvable; ``None`` makes every node Unschedulable."""
+        snapshot = self.s.snapshot
+        codes = np.full(snapshot.nodes.capacity, UU, dtype=np.uint8)
+        for name, row in snapshot.nodes.index.items():
+            codes[row] = U if statuses is None else statuses.get(name, UU)
+        diagnosis = Diagnosis(codes=codes, num_all_nodes=snapshot.num_nodes)
+        return self.plugin.post_filter(self.prefiltered(preemptor), preemptor, diagnosis)
+
+    def dry_run(self, preemptor: PodInfo) -> dict[str, tuple[list[str], int]]:
+        """Upstream's DryRunPreemption over every node: node -> (sorted victims, violations)."""
+        snapshot = self.s.snapshot
+        candidates, _, errors = self.plugin.find_candidates(
+            self.prefiltered(preemptor), preemptor, snapshot, snapshot.order()
+        )
+        assert not errors
+        return {c.node: (sorted(v.name for v in c.victims), c.num_pdb_violations)
+                for c in candidates}
+
+    def schedule(self, preemptor: PodInfo) -> tuple[str, str | None]:
+        """One scheduling cycle for ``preemptor``: its FailedScheduling message and the
+        nomination written with it."""
+        if self.s.queue.get(preemptor.uid) is None:
+            self.s.queue.add(preemptor)
+        else:
+            self.s.queue.activate([preemptor.uid])
+        before = len(self.ports.failures)
+        assert schedule_one(self.s, timeout=0)
+        assert len(self.ports.failures) == before + 1, "the pod was not reported as failed"
+        return self.ports.failures[-1][2], self.ports.nominations[-1]
+
+    def set_pod(self, obj: Mapping[str, Any]) -> None:
+        self.s.cache.upsert_pod(info(obj))
+
+
+def cluster(
+    nodes: Sequence[Mapping[str, Any]],
+    pods: Sequence[Mapping[str, Any]] = (),
+    *,
+    pdbs: Sequence[Mapping[str, Any]] = (),
+    args: Mapping[str, Any] | None = None,
+    evictor: FakeEvictor | None = None,
+    nominated: Sequence[tuple[Mapping[str, Any], str]] = (),
+    offsets: Sequence[int] | None = None,
+    with_test_plugin: bool = False,
+) -> Cluster:
+    registry: Registry = default_registry()
+    profile: dict[str, Any] = {
+        "pluginConfig": [{"name": "DefaultPreemption", "args": dict(args or {})}]
+    }
+    if with_test_plugin:
+        registry.register(PluginSpec("test-plugin", lambda _args, _handle: FailingRemovePlugin(),
+                                     points=frozenset({"filter"})))
+        profile["plugins"] = {"filter": {"enabled": [{"name": "test-plugin"}]}}
+    ports = Ports()
+    s = Scheduler(parse_config({"profiles": [profile]}, registry), registry, binder=ports,
+                  reporter=ports, evictor=evictor, seed=1)
+    for obj in nodes:
+        s.cache.upsert_node(obj)
+        s.known_nodes.add(obj["metadata"]["name"])
+    for obj in pods:
+        s.cache.upsert_pod(info(obj))
+    for obj in pdbs:
+        s.cache.upsert_pdb(obj)
+    for obj, node_name in nominated:
+        s.queue.nominator.add(info(obj), node_name)
+    if offsets is not None:
+        s.rng = FixedOffsets(offsets)  # type: ignore[assignment]
+    return Cluster(s, ports, evictor)
+
+
+def success(node_name: str, victims: int) -> tuple[PostFilterResult, Status]:
+    message = (f"preemption: found a potential placement for pod on node {node_name}, "
+               f"preempting {victims} victims")
+    return PostFilterResult(node_name), Status(Code.SUCCESS, (message,))
+
+
+def unschedulable(message: str) -> tuple[PostFilterResult, Status]:
+    return PostFilterResult(""), Status(Code.UNSCHEDULABLE, (f"preemption: {message}",))
+
+
+# -- TestPostFilter -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("preemptor", "pods", "nodes", "pdbs", "statuses", "want"),
+    [
+        pytest.param(
+            p("p", prio=HIGH), [p("p1", on="node1")], [n("node1", ONE_POD)], [], {"node1": U},
+            success("node1", 1),
+            id="pod with higher priority can be made schedulable",
+        ),
+        pytest.param(
+            p("p"), [p("p1", on="node1")], [n("node1", ONE_POD)], [], {"node1": U},
+            unschedulable("0/1 nodes are available: 1 No preemption victims found for "
+                          "incoming pod."),
+            id="pod with tied priority is still unschedulable",
+        ),
+        pytest.param(
+            p("p", prio=HIGH), [p("p1", on="node1")], [n("node1", ONE_POD)], [], {"node1": UU},
+            unschedulable("0/1 nodes are available: 1 Preemption is not helpful for scheduling."),
+            id="preemption respects the node statuses: an unresolvable node is not a candidate",
+        ),
+        pytest.param(
+            p("p", prio=HIGH), [p("p1", on="node1")], [n("node1", ONE_POD)], [], {},
+            unschedulable("0/1 nodes are available: 1 Preemption is not helpful for scheduling."),
+            id="a node without a status counts as unschedulable and unresolvable",
+        ),
+        pytest.param(
+            p("p", prio=MID),
+            [p("p1", prio=HIGH, on="node1"), p("p2", prio=LOW, on="node2")],
+            [n("node1", ONE_POD), n("node2", ONE_POD)], [], {"node1": U, "node2": U},
+            success("node2", 1),
+            id="pod can be made schedulable on the one node with a lower-priority pod",
+        ),
+        pytest.param(
+            p("p", prio=VERY_HIGH),
+            [
+                p("p1", prio=HIGH, on="node1", labels={"pdb": "non-violating"}),
+                p("p2", prio=LOW, on="node1", labels={"pdb": "violating"}),
+                p("p3", prio=MID, on="node2", labels={"pdb": "violating"}),
+            ],
+            [n("node1", ONE_POD), n("node2", ONE_POD)],
+            [pdb("violating-pdb", {"pdb": "violating"}, 0),
+             pdb("non-violating-pdb", {"pdb": "non-violating"}, 2**31 - 1)],
+            {"node1": U, "node2": U},
+            success("node2", 1),
+            id="with equal PDB violations the node whose highest victim priority is lowest wins",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, res=LARGE),
+            [p("p1", on="node1"), p("p2", on="node2")],
+            [n("node1", NODE_RES), n("node2", NODE_RES)], [], {"node1": U, "node2": U},
+            unschedulable("0/2 nodes are available: 2 Insufficient cpu."),
+            id="no candidate: not enough cpu even after removing every lower-priority pod",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, res=LARGE),
+            [p("p1", prio=HIGH, on="node1"), p("p2", on="node2"), p("p3", prio=HIGH, on="node3")],
+            [n("node1", ONE_POD), n("node2", NODE_RES), n("node3", ONE_POD)], [],
+            {"node1": U, "node2": U, "node3": U},
+            unschedulable("0/3 nodes are available: 1 Insufficient cpu, 2 No preemption victims "
+                          "found for incoming pod."),
+            id="no candidate with mixed reasons: no lower-priority pod, not enough cpu",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, res=LARGE),
+            [p("p1", on="node1"), p("p2", on="node2")],
+            [n("node1", NODE_RES), n("node2", NODE_RES), n("node3", NODE_RES),
+             n("node4", NODE_RES)],
+            [], {"node1": U, "node2": U, "node4": UU},
+            unschedulable("0/4 nodes are available: 2 Insufficient cpu, 2 Preemption is not "
+                          "helpful for scheduling."),
+            id="no candidate: two nodes lack cpu, two are unresolvable or have no status",
+        ),
+    ],
+)
+def test_post_filter(
+    preemptor: dict[str, Any],
+    pods: list[dict[str, Any]],
+    nodes: list[dict[str, Any]],
+    pdbs: list[dict[str, Any]],
+    statuses: dict[str, Code],
+    want: tuple[PostFilterResult, Status],
+) -> None:
+    c = cluster(nodes, pods, pdbs=pdbs)
+    assert c.post_filter(info(preemptor), statuses) == want
+
+
+@pytest.mark.parametrize(
+    ("pods", "nodes", "want"),
+    [
+        pytest.param(
+            [p("p1", on="node1")], [n("node1", LARGE, error="true")],
+            (None, Status(Code.ERROR, ('preemption: running "test-plugin" filter plugin: '
+                                       "failed to remove pod: p",))),
+            # Upstream: 'preemption: running RemovePod on PreFilter plugin "test-plugin":
+            # failed to remove pod: p' (its error comes from PreFilterExtensions.RemovePod).
+            id="the only node fails with an error: the error is returned, nomination untouched",
+        ),
+        pytest.param(
+            [p("p1", on="node1"), p("p2", on="node2", res=MEDIUM)],
+            [n("node1", LARGE, error="true"), n("node2", LARGE)],
+            success("node2", 1),
+            id="one node fails with an error, the other is still a valid candidate",
+        ),
+        pytest.param(
+            [p("p1", on="node1", res=MEDIUM), p("p2", on="node2", res=MEDIUM)],
+            [n("node1", LARGE, error="true"), n("node2", LARGE, error="true")],
+            (None, Status(Code.ERROR, ('preemption: running "test-plugin" filter plugin: '
+                                       "failed to remove pod: p",))),
+            id="every node fails with the same error: reported once, as utilerrors does",
+        ),
+        pytest.param(
+            [p("p1", on="node1")], [n("node1", VERY_LARGE)],
+            (None, Status(Code.ERROR, ('preemption: expected at least one victim pod on node '
+                                       '"node1"',))),
+            id="a node that fits with every victim given back is an error, not a candidate",
+        ),
+    ],
+)
+def test_post_filter_errors(
+    pods: list[dict[str, Any]], nodes: list[dict[str, Any]], want: tuple[Any, Status]
+) -> None:
+    c = cluster(nodes, pods, with_test_plugin=True)
+    assert c.post_filter(info(p("p", prio=HIGH, res=LARGE))) == want
+
+
+def test_aggregate_errors_lists_distinct_messages_in_brackets() -> None:
+    assert aggregate_errors(["a"]) == "a"
+    assert aggregate_errors(["a", "a"]) == "a"
+    assert aggregate_errors(["a", "b", "a"]) == "[a, b]"
+
+
+# -- TestDryRunPreemption -------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("preemptor", "pods", "nodes", "pdbs", "want"),
+    [
+        pytest.param(
+            p("p", prio=HIGH, res=LARGE),
+            [p("p1", on="node1", prio=MID, res=LARGE), p("p2", on="node2", prio=MID, res=LARGE)],
+            [n("node1"), n("node2")], [],
+            {"node1": (["p1"], 0), "node2": (["p2"], 0)},
+            id="a pod that fits on both nodes when lower priority pods are preempted",
+        ),
+        pytest.param(
+            p("p", prio=LOW, res=LARGE),
+            [p("p1", on="node1", prio=MID, res=LARGE), p("p2", on="node2", prio=MID, res=LARGE)],
+            [n("node1"), n("node2")], [],
+            {},
+            id="other pods running are higher priority, no preemption would happen",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, res=LARGE),
+            [p("p1.1", on="node1", prio=LOW, res=SMALL), p("p1.2", on="node1", prio=MID, res=LARGE),
+             p("p2", on="node2", prio=MID, res=LARGE)],
+            [n("node1"), n("node2")], [],
+            {"node1": (["p1.2"], 0), "node2": (["p2"], 0)},
+            id="medium priority pod is preempted, but the lower priority one stays as it is small",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, res=LARGE),
+            [p("p1.1", on="node1", prio=MID, res=SMALL), p("p1.2", on="node1", prio=LOW, res=SMALL),
+             p("p1.3", on="node1", prio=MID, res=MEDIUM),
+             p("p1.4", on="node1", prio=HIGH, res=SMALL),
+             p("p2", on="node2", prio=HIGH, res=LARGE)],
+            [n("node1"), n("node2")], [],
+            {"node1": (["p1.2", "p1.3"], 0)},
+            id="mixed priority pods are preempted",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, res=LARGE),
+            [p("p1.1", on="node1", prio=LOW, res=SMALL, start=5),
+             p("p1.2", on="node1", prio=LOW, res=SMALL, start=4),
+             p("p1.3", on="node1", prio=MID, res=MEDIUM, start=3),
+             p("p1.4", on="node1", prio=HIGH, res=SMALL, start=2),
+             p("p2", on="node2", prio=HIGH, res=LARGE, start=1)],
+            [n("node1"), n("node2")], [],
+            {"node1": (["p1.1", "p1.3"], 0)},
+            id="mixed priority pods are preempted, the later started one when priorities are equal",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, res=SMALL, labels={"foo": ""}),
+            [p("p1.1", on="node1", prio=LOW, res=SMALL, labels={"foo": ""},
+               spec=anti_affinity("foo", "hostname")),
+             p("p1.2", on="node1", prio=MID, res=SMALL),
+             p("p1.3", on="node1", prio=HIGH, res=SMALL),
+             p("p2", on="node2", prio=HIGH, res=SMALL)],
+            [n("node1"), n("node2")], [],
+            {"node1": (["p1.1"], 0)},
+            id="a lower-priority pod whose anti-affinity rejects the preemptor is the victim",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, labels={"foo": ""}, spec=anti_affinity("foo", "hostname")),
+            [p("web", on="node1", prio=LOW, labels={"foo": ""}),
+             p("other", on="node1", prio=LOW),
+             p("web2", on="node2", prio=HIGH, labels={"foo": ""})],
+            [n("node1"), n("node2")], [],
+            {"node1": (["web"], 0)},
+            id="a best-effort pod blocking the preemptor's required anti-affinity is the victim",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, labels={"foo": ""}, spec=spread("zone", "hostname")),
+            [p("pod-a1", on="node-a", prio=MID, labels={"foo": ""}),
+             p("pod-a2", on="node-a", prio=LOW, labels={"foo": ""}),
+             p("pod-b1", on="node-b", prio=LOW, labels={"foo": ""}),
+             p("pod-x1", on="node-x", prio=HIGH, labels={"foo": ""}),
+             p("pod-x2", on="node-x", prio=HIGH, labels={"foo": ""})],
+            [n("node-a/zone1"), n("node-b/zone1"), n("node-x/zone2")], [],
+            {"node-a": (["pod-a2"], 0), "node-b": (["pod-b1"], 0)},
+            id="preemption to resolve a pod topology spread filter failure",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, res=VERY_LARGE),
+            [p("p1.1", on="node1", prio=MID, res=MEDIUM, labels={"app": "foo"}),
+             p("p1.2", on="node1", prio=MID, res=MEDIUM, labels={"app": "foo"})],
+            [n("node1")], [pdb(allowed=1)],
+            {"node1": (["p1.1", "p1.2"], 1)},
+            id="preemption with violation of the same pdb",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, res=VERY_LARGE),
+            [p("p1.1", on="node1", prio=MID, res=MEDIUM, labels={"app": "foo"}),
+             p("p1.2", on="node1", prio=MID, res=MEDIUM, labels={"app": "foo"})],
+            [n("node1")], [pdb(allowed=1, disrupted=["p2"])],
+            {"node1": (["p1.1", "p1.2"], 1)},
+            id="pdb violation with a processed eviction of a pod that is not a victim",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, res=VERY_LARGE),
+            [p("p1.1", on="node1", prio=MID, res=MEDIUM, labels={"app": "foo"}),
+             p("p1.2", on="node1", prio=MID, res=MEDIUM, labels={"app": "foo"})],
+            [n("node1")], [pdb(allowed=1, disrupted=["p1.2"])],
+            {"node1": (["p1.1", "p1.2"], 0)},
+            id="no pdb violation when the victim is already in the budget's DisruptedPods",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, res=VERY_LARGE),
+            [p("p1.1", on="node1", prio=MID, res=MEDIUM, labels={"app": "foo"}),
+             p("p1.2", on="node1", prio=MID, res=MEDIUM, labels={"app": "foo"}),
+             p("p1.3", on="node1", prio=MID, res=MEDIUM, labels={"app": "foo"})],
+            [n("node1")], [pdb(allowed=1, disrupted=["p1.3"])],
+            {"node1": (["p1.1", "p1.2", "p1.3"], 1)},
+            id="a victim in DisruptedPods is treated as non-violating, the others still count",
+        ),
+    ],
+)
+def test_dry_run_preemption(
+    preemptor: dict[str, Any],
+    pods: list[dict[str, Any]],
+    nodes: list[dict[str, Any]],
+    pdbs: list[dict[str, Any]],
+    want: dict[str, tuple[list[str], int]],
+) -> None:
+    c = cluster(nodes, pods, pdbs=pdbs)
+    assert c.dry_run(info(preemptor)) == want
+
+
+FIVE_NODES = [n(f"node{i}") for i in range(1, 6)]
+
+
+def five_pods(
+    prio: Sequence[int] = (MID,) * 5, foo: Sequence[int] = ()
+) -> list[dict[str, Any]]:
+    return [p(f"p{i}", on=f"node{i}", prio=prio[i - 1], res=LARGE,
+              labels={"app": "foo"} if i in foo else None)
+            for i in range(1, 6)]
+
+
+@pytest.mark.parametrize(
+    ("args", "pods", "pdbs", "offsets", "want"),
+    [
+        pytest.param(
+            {"minCandidateNodesPercentage": 40, "minCandidateNodesAbsolute": 1},
+            five_pods(), [], [4],
+            [{"node5": (["p5"], 0), "node1": (["p1"], 0)}],
+            id="all nodes are possible candidates, but the arguments limit them to 2",
+        ),
+        pytest.param(
+            {"minCandidateNodesPercentage": 40, "minCandidateNodesAbsolute": 1},
+            five_pods((MID, VERY_HIGH, MID, MID, VERY_HIGH)), [], [4],
+            [{"node1": (["p1"], 0), "node3": (["p3"], 0)}],
+            id="some nodes are not possible candidates, the arguments limit them to 2",
+        ),
+        pytest.param(
+            {"minCandidateNodesPercentage": 40, "minCandidateNodesAbsolute": 1},
+            five_pods(), [], [4, 1, 3],
+            [{"node5": (["p5"], 0), "node1": (["p1"], 0)},
+             {"node2": (["p2"], 0), "node3": (["p3"], 0)},
+             {"node4": (["p4"], 0), "node5": (["p5"], 0)}],
+            id="the offset changes across scheduling cycles and wraps around",
+        ),
+        pytest.param(
+            {"minCandidateNodesPercentage": 40, "minCandidateNodesAbsolute": 2},
+            five_pods(foo=(1, 2, 5)), [pdb(allowed=0)], [4],
+            # node5 and node1 violate the budget; node2 too but the violating list is full;
+            # node3 is the first that does not, and ends the search.
+            [{"node5": (["p5"], 1), "node1": (["p1"], 1), "node3": (["p3"], 0)}],
+            id="the search looks past the wanted number until a non-PDB-violating node is found",
+        ),
+    ],
+)
+def test_dry_run_candidate_limits(
+    args: dict[str, int],
+    pods: list[dict[str, Any]],
+    pdbs: list[dict[str, Any]],
+    offsets: list[int],
+    want: list[dict[str, tuple[list[str], int]]],
+) -> None:
+    # Upstream runs these with parallelism 1 to make them deterministic; our chunked dry run
+    # stops where that sequential run stops, so no such switch is needed.
+    c = cluster(FIVE_NODES, pods, pdbs=pdbs, args=args, offsets=offsets)
+    got = [c.dry_run(info(p(f"tp{cycle}", prio=HIGH, res=LARGE))) for cycle in range(len(want))]
+    assert got == want
+
+
+@pytest.mark.parametrize(
+    ("pods", "pdbs", "preemptor", "want"),
+    [
+        pytest.param(
+            [p("victim", on="node1", prio=LOW, res=LARGE)], [], p("p", prio=HIGH, res=LARGE),
+            (["victim"], 0),
+            id="basic: preempt the single lower priority pod",
+        ),
+        pytest.param(
+            [p("high-prio", on="node1", prio=HIGH, res=SMALL),
+             p("mid-prio", on="node1", prio=MID, res=SMALL),
+             p("low-prio", on="node1", prio=LOW, res=SMALL)],
+            [], p("p", prio=HIGH, res=LARGE),
+            (["low-prio"], 0),
+            id="priority: the lower priority victim is preferred",
+        ),
+        pytest.param(
+            [p("victim-pdb", on="node1", prio=LOW, res=MEDIUM, labels={"app": "foo"}),
+             p("victim-no-pdb", on="node1", prio=MID, res=MEDIUM)],
+            [pdb(allowed=0)], p("p", prio=HIGH, res=LARGE),
+            (["victim-no-pdb"], 0),
+            id="PDB: a non-violating higher priority victim is preferred over a violating one",
+        ),
+        pytest.param(
+            [p("v1", on="node1", prio=LOW, res=MEDIUM, labels={"app": "foo"}),
+             p("v2", on="node1", prio=MID, res=MEDIUM, labels={"app": "foo"})],
+            [pdb(allowed=0)], p("p", prio=HIGH, res=LARGE),
+            (["v1"], 1),
+            id="PDB: the lower priority pod goes when no choice avoids a violation",
+        ),
+        pytest.param(
+            [p("victim", on="node1", prio=HIGH)], [], p("p", prio=MID),
+            "No preemption victims found for incoming pod",
+            id="failure: the victim has a higher priority",
+        ),
+        pytest.param(
+            [], [], p("p", prio=MID),
+            "No preemption victims found for incoming pod",
+            id="failure: the node is empty",
+        ),
+    ],
+)
+def test_select_victims_on_node(
+    pods: list[dict[str, Any]],
+    pdbs: list[dict[str, Any]],
+    preemptor: dict[str, Any],
+    want: tuple[list[str], int] | str,
+) -> None:
+    c = cluster([n("node1")], pods, pdbs=pdbs)
+    preemptor_info = info(preemptor)
+    rows = c.s.snapshot.order()
+    candidates, failed, errors = c.plugin.select_victims(
+        c.prefiltered(preemptor_info), preemptor_info, c.s.snapshot, rows,
+        list(c.s.snapshot.pdbs()),
+    )
+    assert not errors
+    if isinstance(want, str):
+        assert candidates == []
+        assert [reason for _, reason in failed] == [want]
+    else:
+        assert [(sorted(v.name for v in cand.victims), cand.num_pdb_violations)
+                for cand in candidates] == [want]
+
+
+def test_design_doc_example_only_the_pod_that_must_go_is_a_victim() -> None:
+    # The preemption design doc: capacity 10; preemptor priority 10 asks for 5; pods of
+    # priority 0..3 use 3, 1, 5 and 1. Reprieving from the most important down, only the
+    # priority-2 pod cannot be given back.
+    pods = [p(f"prio{i}", on="node1", prio=i, res={"cpu": str(cpu), "memory": "1"})
+            for i, cpu in enumerate((3, 1, 5, 1))]
+    c = cluster([n("node1", {"cpu": "10", "memory": "100"})], pods)
+    preemptor = info(p("p", prio=10, res={"cpu": "5", "memory": "1"}))
+    assert c.dry_run(preemptor) == {"node1": (["prio2"], 0)}
+
+
+# -- nominated pods keep their reservation ------------------------------------------------
+@pytest.mark.parametrize(
+    ("nominated_priority", "want"),
+    [
+        pytest.param(
+            HIGH, unschedulable("0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient "
+                                "memory."),
+            id="a nominated pod of equal priority keeps its room: no candidate",
+        ),
+        pytest.param(
+            VERY_HIGH, unschedulable("0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient "
+                                     "memory."),
+            id="a nominated pod of higher priority keeps its room: no candidate",
+        ),
+        pytest.param(
+            MID, success("node1", 1),
+            id="a nominated pod of lower priority does not count: the victim makes room",
+        ),
+    ],
+)
+def test_nominated_pods_in_the_dry_run(
+    nominated_priority: int, want: tuple[PostFilterResult, Status]
+) -> None:
+    c = cluster(
+        [n("node1")], [p("victim", on="node1", prio=LOW, res=LARGE)],
+        nominated=[(p("nominee", prio=nominated_priority, res=LARGE), "node1")],
+    )
+    assert c.post_filter(info(p("p", prio=HIGH, res=LARGE))) == want
+
+
+# -- TestSelectBestCandidate / pickOneNodeForPreemption -------------------------------------
+NODES3 = ["node1", "node2", "node3"]
+
+
+@pytest.mark.parametrize(
+    ("node_names", "preemptor", "pods", "want"),
+    [
+        pytest.param(
+            ["node1", "node2"], p("p", prio=HIGH, res=LARGE),
+            [p("p1", on="node1", prio=MID, res=LARGE, start=0),
+             p("p2", on="node2", prio=MID, res=LARGE, start=0)],
+            {"node1", "node2"},
+            id="a pod that fits on both nodes when lower priority pods are preempted",
+        ),
+        pytest.param(
+            NODES3, p("p", prio=HIGH, res=VERY_LARGE),
+            [p("p1.1", on="node1", prio=MID, res=MEDIUM, start=0),
+             p("p1.2", on="node1", prio=MID, res=LARGE, start=0),
+             p("p2.1", on="node2", prio=MID, res=MEDIUM, start=0),
+             p("p2.2", on="node2", prio=LOW, res=MEDIUM, start=0),
+             p("p3.1", on="node3", prio=LOW, res=MEDIUM, start=0),
+             p("p3.2", on="node3", prio=LOW, res=MEDIUM, start=0)],
+            {"node3"},
+            id="the node whose highest victim priority is lowest is picked",
+        ),
+        pytest.param(
+            NODES3, p("p", prio=HIGH, res=VERY_LARGE),
+            [p("p1.1", on="node1", prio=MID, res=MEDIUM, start=0),
+             p("p1.2", on="node1", prio=MID, res=LARGE, start=0),
+             p("p2.1", on="node2", prio=MID, res=LARGE, start=0),
+             p("p2.2", on="node2", prio=LOW, res=MEDIUM, start=0),
+             p("p3.1", on="node3", prio=MID, res=MEDIUM, start=0),
+             p("p3.2", on="node3", prio=MID, res=MEDIUM, start=0)],
+            {"node2"},
+            id="with equal highest priorities the smallest sum of priorities is picked",
+        ),
+        pytest.param(
+            NODES3, p("p", prio=HIGH, res=VERY_LARGE),
+            [p("p1.1", on="node1", prio=MID, res=SMALL, start=0),
+             p("p1.2", on="node1", prio=NEG, res=SMALL, start=0),
+             p("p1.3", on="node1", prio=MID, res=SMALL, start=0),
+             p("p1.4", on="node1", prio=NEG, res=SMALL, start=0),
+             p("p2.1", on="node2", prio=MID, res=LARGE, start=0),
+             p("p2.2", on="node2", prio=NEG, res=MEDIUM, start=0),
+             p("p3.1", on="node3", prio=MID, res=MEDIUM, start=0),
+             p("p3.2", on="node3", prio=NEG, res=SMALL, start=0),
+             p("p3.3", on="node3", prio=LOW, res=SMALL, start=0)],
+            {"node2"},
+            id="with equal highest priority and sum the fewest victims are picked",
+        ),
+        pytest.param(
+            NODES3, p("p", prio=HIGH, res=VERY_LARGE),
+            [p("p1.1", on="node1", prio=MID, res=SMALL, start=0),
+             p("p1.2", on="node1", prio=NEG, res=SMALL, start=0),
+             p("p1.3", on="node1", prio=NEG, res=SMALL, start=0),
+             p("p2.1", on="node2", prio=MID, res=LARGE, start=0),
+             p("p2.2", on="node2", prio=NEG, res=MEDIUM, start=0),
+             p("p3.1", on="node3", prio=MID, res=MEDIUM, start=0),
+             p("p3.2", on="node3", prio=NEG, res=SMALL, start=0),
+             p("p3.3", on="node3", prio=LOW, res=SMALL, start=0)],
+            {"node2"},
+            id="the sum of priorities is taken over priorities shifted to be non-negative",
+        ),
+        pytest.param(
+            ["node1", "node2", "node3", "node4"], p("p", prio=VERY_HIGH, res=VERY_LARGE),
+            [p("p1.1", on="node1", prio=MID, res=SMALL, start=0),
+             p("p1.2", on="node1", prio=LOW, res=SMALL, start=0),
+             p("p1.3", on="node1", prio=LOW, res=SMALL, start=0),
+             p("p2.1", on="node2", prio=HIGH, res=LARGE, start=0),
+             p("p3.1", on="node3", prio=MID, res=MEDIUM, start=0),
+             p("p3.2", on="node3", prio=LOW, res=SMALL, start=0),
+             p("p3.3", on="node3", prio=LOW, res=SMALL, start=0),
+             p("p3.4", on="node3", prio=LOW, res=MEDIUM, start=0),
+             p("p4.1", on="node4", prio=MID, res=MEDIUM, start=0),
+             p("p4.2", on="node4", prio=MID, res=SMALL, start=0),
+             p("p4.3", on="node4", prio=MID, res=SMALL, start=0),
+             p("p4.4", on="node4", prio=NEG, res=SMALL, start=0)],
+            {"node1"},
+            id="non-overlapping lowest high priority, sum of priorities and number of pods",
+        ),
+        pytest.param(
+            NODES3, p("p", prio=HIGH, res=VERY_LARGE),
+            [p("p1.1", on="node1", prio=MID, res=MEDIUM, start=2),
+             p("p1.2", on="node1", prio=MID, res=MEDIUM, start=2),
+             p("p2.1", on="node2", prio=MID, res=MEDIUM, start=3),
+             p("p2.2", on="node2", prio=MID, res=MEDIUM, start=3),
+             p("p3.1", on="node3", prio=MID, res=MEDIUM, start=1),
+             p("p3.2", on="node3", prio=MID, res=MEDIUM, start=1)],
+            {"node2"},
+            id="same priority and number of victims, different start time per node",
+        ),
+        pytest.param(
+            NODES3, p("p", prio=HIGH, res=VERY_LARGE),
+            [p("p1.1", on="node1", prio=MID, res=MEDIUM, start=4),
+             p("p1.2", on="node1", prio=MID, res=MEDIUM, start=2),
+             p("p2.1", on="node2", prio=MID, res=MEDIUM, start=5),
+             p("p2.2", on="node2", prio=MID, res=MEDIUM, start=1),
+             p("p3.1", on="node3", prio=MID, res=MEDIUM, start=3),
+             p("p3.2", on="node3", prio=MID, res=MEDIUM, start=6)],
+            {"node3"},
+            id="same priority and number of victims, different start time for every pod",
+        ),
+        pytest.param(
+            NODES3, p("p", prio=HIGH, res=VERY_LARGE),
+            [p("p1.1", on="node1", prio=LOW, res=MEDIUM, start=4),
+             p("p1.2", on="node1", prio=MID, res=MEDIUM, start=2),
+             p("p2.1", on="node2", prio=MID, res=MEDIUM, start=6),
+             p("p2.2", on="node2", prio=LOW, res=MEDIUM, start=1),
+             p("p3.1", on="node3", prio=LOW, res=MEDIUM, start=3),
+             p("p3.2", on="node3", prio=MID, res=MEDIUM, start=5)],
+            {"node2"},
+            id="different priorities, latest start among the highest-priority victims wins",
+        ),
+    ],
+)
+def test_select_best_candidate(
+    node_names: list[str],
+    preemptor: dict[str, Any],
+    pods: list[dict[str, Any]],
+    want: set[str],
+) -> None:
+    c = cluster([n(name) for name in node_names], pods)
+    result, status = c.post_filter(info(preemptor))
+    assert status.is_success(), status
+    assert result is not None and result.nominated_node_name in want
+
+
+def candidate(node_name: str, *victims: tuple[int, int | None], violations: int = 0) -> Candidate:
+    """A candidate whose victims are (priority, start second or None), most important first."""
+    pods = [info(p(f"{node_name}-v{i}", on=node_name, prio=prio, start=start))
+            for i, (prio, start) in enumerate(victims)]
+    return Candidate(0, node_name, pods, violations)
+
+
+@pytest.mark.parametrize(
+    ("candidates", "want"),
+    [
+        pytest.param(
+            [candidate("a", (MID, 0), violations=1), candidate("b", (HIGH, 0), (HIGH, 0))],
+            "b", id="fewest PDB violations first, whatever the priorities",
+        ),
+        pytest.param(
+            [candidate("a", (MID, 0)), candidate("b", (LOW, 0), (LOW, 0), (LOW, 0))],
+            "b", id="then the lowest highest victim priority",
+        ),
+        pytest.param(
+            [candidate("a", (MID, 0), (NEG, 0), (NEG, 0)), candidate("b", (MID, 0), (NEG, 0))],
+            "b", id="then the smallest sum of shifted priorities (negative ones count as small)",
+        ),
+        pytest.param(
+            [candidate("a", (MID, 5), (MID, 1)), candidate("b", (MID, 2), (MID, 3))],
+            "b", id="then the latest earliest start among the highest-priority victims",
+        ),
+        pytest.param(
+            [candidate("a", (MID, 5), (LOW, 9)), candidate("b", (MID, None), (LOW, 0))],
+            "b", id="a victim that has not started counts as the latest",
+        ),
+        pytest.param(
+            [candidate("a", (MID, 1)), candidate("b", (MID, 1)), candidate("c", (MID, 1))],
+            "a", id="on a full tie the first candidate is picked",
+        ),
+    ],
+)
+def test_pick_one_node_for_preemption(candidates: list[Candidate], want: str) -> None:
+    assert select_candidate(candidates).node == want
+
+
+# -- TestPodEligibleToPreemptOthers ---------------------------------------------------------
+TERMINATING_VICTIM = p("p1", on="node1", prio=LOW, terminating=True, conditions=[PREEMPTED])
+
+
+@pytest.mark.parametrize(
+    ("preemptor", "pods", "nominator", "nominated_status", "want"),
+    [
+        pytest.param(
+            p("p", prio=HIGH, nominated="node1"),
+            [p("p1", on="node1", prio=LOW, terminating=True)], "", UU, "",
+            id="nominated node unresolvable with a terminating pod there: eligible",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, nominated="node1"), [TERMINATING_VICTIM], "", UU, "",
+            id="nominated node unresolvable, even with a preemption victim terminating there",
+        ),
+        pytest.param(
+            p("p", prio=HIGH), [], "", U, "",
+            id="pod without nominated node: eligible",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, spec={"preemptionPolicy": "Never"}), [], "", U,
+            "not eligible due to preemptionPolicy=Never.",
+            id="pod with preemptionPolicy Never: not eligible",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, nominated="node1"), [TERMINATING_VICTIM], "", U,
+            "not eligible due to a terminating pod on the nominated node.",
+            id="a victim terminating with the DisruptionTarget condition: not eligible",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, nominated="node1"),
+            [p("p1", on="node1", prio=LOW, terminating=True)], "", U, "",
+            id="non-victim pods terminating (no DisruptionTarget condition): eligible",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, nominated="node1"),
+            [p("p1", on="node1", prio=LOW, terminating=True,
+               conditions=[{**PREEMPTED, "reason": "EvictionByEvictionAPI"}])], "", U, "",
+            id="a pod terminating after an eviction by someone else: eligible",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, nominated="node1"),
+            [p("p1", on="node1", prio=HIGH, terminating=True, conditions=[PREEMPTED])], "", U, "",
+            id="a terminating preemption victim of equal priority is not ours: eligible",
+        ),
+        pytest.param(
+            p("p", prio=HIGH), [TERMINATING_VICTIM], "node1", U,
+            "not eligible due to a terminating pod on the nominated node.",
+            id="a nomination still only in memory counts as the nominated node",
+        ),
+    ],
+)
+def test_pod_eligible_to_preempt_others(
+    preemptor: dict[str, Any],
+    pods: list[dict[str, Any]],
+    nominator: str,
+    nominated_status: Code,
+    want: str,
+) -> None:
+    # Deviation: upstream reads status.nominatedNodeName only; we also read the in-memory
+    # nominator, which runs ahead of the asynchronous status patch.
+    c = cluster([n("node1", ONE_POD)], pods)
+    pod_info = info(preemptor)
+    if nominator:
+        c.s.queue.nominator.add(pod_info, nominator)
+    result, status = c.post_filter(pod_info, {"node1": nominated_status})
+    if want:
+        assert (result, status) == (None, Status(Code.UNSCHEDULABLE, (f"preemption: {want}",)))
+    else:
+        assert "not eligible" not in status.message
+
+
+# -- arguments --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("pct", "absolute", "num_nodes", "want"),
+    [
+        pytest.param(10, 100, 5000, 500, id="10 percent of 5000 nodes is above the absolute 100"),
+        pytest.param(10, 100, 500, 100, id="the absolute minimum wins over a smaller percentage"),
+        pytest.param(10, 100, 50, 50, id="never more candidates than nodes"),
+        pytest.param(40, 1, 5, 2, id="40 percent of 5 nodes rounds down to 2"),
+        pytest.param(0, 3, 10, 3, id="percentage 0 leaves the absolute minimum"),
+        pytest.param(100, 0, 7, 7, id="100 percent is every node"),
+    ],
+)
+def test_num_candidates(pct: int, absolute: int, num_nodes: int, want: int) -> None:
+    c = cluster([n("node1")], args={"minCandidateNodesPercentage": pct,
+                                    "minCandidateNodesAbsolute": absolute})
+    assert c.plugin.num_candidates(num_nodes) == want
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        pytest.param({"minCandidateNodesPercentage": 101}, "minCandidateNodesPercentage",
+                     id="percentage above 100 is rejected"),
+        pytest.param({"minCandidateNodesAbsolute": -1}, "minCandidateNodesAbsolute",
+                     id="negative absolute is rejected"),
+        pytest.param({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},
+                     "cannot both be 0", id="both minimums 0 is rejected"),
+        pytest.param({"pdbMode": "Sometimes"}, "pdbMode", id="unknown pdbMode is rejected"),
+        pytest.param({"victimScope": "Mine"}, "victimScope", id="unknown victimScope is rejected"),
+        pytest.param({"extra": 1}, "extra: unknown field", id="unknown field is rejected"),
+    ],
+)
+def test_validate_args(args: dict[str, Any], error: str) -> None:
+    merged = {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100,
+              "pdbMode": "BestEffort", "victimScope": "All", **args}
+    with pytest.raises(ConfigError, match=error):
+        validate_args(merged, "args")
+
+
+# -- filterPodsWithPDBViolation ---------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("victims", "pdbs", "want"),
+    [
+        pytest.param([], [], ([], []), id="no victims, no PDBs"),
+        pytest.param(
+            [p("p1", labels={"app": "foo"})], [pdb(selector={"app": "bar"})],
+            (["p1"], [""]), id="victim with no matching PDB",
+        ),
+        pytest.param(
+            [p("p1", labels={"app": "foo"})], [pdb(selector={"app": "foo"}, namespace="other")],
+            (["p1"], [""]), id="a PDB of another namespace does not match",
+        ),
+        pytest.param(
+            [p("p1", labels={"app": "foo"})], [pdb(allowed=1)],
+            (["p1"], [""]), id="victim matching a PDB with adequate DisruptionsAllowed",
+        ),
+        pytest.param(
+            [p("p1", labels={"app": "foo"})], [pdb(allowed=0)],
+            (["p1"], ["default/pdb"]), id="victim matching a PDB with no DisruptionsAllowed",
+        ),
+        pytest.param(
+            [p("p1", labels={"app": "foo"}), p("p2", labels={"app": "foo"})], [pdb(allowed=1)],
+            (["p2", "p1"], ["default/pdb", ""]),
+            id="multiple victims of one PDB: the one beyond the budget violates, and goes first",
+        ),
+        pytest.param(
+            [p("p1", labels={"app": "foo"})], [pdb(allowed=0, disrupted=["p1"])],
+            (["p1"], [""]), id="a pod in DisruptedPods is ignored",
+        ),
+        pytest.param(
+            [p("p1", labels={"app": "foo"})], [pdb(selector={}, allowed=0)],
+            (["p1"], [""]), id="a PDB with an empty selector matches nothing",
+        ),
+        pytest.param(
+            [p("p1", labels={"app": "foo", "tier": "backend"})],
+            [pdb("a", {"app": "foo"}, 1), pdb("b", {"tier": "backend"}, 0)],
+            (["p1"], ["default/b"]), id="multiple PDBs: one exhausted budget is enough",
+        ),
+        pytest.param(
+            [p("p1", labels={"app": "foo", "tier": "backend"}),
+             p("p2", labels={"tier": "backend"})],
+            [pdb("a", {"app": "foo"}, 0), pdb("b", {"tier": "backend"}, 1)],
+            (["p1", "p2"], ["default/a", ""]),
+            id="a victim is not charged to the budgets after the first one it violates",
+        ),
+    ],
+)
+def test_split_by_pdb(
+    victims: list[dict[str, Any]], pdbs: list[dict[str, Any]], want: tuple[list[str], list[str]]
+) -> None:
+    pods = [info(v) for v in victims]
+    order, budgets = split_by_pdb(pods, [DisruptionBudget.from_object(b) for b in pdbs])
+    assert ([pods[k].name for k in order], budgets) == want
+
+
+# -- pdbMode and victimScope (beyond upstream) ------------------------------------------------
+@pytest.mark.parametrize(
+    ("args", "pods", "nodes", "pdbs", "want"),
+    [
+        pytest.param(
+            {}, [p("v", on="node1", prio=LOW, res=LARGE, labels={"app": "foo"})],
+            [n("node1", LARGE)], [pdb(allowed=0)], success("node1", 1),
+            id="BestEffort violates a budget when there is no other way",
+        ),
+        pytest.param(
+            {"pdbMode": "Strict"}, [p("v", on="node1", prio=LOW, res=LARGE, labels={"app": "foo"})],
+            [n("node1", LARGE)], [pdb(allowed=0)],
+            unschedulable("0/1 nodes are available: 1 preemption would violate "
+                          "PodDisruptionBudget default/pdb."),
+            id="Strict never violates a budget and names it",
+        ),
+        pytest.param(
+            {"pdbMode": "Strict"}, [p("v", on="node1", prio=LOW, res=LARGE, labels={"app": "foo"})],
+            [n("node1", LARGE)], [pdb(allowed=1)], success("node1", 1),
+            id="Strict preempts within the budget's allowance",
+        ),
+        pytest.param(
+            {"pdbMode": "Strict"},
+            [p("v1", on="node1", prio=LOW, res=LARGE, labels={"app": "foo"}),
+             p("v2", on="node2", prio=MID, res=LARGE)],
+            [n("node1", LARGE), n("node2", LARGE)], [pdb(allowed=0)], success("node2", 1),
+            id="Strict takes the node without a violation, though its victim is more important",
+        ),
+        pytest.param(
+            {"pdbMode": "Strict"},
+            [p("keep", on="node1", prio=LOW, res=SMALL, labels={"app": "foo"}),
+             p("v", on="node1", prio=MID, res=MEDIUM)],
+            [n("node1", VERY_LARGE)], [pdb(allowed=0)], success("node1", 1),
+            id="Strict keeps the protected pod when removing another one is enough",
+        ),
+        pytest.param(
+            {"victimScope": "OwnProfiles"},
+            [p("v", on="node1", prio=LOW, res=LARGE, scheduler="default-scheduler")],
+            [n("node1", LARGE)], [],
+            unschedulable("0/1 nodes are available: 1 No preemption victims found for "
+                          "incoming pod."),
+            id="OwnProfiles never preempts a pod of another scheduler",
+        ),
+        pytest.param(
+            {"victimScope": "OwnProfiles"}, [p("v", on="node1", prio=LOW, res=LARGE)],
+            [n("node1", LARGE)], [], success("node1", 1),
+            id="OwnProfiles preempts a pod of this scheduler's profiles",
+        ),
+        pytest.param(
+            {}, [p("v", on="node1", prio=LOW, res=LARGE, scheduler="default-scheduler")],
+            [n("node1", LARGE)], [], success("node1", 1),
+            id="the default scope All preempts a pod of another scheduler",
+        ),
+    ],
+)
+def test_pdb_mode_and_victim_scope(
+    args: dict[str, str],
+    pods: list[dict[str, Any]],
+    nodes: list[dict[str, Any]],
+    pdbs: list[dict[str, Any]],
+    want: tuple[PostFilterResult, Status],
+) -> None:
+    c = cluster(nodes, pods, pdbs=pdbs, args=args)
+    assert c.post_filter(info(p("p", prio=HIGH, res=LARGE))) == want
+
+
+# -- the whole cycle: FailedScheduling message and nomination ---------------------------------
+BASIC_NODES = [n("node1"), n("node2"), n("node3")]
+BASIC_PODS = [
+    p("p1.1", on="node1", prio=LOW, res=SMALL),
+    p("p1.2", on="node1", prio=LOW, res=SMALL),
+    p("p2.1", on="node2", prio=HIGH, res=LARGE),
+    p("p3.1", on="node3", prio=MID, res=MEDIUM),
+]
+FULL = "0/3 nodes are available: 3 Insufficient cpu, 3 Insufficient memory."
+
+
+@pytest.mark.parametrize(
+    ("preemptor", "pods", "nodes", "want_message", "want_nomination"),
+    [
+        pytest.param(
+            p("p", prio=HIGH, res=VERY_LARGE), BASIC_PODS, BASIC_NODES,
+            f"{FULL} preemption: found a potential placement for pod on node node1, "
+            "preempting 2 victims",
+            "node1",
+            # Upstream keeps the PostFilter message after the FitError, success included.
+            id="basic preemption logic: the message ends with the placement found",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, res=VERY_LARGE, spec={"preemptionPolicy": "PreemptLowerPriority"}),
+            BASIC_PODS, BASIC_NODES,
+            f"{FULL} preemption: found a potential placement for pod on node node1, "
+            "preempting 2 victims",
+            "node1",
+            id="preemptionPolicy PreemptLowerPriority preempts as the default does",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, res=VERY_LARGE, spec={"preemptionPolicy": "Never"}),
+            BASIC_PODS, BASIC_NODES,
+            f"{FULL} preemption: not eligible due to preemptionPolicy=Never.",
+            None,
+            id="no preempting in pod: the nomination is left alone",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, labels={"foo": ""}, spec=spread("zone", "hostname")),
+            [p("p-a1", on="node-a", prio=HIGH, labels={"foo": ""}),
+             p("p-a2", on="node-a", prio=HIGH, labels={"foo": ""}),
+             p("p-b1", on="node-b", prio=LOW, labels={"foo": ""}),
+             p("p-x1", on="node-x", prio=HIGH, labels={"foo": ""}),
+             p("p-x2", on="node-x", prio=HIGH, labels={"foo": ""})],
+            [n("node-a/zone1"), n("node-b/zone1"), n("node-x/zone2")],
+            "0/3 nodes are available: 3 node(s) didn't match pod topology spread constraints. "
+            "preemption: found a potential placement for pod on node node-b, preempting 1 victims",
+            "node-b",
+            id="preemption for topology spread constraints",
+        ),
+        pytest.param(
+            p("p", prio=HIGH, spec=anti_affinity("app", "kubernetes.io/hostname")),
+            [p("web", on="node1", prio=LOW, labels={"app": "web"}),
+             p("web2", on="node2", prio=HIGH, labels={"app": "web"})],
+            [n("node1"), n("node2")],
+            "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules. "
+            "preemption: found a potential placement for pod on node node1, preempting 1 victims",
+            "node1",
+            id="a best-effort pod blocking required anti-affinity is preempted",
+        ),
+        pytest.param(
+            p("p"), [p("p1", on="node1")], [n("node1", ONE_POD)],
+            "0/1 nodes are available: 1 Too many pods. preemption: 0/1 nodes are available: "
+            "1 No preemption victims found for incoming pod.",
+            "",
+            id="no candidate: the message carries both histograms and the nomination is cleared",
+        ),
+    ],
+)
+def test_failed_scheduling_message(
+    preemptor: dict[str, Any],
+    pods: list[dict[str, Any]],
+    nodes: list[dict[str, Any]],
+    want_message: str,
+    want_nomination: str | None,
+) -> None:
+    c = cluster(nodes, pods)
+    pod_info = info(preemptor)
+    assert c.schedule(pod_info) == (want_message, want_nomination)
+    assert c.s.queue.nominator.node_of(pod_info.uid) == (want_nomination or None)
+
+
+# -- actuation ------------------------------------------------------------------------------
+def removed(name: str, *, restore: bool = True) -> list[tuple[str, ...]]:
+    """The calls for a victim the Eviction API removed (then our condition restored)."""
+    calls = [("mark", name, VICTIM_MESSAGE), ("evict", name)]
+    if restore:
+        calls.append(("mark", name, VICTIM_MESSAGE))
+    return [*calls, ("event", name, "p", "node1")]
+
+
+NOMINATE = ("nominate", "p", "node1")
+E = EvictionOutcome
+
+
+@pytest.mark.parametrize(
+    ("args", "evictor", "want_calls", "want_retry"),
+    [
+        pytest.param(
+            {}, FakeEvictor(),
+            [NOMINATE, *removed("p1.1"), *removed("p1.2")], False,
+            id="nomination first, then each victim marked, evicted and reported Preempted",
+        ),
+        pytest.param(
+            {}, FakeEvictor({"p1.1": E.BLOCKED_BY_PDB}),
+            [NOMINATE, ("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1"), ("delete", "p1.1"),
+             ("event", "p1.1", "p", "node1"), *removed("p1.2")], False,
+            id="BestEffort: an eviction refused by a budget (429) is followed by a delete",
+        ),
+        pytest.param(
+            {"pdbMode": "Strict"}, FakeEvictor({"p1.1": E.BLOCKED_BY_PDB}),
+            [NOMINATE, ("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1")], False,
+            id="Strict: a refused eviction is not forced, and the rest are not touched",
+        ),
+        pytest.param(
+            {}, FakeEvictor({"p1.1": E.MULTIPLE_PDBS}),
+            [NOMINATE, ("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1")], False,
+            id="a victim under several budgets is reported, not retried hot",
+        ),
+        pytest.param(
+            {}, FakeEvictor({"p1.1": E.FAILED}),
+            [NOMINATE, ("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1")], True,
+            id="a failed eviction ends the actuation and sends the preemptor back to activeQ",
+        ),
+        pytest.param(
+            {}, FakeEvictor({"p1.1": E.GONE}),
+            [NOMINATE, ("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1"), *removed("p1.2")],
+            False,
+            id="a victim already gone counts as removed, without a Preempted event",
+        ),
+        pytest.param(
+            {}, FakeEvictor({"p1.1": E.BLOCKED_BY_PDB}, delete_ok=False),
+            [NOMINATE, ("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1"), ("delete", "p1.1")],
+            True,
+            id="BestEffort: a failed delete after a 429 ends the actuation with a retry",
+        ),
+        pytest.param(
+            {}, FakeEvictor(nominate_ok=False), [NOMINATE], True,
+            id="no victim is touched when the nomination cannot be written",
+        ),
+        pytest.param(
+            {}, FakeEvictor(mark_ok=False), [NOMINATE, ("mark", "p1.1", VICTIM_MESSAGE)], True,
+            id="a victim that cannot be marked DisruptionTarget is not evicted",
+        ),
+    ],
+)
+def test_actuation(
+    args: dict[str, str], evictor: FakeEvictor, want_calls: list[tuple[str, ...]],
+    want_retry: bool,
+) -> None:
+    # Deviation: upstream deletes victims (DELETE after the DisruptionTarget patch) and writes
+    # the nomination from the failure handler; we evict through the Eviction API, write the
+    # nomination before touching a victim, and remove victims one by one.
+    hold = threading.Event()
+    evictor.hold = hold
+    c = cluster(BASIC_NODES, BASIC_PODS, args=args, evictor=evictor)
+    preemptor = info(p("p", prio=HIGH, res=VERY_LARGE))
+    message, nomination = c.schedule(preemptor)
+    assert message.endswith("preemption: found a potential placement for pod on node node1, "
+                            "preempting 2 victims")
+    assert nomination == "node1"
+    hold.set()  # the actuation runs once the cycle has requeued the pod
+    assert c.plugin.wait_for_actuations(10)
+    assert evictor.calls == want_calls
+    assert not c.plugin.is_preempting(preemptor.uid)
+    assert (preemptor.key in c.s.queue.pending_pods()[ACTIVE]) is want_retry
+
+
+def test_actuation_clears_lower_priority_nominations_on_the_node() -> None:
+    evictor = FakeEvictor()
+    c = cluster(
+        BASIC_NODES, BASIC_PODS, evictor=evictor,
+        nominated=[(p("low-nom", prio=MID), "node1"), (p("high-nom", prio=VERY_HIGH), "node1"),
+                   (p("low-elsewhere", prio=LOW), "node3")],
+    )
+    c.schedule(info(p("p", prio=HIGH, res=VERY_LARGE)))
+    assert c.plugin.wait_for_actuations(10)
+    assert evictor.calls[:2] == [NOMINATE, ("nominate", "low-nom", "")]
+    assert evictor.calls[2][0] == "mark"
+    nominator = c.s.queue.nominator
+    assert nominator.node_of("low-nom") is None
+    assert nominator.node_of("high-nom") == "node1"
+    assert nominator.node_of("low-elsewhere") == "node3"
+
+
+@pytest.mark.parametrize(
+    ("terminating", "want_calls"),
+    [
+        pytest.param(["p1.1"], [NOMINATE, *removed("p1.2")],
+                     id="a victim already terminating is not evicted again"),
+        pytest.param(["p1.1", "p1.2"], [],
+                     id="every victim terminating: nothing to send, as upstream"),
+    ],
+)
+def test_terminating_victims_are_not_evicted_again(
+    terminating: list[str], want_calls: list[tuple[str, ...]]
+) -> None:
+    evictor = FakeEvictor()
+    pods = [p(name, on="node1", prio=LOW, res=SMALL, terminating=name in terminating)
+            for name in ("p1.1", "p1.2")]
+    c = cluster([n("node1")], pods, evictor=evictor)
+    message, _ = c.schedule(info(p("p", prio=HIGH, res=VERY_LARGE)))
+    # Terminating victims still count: they are victims the pod waits for.
+    assert message.endswith("found a potential placement for pod on node node1, "
+                            "preempting 2 victims")
+    assert c.plugin.wait_for_actuations(10)
+    assert evictor.calls == want_calls
+
+
+def test_waiting_while_the_actuation_is_in_progress() -> None:
+    # Deviation: upstream gates the pod in PreEnqueue while its preemption runs; we answer
+    # from PostFilter, so the pod may still bind meanwhile if room appears elsewhere.
+    hold = threading.Event()
+    evictor = FakeEvictor(hold=hold)
+    c = cluster(BASIC_NODES, BASIC_PODS, evictor=evictor)
+    preemptor = info(p("p", prio=HIGH, res=VERY_LARGE))
+    c.schedule(preemptor)
+    assert evictor.started.wait(10)
+    assert c.plugin.is_preempting(preemptor.uid)
+
+    waiting = "preemption: waiting for the preemption for this pod to be finished"
+    assert c.post_filter(preemptor) == (None, Status(Code.UNSCHEDULABLE, (waiting,)))
+    # Through the cycle: the message says so and the nomination is kept.
+    assert c.schedule(preemptor) == (f"{FULL} {waiting}", None)
+    assert c.s.queue.nominator.node_of(preemptor.uid) == "node1"
+
+    hold.set()
+    assert c.plugin.wait_for_actuations(10)
+    assert not c.plugin.is_preempting(preemptor.uid)
+    assert evictor.calls == [NOMINATE, *removed("p1.1"), *removed("p1.2")]
+
+    # The victims now terminate with our condition: no further preemption (TestPreempt's
+    # second call), and the nomination stays.
+    for name in ("p1.1", "p1.2"):
+        c.set_pod(p(name, on="node1", prio=LOW, res=SMALL, terminating=True,
+                    conditions=[PREEMPTED]))
+    message, nomination = c.schedule(preemptor)
+    assert message == (f"{FULL} preemption: not eligible due to a terminating pod on the "
+                       "nominated node.")
+    assert nomination is None
+    assert c.s.queue.nominator.node_of(preemptor.uid) == "node1"
+    assert len(evictor.calls) == 9
+
+
+def test_without_an_evictor_the_decision_is_still_made() -> None:
+    c = cluster(BASIC_NODES, BASIC_PODS)
+    preemptor = info(p("p", prio=HIGH, res=VERY_LARGE))
+    assert c.post_filter(preemptor) == success("node1", 2)
+    assert not c.plugin.is_preempting(preemptor.uid)
+    assert c.plugin.wait_for_actuations(0)

@@ -1,0 +1,281 @@
+"""The Scheduler with its real threads: the scheduling loop, the binding pool and the watch.
+
+What matters here is the threading contract of ``scheduler/scheduler.py``: watch events never
+wait for a scheduling cycle (the intake only touches the inbox and the thread-safe queue),
+binding runs beside scheduling, and ``stop`` lets in-flight bindings finish.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from scheduler.framework.interface import Code, CycleState, FilterResult, NodeView, Status
+from scheduler.intake import ADDED, MODIFIED
+from scheduler.model.pod import PodInfo
+from scheduler.ports import BindOutcome
+from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
+from tests.builders import node, pod
+from tests.test_cycle import NO_PREEMPTION, FakeFilter, FakePermit, Harness, only
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.005)
+    return predicate()
+
+
+class FakeWatch:
+    """One thread delivering watch events to the intake, as the operator's pod watch does.
+
+    Records how long each intake call took.
+    """
+
+    def __init__(self, h: Harness) -> None:
+        self.h = h
+        self.events: queue.Queue[tuple[str, str, dict[str, Any]] | None] = queue.Queue()
+        self.durations: list[float] = []
+        self.delivered = 0
+        self.thread = threading.Thread(target=self._run, name="fake-watch", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while (item := self.events.get()) is not None:
+            kind, event, obj = item
+            started = time.perf_counter()
+            if kind == "pod":
+                self.h.intake.on_pod(event, obj)
+            else:
+                self.h.intake.on_node(event, obj)
+            self.durations.append(time.perf_counter() - started)
+            self.delivered += 1
+
+    def pod(self, event: str, obj: dict[str, Any]) -> None:
+        self.events.put(("pod", event, obj))
+
+    def node(self, event: str, obj: dict[str, Any]) -> None:
+        self.events.put(("node", event, obj))
+
+    def close(self) -> None:
+        self.events.put(None)
+        self.thread.join(10)
+
+
+@pytest.fixture
+def running() -> Iterator[Callable[..., Harness]]:
+    started: list[Harness] = []
+
+    def start(*args: Any, **kwargs: Any) -> Harness:
+        kwargs["binding"] = "threads"
+        h = Harness(*args, **kwargs)
+        started.append(h)
+        return h
+
+    yield start
+    for h in started:
+        h.s.stop(timeout=5)
+
+
+class BlockingFilter:
+    """A Filter that holds the scheduling thread until released (a very long cycle)."""
+
+    name = "BlockingFilter"
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def filter(self, state: CycleState, p: PodInfo, nodes: NodeView) -> FilterResult:
+        self.entered.set()
+        assert self.release.wait(30)
+        return FilterResult.all_pass(len(nodes))
+
+
+def test_watch_events_are_taken_while_a_cycle_runs(running: Callable[..., Harness]) -> None:
+    blocking = BlockingFilter()
+    h = running(only(blocking), plugins=[blocking])
+    h.nodes(node("n1", cpu="64", pods=500))
+    h.s.start()
+    h.intake.on_pod(ADDED, pod("first"))
+    assert blocking.entered.wait(10), "the scheduling thread never started the cycle"
+
+    # The scheduling thread is stuck inside a cycle; the watch must not be.
+    started = time.monotonic()
+    for i in range(200):
+        h.intake.on_pod(ADDED, pod(f"p{i}"))
+    for i in range(2, 20):
+        h.intake.on_node(ADDED, node(f"n{i}"))
+    h.intake.on_node(MODIFIED, node("n1", cpu="64", pods=500, labels={"x": "y"}))
+    elapsed = time.monotonic() - started
+    assert elapsed < 5, f"intake calls waited for the cycle ({elapsed:.1f}s)"
+    assert len(h.s.queue) == 200 and h.s.inbox.__len__() > 0
+    assert h.ports.binds == []
+
+    blocking.release.set()
+    assert wait_until(lambda: len(h.ports.scheduled_calls) == 201)
+
+
+def test_a_long_burst_is_scheduled_while_events_keep_flowing(
+    running: Callable[..., Harness],
+) -> None:
+    h = running(NO_PREEMPTION, workers=8)
+    watch = FakeWatch(h)
+    objects: dict[str, dict[str, Any]] = {}
+
+    def echo(p: PodInfo, node_name: str, outcome: BindOutcome) -> None:
+        if outcome is BindOutcome.BOUND:  # the watch reports the binding, a little later
+            bound = dict(objects[p.name], spec=dict(objects[p.name]["spec"], nodeName=node_name))
+            bound["metadata"] = dict(bound["metadata"], resourceVersion="2")
+            watch.pod(MODIFIED, bound)
+
+    h.ports.on_bind = echo
+    for i in range(20):
+        watch.node(ADDED, node(f"n{i:02d}", cpu="16", pods=40))
+    h.s.start()
+    total = 600
+    for i in range(total):
+        objects[f"p{i}"] = pod(f"p{i}", cpu="500m", memory="64Mi")
+        watch.pod(ADDED, objects[f"p{i}"])
+        if i % 100 == 0:
+            watch.node(MODIFIED, node(f"n{i // 100:02d}", cpu="16", pods=40, labels={"i": str(i)}))
+    try:
+        assert wait_until(lambda: len(h.ports.scheduled_calls) == total, timeout=60), (
+            f"{len(h.ports.scheduled_calls)} of {total} pods bound")
+        assert wait_until(lambda: watch.events.empty())
+    finally:
+        watch.close()
+    h.s.stop(timeout=10)
+
+    assert max(watch.durations) < 1.0, f"an intake call took {max(watch.durations):.3f}s"
+    keys = [k for k, _ in h.ports.scheduled_calls]
+    assert len(set(keys)) == total, "every pod bound exactly once"
+    assert h.ports.failures == []
+    h.s.refresh()  # the scheduling thread is gone: the cache is ours now
+    assert h.s.cache.assumed_uids() == set()
+    per_node: dict[str, int] = {}
+    for _, n in h.ports.scheduled_calls:
+        per_node[n] = per_node.get(n, 0) + 1
+    assert max(per_node.values()) <= 32, "no node got more than its 16 cpu"
+    assert len(h.s.cache.pod_uids()) == total
+
+
+def test_stop_lets_in_flight_bindings_finish(running: Callable[..., Harness]) -> None:
+    h = running(NO_PREEMPTION, workers=4)
+    h.nodes(node("n1", cpu="32"))
+    h.ports.gate = threading.Event()
+    h.s.start()
+    for i in range(6):
+        h.intake.on_pod(ADDED, pod(f"p{i}"))
+    assert wait_until(lambda: h.s.in_flight_bindings() == 6)
+
+    stopped = threading.Event()
+
+    def stop() -> None:
+        h.s.stop(timeout=5)
+        stopped.set()
+
+    stopper = threading.Thread(target=stop)
+    stopper.start()
+    assert not stopped.wait(0.3), "stop returned while bindings were in flight"
+    assert not h.s.is_running(), "the scheduling loop stops at once"
+    h.ports.gate.set()
+    assert stopped.wait(10)
+    stopper.join()
+    assert sorted(k for k, _ in h.ports.binds) == [f"default/p{i}" for i in range(6)]
+    assert len(h.ports.scheduled_calls) == 6
+    assert h.s.in_flight_bindings() == 0
+
+
+def test_stop_wakes_an_idle_loop_promptly(running: Callable[..., Harness]) -> None:
+    h = running(NO_PREEMPTION)
+    h.s.start()
+    assert h.s.is_running()
+    started = time.monotonic()
+    h.s.stop(timeout=5)
+    assert time.monotonic() - started < 2 and not h.s.is_running()
+
+
+def test_the_loop_survives_a_failing_port(running: Callable[..., Harness]) -> None:
+    h = running(NO_PREEMPTION)
+    h.nodes(node("n1", cpu="1"))
+    failing = h.ports.failed
+    calls: list[str] = []
+
+    def flaky_failed(p: PodInfo, reason: str, message: str, nominated: str | None) -> None:
+        calls.append(p.name)
+        if p.name == "too-big":
+            raise ConnectionError("API server unreachable")
+        failing(p, reason, message, nominated)
+
+    h.ports.failed = flaky_failed  # type: ignore[method-assign,assignment]
+    h.s.start()
+    h.intake.on_pod(ADDED, pod("too-big", cpu="2"))
+    assert wait_until(lambda: "too-big" in calls)
+    h.intake.on_pod(ADDED, pod("fits", cpu="500m"))
+    assert wait_until(lambda: len(h.ports.scheduled_calls) == 1)
+    assert h.ports.scheduled_calls == [("default/fits", "n1")]
+    assert h.where("too-big") in (UNSCHEDULABLE, BACKOFF, ACTIVE)
+
+
+def test_a_permit_wait_that_times_out_is_rejected(running: Callable[..., Harness]) -> None:
+    permit = FakePermit(status=Status(Code.WAIT), timeout=0.2)
+    h = running(only(permit), plugins=[permit])
+    h.nodes(node("n1"))
+    h.s.start()
+    h.intake.on_pod(ADDED, pod("p"))
+    assert wait_until(lambda: bool(h.ports.failures))
+    assert h.ports.failures_of("p") == [(
+        "Unschedulable",
+        "0/1 nodes are available: 1 rejected due to timeout after waiting at permit.", "")]
+    assert h.ports.binds == []
+
+
+class AlwaysNo:
+    """A Filter plugin without EnqueueExtensions: it does not say which events may help."""
+
+    name = "AlwaysNo"
+
+    def __init__(self) -> None:
+        self.allow = False
+
+    def filter(self, state: CycleState, p: PodInfo, nodes: NodeView) -> FilterResult:
+        result = FilterResult.all_pass(len(nodes))
+        if not self.allow:
+            result.reject(np.ones(len(nodes), dtype=np.bool_), Code.UNSCHEDULABLE, "no")
+        return result
+
+
+def test_a_plugin_without_enqueue_extensions_hears_every_event() -> None:
+    """Upstream's defaultEnqueueExtension: such a plugin's rejections are retried on any
+    cluster event, not only after the five-minute leftover flush."""
+    plugin = AlwaysNo()
+    h = Harness(only(plugin), plugins=[plugin])
+    h.nodes(node("n1"))
+    h.add(pod("p"))
+    h.cycle()
+    assert h.where("p") == UNSCHEDULABLE
+    plugin.allow = True
+    h.intake.on_node(MODIFIED, node("n1", labels={"anything": "changed"}))
+    assert h.where("p") in (ACTIVE, BACKOFF)
+    h.cycle()
+    assert h.ports.binds == [("default/p", "n1")]
+
+
+def test_a_plugin_with_enqueue_extensions_is_moved_only_by_its_events() -> None:
+    rejecting = FakeFilter("Rejecting", {"n1": Code.UNSCHEDULABLE})
+    rejecting.events_to_register = lambda: []  # type: ignore[attr-defined]
+    h = Harness(only(rejecting), plugins=[rejecting])
+    h.nodes(node("n1"))
+    h.add(pod("p"))
+    h.cycle()
+    h.intake.on_node(MODIFIED, node("n1", labels={"anything": "changed"}))
+    assert h.where("p") == UNSCHEDULABLE
