@@ -125,11 +125,15 @@ class Intake:
                 self.s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, old, info)
         elif old is None or not old.node_name:
             self.s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, old, info)
-        elif old.labels != info.labels:
-            self.s.queue.move_all_to_active_or_backoff(_ASSIGNED_POD_LABEL_UPDATE, old, info)
-        elif info.is_terminating and not old.is_terminating:
-            # Preemptors waiting on this victim re-check their eligibility.
-            self.s.queue.move_all_to_active_or_backoff(_ASSIGNED_POD_SPEC_UPDATE, old, info)
+        else:
+            if old.labels != info.labels:
+                self.s.queue.move_all_to_active_or_backoff(_ASSIGNED_POD_LABEL_UPDATE, old, info)
+            if any(info.requests.get(name, 0) < value for name, value in old.requests.items()):
+                # An in-place resize down frees room on the node.
+                self.s.queue.move_all_to_active_or_backoff(_ASSIGNED_POD_SCALE_DOWN, old, info)
+            if info.is_terminating and not old.is_terminating:
+                # Preemptors waiting on this victim re-check their eligibility.
+                self.s.queue.move_all_to_active_or_backoff(_ASSIGNED_POD_SPEC_UPDATE, old, info)
 
     def _pod_pending(self, old: PodInfo | None, info: PodInfo) -> None:
         if info.scheduler_name not in self.scheduler_names:
@@ -323,6 +327,9 @@ class Intake:
 
 _ASSIGNED_POD_LABEL_UPDATE = ClusterEvent(
     Resource.ASSIGNED_POD, Action.UPDATE_POD_LABEL, "AssignedPodUpdate"
+)
+_ASSIGNED_POD_SCALE_DOWN = ClusterEvent(
+    Resource.ASSIGNED_POD, Action.UPDATE_POD_SCALE_DOWN, "AssignedPodUpdate"
 )
 _ASSIGNED_POD_SPEC_UPDATE = ClusterEvent(
     Resource.ASSIGNED_POD, Action.UPDATE_POD_SPEC, "AssignedPodUpdate"

@@ -299,6 +299,25 @@ def test_an_uncordoned_node_moves_the_pods_it_rejected() -> None:
     assert h.ports.binds == [("default/p", "n1")]
 
 
+def test_a_bound_pod_resized_down_moves_the_pods_waiting_for_room() -> None:
+    h = Harness(NO_PREEMPTION)
+    h.nodes(node("n1", cpu="2"))
+    h.add(pod("big", cpu="2", node_name="n1"))
+    parked(h, "p", cpu="1")
+
+    def relabel(o: dict[str, Any]) -> None:
+        o["metadata"]["labels"]["v"] = "2"
+    h.update("big", relabel)
+    assert h.where("p") == UNSCHEDULABLE, "a label change frees no cpu"
+
+    def shrink(o: dict[str, Any]) -> None:
+        o["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
+    h.update("big", shrink)
+    assert h.where("p") in MOVED
+    h.cycle()
+    assert h.ports.binds == [("default/p", "n1")]
+
+
 # == nominated pods: their room frees lower-or-equal priority pods ===========================
 @pytest.fixture
 def nominated_setup() -> Harness:
