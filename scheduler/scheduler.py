@@ -12,7 +12,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -232,12 +232,28 @@ class Scheduler:
         self._thread.start()
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Stop scheduling; in-flight bindings finish (or fail and are requeued) first."""
+        """Stop scheduling; in-flight bindings and evictions get ``timeout`` seconds to end.
+
+        A binding that ends in that time is confirmed or requeued as usual; one still hanging
+        on the API server is left to its thread, and the pod is bound or not by the server,
+        which the next scheduler's listing will show either way.
+        """
+        deadline = time.monotonic() + timeout
         self._stop.set()
         self.queue.close()
         if self._thread is not None:
             self._thread.join(timeout)
-        self._binding_pool.shutdown(wait=True)
+        with self._bindings_lock:
+            bindings = list(self._bindings)
+        wait(bindings, timeout=max(0.0, deadline - time.monotonic()))
+        self._binding_pool.shutdown(wait=False, cancel_futures=True)
+        for plugin in self._plugin_instances():
+            waiter = getattr(plugin, "wait_for_actuations", None)
+            if callable(waiter):
+                waiter(max(0.0, deadline - time.monotonic()))
+
+    def _plugin_instances(self) -> list[Plugin]:
+        return [p for framework in self.profiles.values() for p in framework.instances.values()]
 
 
 def _attr(point: str) -> str:

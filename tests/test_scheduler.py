@@ -195,6 +195,20 @@ def test_stop_lets_in_flight_bindings_finish(running: Callable[..., Harness]) ->
     assert h.s.in_flight_bindings() == 0
 
 
+def test_stop_does_not_wait_forever_on_a_hung_binding(running: Callable[..., Harness]) -> None:
+    h = running(NO_PREEMPTION, workers=2)
+    h.nodes(node("n1", cpu="32"))
+    h.ports.gate = threading.Event()  # the API never answers the bind
+    h.s.start()
+    h.intake.on_pod(ADDED, pod("hung"))
+    assert wait_until(lambda: h.s.in_flight_bindings() == 1)
+    stopper = threading.Thread(target=h.s.stop, kwargs={"timeout": 0.2})
+    stopper.start()
+    stopper.join(10)
+    assert not stopper.is_alive(), "stop outlived its timeout waiting on a hung bind"
+    h.ports.gate.set()
+
+
 def test_stop_wakes_an_idle_loop_promptly(running: Callable[..., Harness]) -> None:
     h = running(NO_PREEMPTION)
     h.s.start()
