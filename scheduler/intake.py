@@ -203,9 +203,6 @@ class Intake:
         preemption = info.raw.get("spec", {}).get("preemptionPolicy") or policy
         return dataclasses.replace(info, priority=value, preemption_policy=preemption)
 
-    def pod_exists(self, uid: str) -> bool:
-        return uid in self._pods
-
     # -- nodes ----------------------------------------------------------------------------
     def on_node(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         name = obj["metadata"]["name"]
@@ -256,15 +253,12 @@ class Intake:
         self._track(PRIORITY_CLASSES, event_type, obj)
         if event_type == DELETED:
             self._priority_classes.pop(name, None)
-            self.s.inbox.put(lambda: self.s.cache.remove_priority_class(name))
             return
         self._priority_classes[name] = (
             int(obj.get("value", 0)),
             bool(obj.get("globalDefault", False)),
             obj.get("preemptionPolicy") or "PreemptLowerPriority",
         )
-        pc = dict(obj)
-        self.s.inbox.put(lambda: self.s.cache.upsert_priority_class(pc))
 
     def on_pdb(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         key = _object_key(obj)

@@ -9,7 +9,6 @@ thread, so a slow API server slows binding, not scheduling decisions.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -105,6 +104,3 @@ class NullPorts:
     ) -> None:
         self.failures.append((pod.key, reason, message))
 
-
-def plural(items: Sequence[object]) -> str:
-    return "" if len(items) == 1 else "s"

@@ -8,7 +8,6 @@ through the ports the operator supplies.
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -120,7 +119,6 @@ class Scheduler:
         self.evictor = evictor
         self.clock = clock
         self.rng = np.random.default_rng(seed)
-        self.py_rng = random.Random(seed)
         self.cache = Cache(clock=clock)
         self.inbox = Inbox()
         self.snapshot = Snapshot(self.cache)

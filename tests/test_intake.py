@@ -423,7 +423,6 @@ def test_namespaces_pdbs_and_priority_classes_are_reconciled_against_a_listing()
     h.s.refresh()
     assert h.s.cache.namespaces == {"a": {"team": "x"}, "b": {}}
     assert set(h.s.cache.pdbs) == {"default/web", "prod/db"}
-    assert set(h.s.cache.priority_classes) == {"high", "low"}
 
     assert h.intake.resync(NAMESPACES, [namespace("a", {"team": "y"})]) == ["/b"]
     assert h.intake.resync(PDBS, [pdb("web")]) == ["prod/db"]
@@ -431,7 +430,6 @@ def test_namespaces_pdbs_and_priority_classes_are_reconciled_against_a_listing()
     h.s.refresh()
     assert h.s.cache.namespaces == {"a": {"team": "y"}}
     assert set(h.s.cache.pdbs) == {"default/web"}
-    assert set(h.s.cache.priority_classes) == {"low"}
     # The intake's own view follows: a pod naming the removed class is now invalid.
     h.add(pod("p", spec={"priorityClassName": "high"}))
     assert h.ports.failures_of("p")[0][0] == "SchedulerError"

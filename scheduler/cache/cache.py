@@ -1,5 +1,6 @@
 """The scheduler's view of the cluster: nodes, accounted pods, assumed pods and the objects
-scheduling depends on (namespaces, PriorityClasses, PodDisruptionBudgets).
+scheduling depends on (namespace labels, PodDisruptionBudgets). PriorityClasses are resolved
+where pods enter, in the intake.
 
 Ownership: the cache belongs to the scheduling thread. Watch handlers never touch it; they put
 deltas into an :class:`~scheduler.cache.inbox.Inbox` which the scheduling thread applies at the
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,23 +36,6 @@ from scheduler.model.selectors import LabelSelector
 log = structlog.get_logger(__name__)
 
 DEFAULT_ASSUMED_TTL_SECONDS = 15 * 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class PriorityClass:
-    name: str
-    value: int
-    global_default: bool
-    preemption_policy: str
-
-    @classmethod
-    def from_object(cls, obj: Mapping[str, Any]) -> PriorityClass:
-        return cls(
-            name=obj["metadata"]["name"],
-            value=int(obj.get("value", 0)),
-            global_default=bool(obj.get("globalDefault", False)),
-            preemption_policy=obj.get("preemptionPolicy") or "PreemptLowerPriority",
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,17 +74,6 @@ class DisruptionBudget:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class NodeChange:
-    """What an upsert changed, so the queue can tell which pending pods may now fit."""
-
-    created: bool
-    allocatable_grew: bool
-    labels_changed: bool
-    taints_changed: bool
-    schedulable_changed: bool
-
-
 class Cache:
     def __init__(
         self,
@@ -118,52 +91,21 @@ class Cache:
             maxsize=1_000_000, ttl=assumed_ttl, timer=clock
         )
         self.namespaces: dict[str, dict[str, str]] = {}
-        self.priority_classes: dict[str, PriorityClass] = {}
         self.pdbs: dict[str, DisruptionBudget] = {}
-        # Bumped on every change; lets derived per-cycle data know when to recompute.
-        self.generation = 0
-        self.namespace_generation = 0
 
     # -- nodes ----------------------------------------------------------------------------
-    def upsert_node(self, node: Mapping[str, Any]) -> NodeChange:
-        name = node["metadata"]["name"]
-        table = self.nodes
-        row = table.index.get(name)
-        before = None
-        if row is not None:
-            before = (
-                table.allocatable[row].copy(),
-                int(table.allowed_pods[row]),
-                table.labels_generation,
-                table.taints_generation,
-                bool(table.unschedulable[row]),
-            )
-        row, created = table.upsert_node(node)
-        self.generation += 1
+    def upsert_node(self, node: Mapping[str, Any]) -> None:
+        """Add or update a node; pods already bound to it by name are accounted now."""
+        row, created = self.nodes.upsert_node(node)
         if created:
-            for pod in self._orphans.pop(name, {}).values():
-                table.add_pod(row, pod)
-            return NodeChange(True, True, True, True, True)
-        assert before is not None
-        alloc, pods, labels_gen, taints_gen, unsched = before
-        width = alloc.shape[0]
-        grew = bool((table.allocatable[row, :width] > alloc).any()) or (
-            int(table.allowed_pods[row]) > pods
-        ) or table.allocatable.shape[1] > width
-        return NodeChange(
-            created=False,
-            allocatable_grew=grew,
-            labels_changed=table.labels_generation != labels_gen,
-            taints_changed=table.taints_generation != taints_gen,
-            schedulable_changed=bool(table.unschedulable[row]) != unsched,
-        )
+            for pod in self._orphans.pop(node["metadata"]["name"], {}).values():
+                self.nodes.add_pod(row, pod)
 
     def remove_node(self, name: str) -> None:
         """Forget the node. Its pods stay known, waiting for the node to come back or to go."""
         pods = self.nodes.remove_node(name)
         if pods:
             self._orphans[name] = {p.uid: p for p in pods}
-        self.generation += 1
 
     def node_names(self) -> set[str]:
         return set(self.nodes.index)
@@ -204,7 +146,6 @@ class Cache:
                 orphans.pop(uid, None)
                 if not orphans:
                     del self._orphans[node]
-        self.generation += 1
         return pod
 
     def _place(self, pod: PodInfo) -> None:
@@ -218,7 +159,6 @@ class Cache:
             self._orphans.setdefault(pod.node_name, {})[pod.uid] = pod
         else:
             self.nodes.add_pod(row, pod)
-        self.generation += 1
 
     def get_pod(self, uid: str) -> PodInfo | None:
         return self.pods.by_uid.get(uid)
@@ -266,33 +206,11 @@ class Cache:
         return expired
 
     # -- namespaces, priority classes, PDBs -----------------------------------------------
-    def upsert_namespace(self, obj: Mapping[str, Any]) -> bool:
-        """Returns True when the namespace's labels changed."""
-        name = obj["metadata"]["name"]
-        labels = dict(obj["metadata"].get("labels") or {})
-        changed = self.namespaces.get(name) != labels
-        self.namespaces[name] = labels
-        if changed:
-            self.namespace_generation += 1
-            self.generation += 1
-        return changed
+    def upsert_namespace(self, obj: Mapping[str, Any]) -> None:
+        self.namespaces[obj["metadata"]["name"]] = dict(obj["metadata"].get("labels") or {})
 
     def remove_namespace(self, name: str) -> None:
-        if self.namespaces.pop(name, None) is not None:
-            self.namespace_generation += 1
-            self.generation += 1
-
-    def upsert_priority_class(self, obj: Mapping[str, Any]) -> None:
-        pc = PriorityClass.from_object(obj)
-        self.priority_classes[pc.name] = pc
-
-    def remove_priority_class(self, name: str) -> None:
-        self.priority_classes.pop(name, None)
-
-    def default_priority_class(self) -> PriorityClass | None:
-        """The globalDefault class; with several, the lowest value wins as in admission."""
-        defaults = [pc for pc in self.priority_classes.values() if pc.global_default]
-        return min(defaults, key=lambda pc: pc.value) if defaults else None
+        self.namespaces.pop(name, None)
 
     def upsert_pdb(self, obj: Mapping[str, Any]) -> None:
         pdb = DisruptionBudget.from_object(obj)
@@ -300,18 +218,3 @@ class Cache:
 
     def remove_pdb(self, key: str) -> None:
         self.pdbs.pop(key, None)
-
-    # -- relist reconciliation ------------------------------------------------------------
-    def sweep_nodes(self, listed: Iterable[str]) -> list[str]:
-        """Remove nodes absent from a fresh listing (watch deletions missed while it was down)."""
-        gone = sorted(self.node_names() - set(listed))
-        for name in gone:
-            self.remove_node(name)
-        return gone
-
-    def sweep_pods(self, listed: Iterable[str]) -> list[str]:
-        """Remove accounted pods absent from a fresh listing; assumed pods are kept."""
-        gone = sorted(self.pod_uids() - set(listed) - self._assumed)
-        for uid in gone:
-            self.remove_pod(uid)
-        return gone

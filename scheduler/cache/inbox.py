@@ -22,7 +22,6 @@ class Inbox:
     def __init__(self) -> None:
         self._items: deque[Delta] = deque()
         self._lock = threading.Lock()
-        self.applied = 0
 
     def put(self, delta: Delta) -> None:
         with self._lock:
@@ -42,5 +41,4 @@ class Inbox:
             except Exception:
                 # One bad object must not stop the deltas behind it from being applied.
                 log.exception("Failed to apply a cache delta")
-        self.applied += len(items)
         return len(items)

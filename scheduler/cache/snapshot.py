@@ -17,7 +17,7 @@ from scheduler.framework.interface import BoolArray, IntArray
 from scheduler.model.selectors import LabelSelector
 
 if TYPE_CHECKING:
-    from scheduler.cache.cache import Cache, DisruptionBudget, PriorityClass
+    from scheduler.cache.cache import Cache, DisruptionBudget
     from scheduler.model.pod import AffinityTerm, PodInfo
 
 
@@ -107,9 +107,6 @@ class Snapshot:
     def pods_on(self, row: int) -> Iterable[PodInfo]:
         return self.nodes.pods[row].values()
 
-    def row_of_pod(self, pod: PodInfo) -> int | None:
-        return self.nodes.index.get(pod.node_name) if pod.node_name else None
-
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         return self.cache.namespaces.get(namespace, {})
 
@@ -137,6 +134,3 @@ class Snapshot:
     # -- cluster objects ------------------------------------------------------------------
     def pdbs(self) -> Iterable[DisruptionBudget]:
         return self.cache.pdbs.values()
-
-    def priority_class(self, name: str) -> PriorityClass | None:
-        return self.cache.priority_classes.get(name)

@@ -8,7 +8,7 @@ need PersistentVolume and ResourceClaim watches this scheduler does not have.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -312,6 +312,3 @@ def _number(value: Any, path: str, minimum: float) -> float:
         raise ConfigError(f"{path}: must be a number >= {minimum:g}")
     return float(value)
 
-
-def profile_names(config: SchedulerConfig) -> Sequence[str]:
-    return [p.scheduler_name for p in config.profiles]

@@ -149,33 +149,27 @@ class NodeView:
         )
 
     def with_added(self, added: Sequence[Sequence[PodInfo]]) -> NodeView:
-        """This view with ``added[i]`` hypothetically placed on row ``i``."""
-        return self._with_delta(added, +1)
+        """This view with ``added[i]`` hypothetically placed on row ``i``.
 
-    def with_removed(self, removed: Sequence[Sequence[PodInfo]]) -> NodeView:
-        """This view with ``removed[i]`` hypothetically taken off row ``i``."""
-        return self._with_delta(removed, -1)
-
-    def _with_delta(self, pods_per_row: Sequence[Sequence[PodInfo]], sign: int) -> NodeView:
+        (Preemption builds its views with victims removed directly, from vectors it keeps.)
+        """
         resources = self.snapshot.resources
         n = len(self)
-        added = [list(a) for a in self.added] if self.added else [[] for _ in range(n)]
-        removed = [list(r) for r in self.removed] if self.removed else [[] for _ in range(n)]
-        target = added if sign > 0 else removed
+        lists = [list(a) for a in self.added] if self.added else [[] for _ in range(n)]
         rows: list[int] = []
         vectors: list[IntArray] = []
-        for i, pods in enumerate(pods_per_row):
+        for i, pods in enumerate(added):
             if pods:
-                target[i].extend(pods)
+                lists[i].extend(pods)
                 rows.extend([i] * len(pods))
                 vectors.extend(resources.pod_vector(p) for p in pods)
         requested = self.requested.copy()
         pod_count = self.pod_count.copy()
         if rows:
             index = np.asarray(rows, dtype=np.int64)
-            np.add.at(requested, index, np.stack(vectors) * sign)
-            np.add.at(pod_count, index, sign)
-        return NodeView(self.snapshot, self.idx, requested, pod_count, added, removed)
+            np.add.at(requested, index, np.stack(vectors))
+            np.add.at(pod_count, index, 1)
+        return NodeView(self.snapshot, self.idx, requested, pod_count, lists, self.removed)
 
     def names(self) -> list[str]:
         names = self.snapshot.nodes.names
@@ -333,5 +327,3 @@ class Diagnosis:
     pre_filter_msg: str = ""
     post_filter_msg: str = ""
 
-    def rows_with_code(self, code: Code) -> IntArray:
-        return np.flatnonzero(self.codes == np.uint8(code)).astype(np.int64)

@@ -68,8 +68,6 @@ class FilterOutcome:
         wanted = np.uint8(code)
         return {plugin for rows, _, plugin in self.reasons if (self.codes[rows] == wanted).any()}
 
-    def reasons_of(self, position: int) -> list[str]:
-        return [reason for rows, reason, _ in self.reasons if position in rows]
 
 
 @dataclass

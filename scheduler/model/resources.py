@@ -70,8 +70,6 @@ def is_extended_resource_name(name: str) -> bool:
     return is_qualified_name(DEFAULT_RESOURCE_REQUESTS_PREFIX + name)
 
 
-def is_hugepages_resource(name: str) -> bool:
-    return name.startswith(HUGEPAGES_PREFIX)
 
 
 @lru_cache(maxsize=1024)

@@ -31,7 +31,6 @@ log = structlog.get_logger("scheduler.api")
 
 JSON = "application/json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
-MERGE_PATCH = "application/merge-patch+json"
 
 
 @dataclass

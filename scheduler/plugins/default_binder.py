@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from scheduler.framework.interface import SUCCESS, CycleState, Status
 from scheduler.framework.registry import Handle, PluginSpec
@@ -15,11 +15,6 @@ if TYPE_CHECKING:
 NAME = "DefaultBinder"
 # CycleState key under which the binder leaves the outcome for the binding cycle.
 OUTCOME_KEY = "bind_outcome"
-
-
-class _BinderHandle(Handle, Protocol):
-    @property
-    def binder(self) -> Binder: ...
 
 
 class DefaultBinder:

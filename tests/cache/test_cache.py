@@ -1,4 +1,4 @@
-"""Cache: accounting rules, assume/confirm/forget/expire, sweeps and the snapshot's derived data."""
+"""Cache: accounting rules, assume/confirm/forget/expire and the snapshot's derived data."""
 
 from __future__ import annotations
 
@@ -157,18 +157,6 @@ def test_deleting_a_node_keeps_its_pods_until_they_go() -> None:
     assert cpu_requested(cache, "n1") == 0
 
 
-def test_sweeps_drop_objects_missing_from_a_relisting_but_keep_assumed_pods() -> None:
-    cache = Cache()
-    cache.upsert_node(node("n1"))
-    cache.upsert_node(node("gone"))
-    cache.upsert_pod(pod_info("kept", cpu="1", node_name="n1"))
-    cache.upsert_pod(pod_info("ghost", cpu="1", node_name="n1"))
-    assumed = pod_info("assumed", cpu="1")
-    cache.assume(assumed, "n1")
-    assert cache.sweep_nodes(["n1"]) == ["gone"]
-    assert cache.sweep_pods(["uid-default-kept"]) == ["uid-default-ghost"]
-    assert cache.is_assumed(assumed.uid)
-    assert cpu_requested(cache, "n1") == 2000
 
 
 def test_node_rows_are_reused_after_deletion() -> None:
