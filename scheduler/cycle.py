@@ -54,10 +54,15 @@ NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 
 
 class FitError(Exception):
+    """No node fits. The message is built on demand: PostFilter still adds to the diagnosis."""
+
     def __init__(self, pod: PodInfo, diagnosis: Diagnosis) -> None:
-        super().__init__(fit_error_message(diagnosis))
+        super().__init__()
         self.pod = pod
         self.diagnosis = diagnosis
+
+    def __str__(self) -> str:
+        return fit_error_message(self.diagnosis)
 
 
 class NoNodesAvailableError(Exception):
