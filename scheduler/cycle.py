@@ -238,10 +238,8 @@ def find_nodes_that_fit(
 
     candidates = order
     if pre_result is not None and pre_result.node_names is not None:
-        allowed = np.asarray(
-            [snapshot.row_of(n) for n in pre_result.node_names if snapshot.row_of(n) is not None],
-            dtype=np.int64,
-        )
+        rows = (snapshot.row_of(n) for n in pre_result.node_names)
+        allowed = np.asarray([r for r in rows if r is not None], dtype=np.int64)
         inside = np.isin(order, allowed)
         absent = order[~inside]
         if absent.size:

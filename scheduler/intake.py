@@ -62,7 +62,7 @@ class Intake:
         self.s = scheduler
         self.scheduler_names = scheduler.config.scheduler_names
         self._nodes: dict[str, _NodeSummary] = {}
-        # Last seen version of every pod we know: uid -> (bound?, PodInfo).
+        # The last seen version of every pod we know, by uid.
         self._pods: dict[str, PodInfo] = {}
         self._priority_classes: dict[str, tuple[int, bool, str]] = {}
         self._invalid_reported: dict[str, str] = {}
