@@ -62,8 +62,8 @@ class Intake:
         self.s = scheduler
         self.scheduler_names = scheduler.config.scheduler_names
         self._nodes: dict[str, _NodeSummary] = {}
-        # The last seen version of every pod we know, by uid.
-        self._pods: dict[str, PodInfo] = {}
+        # The last seen version of every pod we know, by uid (shared with the scheduler).
+        self._pods = scheduler.pods
         self._priority_classes: dict[str, tuple[int, bool, str]] = {}
         self._invalid_reported: dict[str, str] = {}
         # Names (ns/name) of the low-volume objects seen, for reconciling after a relist.
@@ -131,9 +131,6 @@ class Intake:
             if any(info.requests.get(name, 0) < value for name, value in old.requests.items()):
                 # An in-place resize down frees room on the node.
                 self.s.queue.move_all_to_active_or_backoff(_ASSIGNED_POD_SCALE_DOWN, old, info)
-            if info.is_terminating and not old.is_terminating:
-                # Preemptors waiting on this victim re-check their eligibility.
-                self.s.queue.move_all_to_active_or_backoff(_ASSIGNED_POD_SPEC_UPDATE, old, info)
 
     def _pod_pending(self, old: PodInfo | None, info: PodInfo) -> None:
         if info.scheduler_name not in self.scheduler_names:
@@ -142,6 +139,8 @@ class Intake:
             if info.is_terminating and info.uid in self.s.waiting:
                 self.s.waiting.reject(info.uid, "removed")
             self.s.queue.delete(info.uid)
+            if old is not None and old.nominated_node_name and self._queueable(old):
+                self._nomination_gone(old)
             return
         if info.parse_error is not None:
             self.s.queue.delete(info.uid)
@@ -324,9 +323,6 @@ _ASSIGNED_POD_LABEL_UPDATE = ClusterEvent(
 )
 _ASSIGNED_POD_SCALE_DOWN = ClusterEvent(
     Resource.ASSIGNED_POD, Action.UPDATE_POD_SCALE_DOWN, "AssignedPodUpdate"
-)
-_ASSIGNED_POD_SPEC_UPDATE = ClusterEvent(
-    Resource.ASSIGNED_POD, Action.UPDATE_POD_SPEC, "AssignedPodUpdate"
 )
 
 

@@ -293,3 +293,27 @@ def test_a_plugin_with_enqueue_extensions_is_moved_only_by_its_events() -> None:
     h.cycle()
     h.intake.on_node(MODIFIED, node("n1", labels={"anything": "changed"}))
     assert h.where("p") == UNSCHEDULABLE
+
+
+def test_queueing_hints_are_those_of_the_pods_own_profile() -> None:
+    """Upstream's QueueingHintMapPerProfile. Profile a adds ``pool=a`` to every pod's node
+    affinity, profile b does not: a b pod waiting for a ``disk=ssd`` node must be retried when
+    such a node appears, although a's NodeAffinity would say Skip for it."""
+    pool_a = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a"]}]}]}}
+    config = {"profiles": [
+        {"schedulerName": "a",
+         "pluginConfig": [{"name": "NodeAffinity", "args": {"addedAffinity": pool_a}}]},
+        {"schedulerName": "b"},
+    ]}
+    h = Harness(config)
+    h.nodes(node("n1"))
+    h.add(pod("p", scheduler_name="b", spec={"nodeSelector": {"disk": "ssd"}}))
+    h.cycle()
+    assert h.where("p") == UNSCHEDULABLE
+    h.intake.on_node(ADDED, node("n2", labels={"disk": "ssd"}))
+    assert h.where("p") in (ACTIVE, BACKOFF)
+    h.clock.advance(10)
+    h.s.queue.flush_backoff_completed()
+    h.cycle()
+    assert h.ports.binds == [("default/p", "n2")]

@@ -39,6 +39,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
 )
 
 EXTENSION_POINTS = (
+    "preEnqueue",
     "queueSort",
     "preFilter",
     "filter",
