@@ -58,11 +58,9 @@ def _pod_path(pod: PodInfo, sub: str = "") -> str:
 class ApiPorts:
     """Binder, Reporter and Evictor over one :class:`KubeApi`."""
 
-    def __init__(self, api: KubeApi, *, controller: str = "secondary-scheduler",
-                 workers: int = 8) -> None:
+    def __init__(self, api: KubeApi, *, workers: int = 8) -> None:
         self.api = api
-        self.controller = controller
-        self.instance = f"{controller}-{socket.gethostname()}"
+        self.hostname = socket.gethostname()
         # One single-threaded lane per shard, chosen by pod uid: a pod's status patches and
         # Events land in the order the scheduler decided them, while pods run in parallel.
         self._lanes = [
@@ -201,6 +199,9 @@ class ApiPorts:
         related: PodInfo | None = None,
     ) -> None:
         stamp = _now()
+        # As upstream, each profile records its Events under its own schedulerName: the
+        # profile of the pod scheduled, or of the preemptor for a victim's Event.
+        controller = (related or pod).scheduler_name
         body: dict[str, Any] = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
@@ -209,8 +210,8 @@ class ApiPorts:
                 "namespace": pod.namespace,
             },
             "eventTime": _micro_time(),
-            "reportingController": self.controller,
-            "reportingInstance": self.instance,
+            "reportingController": controller,
+            "reportingInstance": f"{controller}-{self.hostname}",
             "action": action,
             "reason": reason,
             "regarding": _pod_ref(pod),

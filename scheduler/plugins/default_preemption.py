@@ -659,9 +659,12 @@ class DefaultPreemption:
         """Remove ``victims`` concurrently; each ends on its own, whatever the others do."""
         if len(victims) <= 1:
             return [self._remove_victim(evictor, v, pod, node, message) for v in victims]
+        handle: ProfileHandle = self.handle  # type: ignore[assignment]
         with self._lock:
             if self._removals is None:
-                self._removals = ThreadPoolExecutor(16, thread_name_prefix="eviction")
+                self._removals = ThreadPoolExecutor(
+                    handle.scheduler.config.parallelism, thread_name_prefix="eviction"
+                )
             pool = self._removals
         return list(pool.map(lambda v: self._remove_victim(evictor, v, pod, node, message),
                              victims))

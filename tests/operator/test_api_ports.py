@@ -266,3 +266,20 @@ def test_the_status_patch_is_guarded_by_the_version_the_scheduler_saw(
     assert sent[0].body["metadata"] == {"resourceVersion": pod.resource_version}
     if patches == 2:
         assert sent[1].body["metadata"] == {"resourceVersion": "8"}
+
+
+def test_events_carry_the_schedulername_of_their_profile(api: FakeApi) -> None:
+    """As upstream, each profile records Events as itself: a pod of profile "gpu" is
+    reported by "gpu", and a victim's Preempted Event by the preemptor's profile."""
+    api.on("POST", EVENTS, Reply(201, {}))
+    api.on("PATCH", "/api/v1/namespaces/default/pods/train/status", Reply(200, {}))
+    ports = ApiPorts(api.kube_api())
+    train = pod_info("train", scheduler_name="gpu")
+    ports.failed(train, "Unschedulable", "0/1 nodes are available: 1 Insufficient cpu.", None)
+    ports.scheduled(train, "n1")
+    ports.preempted_event(pod_info("victim", scheduler_name="secondary-scheduler"), train, "n1")
+    ports.close()
+    events = api.calls("POST", EVENTS)
+    assert sorted((e.body["reason"], e.body["reportingController"]) for e in events) == [
+        ("FailedScheduling", "gpu"), ("Preempted", "gpu"), ("Scheduled", "gpu")]
+    assert all(e.body["reportingInstance"].startswith("gpu-") for e in events)

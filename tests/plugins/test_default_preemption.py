@@ -342,6 +342,7 @@ def cluster(
     nominated: Sequence[tuple[Mapping[str, Any], str]] = (),
     offsets: Sequence[int] | None = None,
     with_test_plugin: bool = False,
+    config: Mapping[str, Any] | None = None,
 ) -> Cluster:
     registry: Registry = default_registry()
     profile: dict[str, Any] = {
@@ -352,8 +353,8 @@ def cluster(
                                      points=frozenset({"filter"})))
         profile["plugins"] = {"filter": {"enabled": [{"name": "test-plugin"}]}}
     ports = Ports()
-    s = Scheduler(parse_config({"profiles": [profile]}, registry), registry, binder=ports,
-                  reporter=ports, evictor=evictor, seed=1)
+    cfg = parse_config({**(config or {}), "profiles": [profile]}, registry)
+    s = Scheduler(cfg, registry, binder=ports, reporter=ports, evictor=evictor, seed=1)
     for obj in nodes:
         s.cache.upsert_node(obj)
         s.known_nodes.add(obj["metadata"]["name"])
@@ -1441,6 +1442,41 @@ def test_victims_are_removed_in_parallel_and_the_last_once_the_others_are_gone()
     order = [call[1] for call in evictor.calls if call[0] == "evict"]
     assert sorted(order[:3]) == sorted({"v1", "v2", "v3", "v4"} - {order[3]})
     assert order[3] == "v4", "the last victim (the least important) goes last"
+
+
+class ConcurrentEvictions(FakeEvictor):
+    """Every eviction waits until ``release`` is set; records how many waited at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.waiting = 0
+        self.most = 0
+
+    def evict(self, victim: PodInfo) -> EvictionResult:
+        with self._lock:
+            self.waiting += 1
+            self.most = max(self.most, self.waiting)
+        assert self.release.wait(10)
+        with self._lock:
+            self.waiting -= 1
+        return super().evict(victim)
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_parallelism_bounds_the_removals_in_flight(parallelism: int) -> None:
+    evictor = ConcurrentEvictions()
+    pods = [p(f"v{i}", on="node1", prio=LOW, res=SMALL) for i in range(1, 5)]
+    c = cluster([n("node1", {"cpu": "400m", "memory": "400"})], pods, evictor=evictor,
+                config={"parallelism": parallelism})
+    c.schedule(info(p("p", prio=HIGH, res={"cpu": "400m", "memory": "400"})))
+    assert wait_for(lambda: evictor.waiting == parallelism)
+    # Never more than ``parallelism`` at once, however long we look.
+    assert not wait_for(lambda: evictor.waiting > parallelism, timeout=0.3)
+    evictor.release.set()
+    assert c.plugin.wait_for_actuations(10)
+    assert evictor.most == parallelism
+    assert evictor.count("evict") == 4
 
 
 def test_one_failed_removal_does_not_strand_the_others() -> None:
