@@ -13,7 +13,8 @@ accounted in the cache, whichever scheduler bound it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,19 @@ def _object_key(obj: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace', '')}/{meta['name']}"
 
 
+def _version(obj: Mapping[str, Any]) -> int | None:
+    return _parse_version(obj["metadata"].get("resourceVersion"))
+
+
+def _parse_version(value: object) -> int | None:
+    """resourceVersions are etcd revisions, comparable as integers; anything else (absent, or
+    an opaque version from another storage) is not compared."""
+    try:
+        return int(str(value)) if value else None
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True)
 class _NodeSummary:
     labels: Mapping[str, str]
@@ -66,8 +80,14 @@ class Intake:
         self._pods = scheduler.pods
         self._priority_classes: dict[str, tuple[int, bool, str]] = {}
         self._invalid_reported: dict[str, str] = {}
-        # Names (ns/name) of the low-volume objects seen, for reconciling after a relist.
-        self._known: dict[str, set[str]] = {NAMESPACES: set(), PRIORITY_CLASSES: set(), PDBS: set()}
+        # Per kopf-fed kind: the resourceVersion last applied per key (ns/name), and the
+        # version at which deleted keys went (until a listing covers it).
+        self._known: dict[str, dict[str, int]] = {NAMESPACES: {}, PRIORITY_CLASSES: {}, PDBS: {}}
+        self._gone: dict[str, dict[str, int]] = {NAMESPACES: {}, PRIORITY_CLASSES: {}, PDBS: {}}
+        self._low_volume_lock = threading.RLock()
+        self._appliers: dict[str, Callable[[str | None, Mapping[str, Any]], None]] = {
+            NAMESPACES: self._namespace, PRIORITY_CLASSES: self._priority_class, PDBS: self._pdb,
+        }
 
     # -- pods -----------------------------------------------------------------------------
     def on_pod(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
@@ -234,9 +254,15 @@ class Intake:
         self.s.cache.upsert_node(node)
 
     # -- namespaces, priority classes, PDBs -----------------------------------------------
+    # These come from kopf's watches (on its thread) and from the periodic resync listing (on
+    # the resync thread). Each object's last applied resourceVersion is kept, and an event or
+    # listed object not newer than it is dropped, so a stale listing never overwrites a newer
+    # object nor brings back one deleted since. One lock makes check-and-apply atomic.
     def on_namespace(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        self._apply_if_newer(NAMESPACES, event_type, obj)
+
+    def _namespace(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         name = obj["metadata"]["name"]
-        self._track(NAMESPACES, event_type, obj)
         if event_type == DELETED:
             self.s.inbox.put(lambda: self.s.cache.remove_namespace(name))
             return
@@ -248,8 +274,10 @@ class Intake:
         self.s.cache.upsert_namespace(ns)
 
     def on_priority_class(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        self._apply_if_newer(PRIORITY_CLASSES, event_type, obj)
+
+    def _priority_class(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         name = obj["metadata"]["name"]
-        self._track(PRIORITY_CLASSES, event_type, obj)
         if event_type == DELETED:
             self._priority_classes.pop(name, None)
             return
@@ -260,8 +288,10 @@ class Intake:
         )
 
     def on_pdb(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        self._apply_if_newer(PDBS, event_type, obj)
+
+    def _pdb(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         key = _object_key(obj)
-        self._track(PDBS, event_type, obj)
         if event_type == DELETED:
             self.s.inbox.put(lambda: self.s.cache.remove_pdb(key))
         else:
@@ -269,29 +299,56 @@ class Intake:
             self.s.inbox.put(lambda: self.s.cache.upsert_pdb(pdb))
         self.s.queue.move_all_to_active_or_backoff(PDB_CHANGE, None, obj)
 
-    def _track(self, kind: str, event_type: str | None, obj: Mapping[str, Any]) -> None:
-        if event_type == DELETED:
-            self._known[kind].discard(_object_key(obj))
-        else:
-            self._known[kind].add(_object_key(obj))
+    def _apply_if_newer(self, kind: str, event_type: str | None, obj: Mapping[str, Any]) -> bool:
+        """Apply one event (``None``: a listed object) unless a version at least as new was
+        applied already; False when dropped as stale."""
+        key, version = _object_key(obj), _version(obj)
+        with self._low_volume_lock:
+            known, gone = self._known[kind], self._gone[kind]
+            last = known.get(key, gone.get(key))
+            if version is not None and last is not None and version <= last:
+                return False
+            if event_type == DELETED:
+                known.pop(key, None)
+                gone[key] = version or 0
+            else:
+                known[key] = version or 0
+                gone.pop(key, None)
+            self._appliers[kind](event_type, obj)
+            return True
 
     # -- relist reconciliation ------------------------------------------------------------
-    def resync(self, kind: str, listed: Iterable[Mapping[str, Any]]) -> list[str]:
-        """Reconcile a low-volume kind against a fresh listing; returns the keys removed."""
-        handler = {
-            NAMESPACES: self.on_namespace,
-            PRIORITY_CLASSES: self.on_priority_class,
-            PDBS: self.on_pdb,
-        }[kind]
-        seen: set[str] = set()
+    def resync(
+        self, kind: str, listed: Iterable[Mapping[str, Any]], list_version: str | None = None
+    ) -> list[str]:
+        """Reconcile a kopf-fed kind against a listing taken at ``list_version``; returns the
+        keys removed.
+
+        Listed objects are applied unless already known at that version or newer. A known
+        object missing from the listing is removed only if the listing proves it gone: it was
+        last seen at a version the listing already covers (one created after the listing was
+        taken stays). Without a list version every unlisted object counts as gone.
+        """
+        listed_keys: set[str] = set()
         for obj in listed:
-            handler(None, obj)
-            seen.add(_object_key(obj))
-        gone = sorted(self._known[kind] - seen)
-        for key in gone:
-            namespace, name = key.split("/", 1)
-            handler(DELETED, {"metadata": {"name": name, "namespace": namespace}})
-        return gone
+            listed_keys.add(_object_key(obj))
+            self._apply_if_newer(kind, None, obj)
+        covered = _parse_version(list_version)
+        with self._low_volume_lock:
+            known, gone = self._known[kind], self._gone[kind]
+            proven = sorted(
+                key for key, seen in known.items()
+                if key not in listed_keys and (covered is None or seen <= covered)
+            )
+            for key in proven:
+                namespace, name = key.split("/", 1)
+                self._apply_if_newer(kind, DELETED, {"metadata": {"name": name,
+                                                                  "namespace": namespace}})
+            if covered is not None:
+                # The listing supersedes what the tombstones guarded against.
+                for key in [k for k, at in gone.items() if at <= covered]:
+                    del gone[key]
+        return proven
 
     def resync_pods(self, listed: Iterable[Mapping[str, Any]]) -> list[str]:
         """After a relist: apply the listing and drop pods that vanished while the watch was down.
