@@ -7,7 +7,6 @@ pod's priority is resolved), plus this scheduler's relist reconciliation.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -368,9 +367,9 @@ def test_deleting_a_pod_waiting_at_permit_rejects_it_and_frees_its_room() -> Non
     uid = h.uid("p")
     assert uid in h.s.waiting
     h.delete("p")
-    started = time.monotonic()
+    # Permit would hold it for 60 s: only the rejection ends the binding cycle this soon.
     h.s.stop(timeout=5)
-    assert time.monotonic() - started < 10, "the binding thread was left waiting at Permit"
+    assert h.s.in_flight_bindings() == 0, "the binding thread was left waiting at Permit"
     assert h.ports.binds == [] and h.ports.scheduled_calls == []
     h.s.refresh()
     assert h.s.cache.assumed_uids() == set() and h.s.cache.get_pod(uid) is None
