@@ -7,7 +7,8 @@ the pods the change may help) and to resolve priorities at intake.
 
 Which pods: a pod is queued when its ``spec.schedulerName`` names one of our profiles, it has
 no ``spec.nodeName``, is not terminating and carries no scheduling gates; every bound pod is
-accounted in the cache, whichever scheduler bound it.
+accounted in the cache, whichever scheduler bound it. A pod that finished (Succeeded or
+Failed) is handled as deleted and not kept, as upstream's informer never lists such pods.
 """
 
 from __future__ import annotations
@@ -99,20 +100,36 @@ class Intake:
         if event_type == DELETED:
             self._pod_deleted(info)
             return info.uid
+        if info.is_terminal:
+            self._pod_done(info)
+            return info.uid
         old = self._pods.get(info.uid)
         info = self._resolve_priority(info)
         self._pods[info.uid] = info
-        if info.node_name or info.is_terminal:
-            self._pod_bound_or_done(old, info)
+        if info.node_name:
+            self._pod_bound(old, info)
         else:
             self._pod_pending(old, info)
         return info.uid
 
+    def _pod_done(self, info: PodInfo) -> None:
+        """Succeeded or Failed: it holds nothing and will never be scheduled. Upstream's pod
+        informer never sees such pods (a field selector excludes them); here the transition
+        is handled as the pod's deletion and nothing of it is kept, so completed Jobs cost no
+        memory. Later events of a finished pod find nothing and change nothing."""
+        old = self._pods.pop(info.uid, None)
+        if old is not None:
+            self._pod_gone(info.uid, old)
+
     def _pod_deleted(self, info: PodInfo) -> None:
         old = self._pods.pop(info.uid, None)
-        last = old or info
-        self._invalid_reported.pop(info.uid, None)
-        uid = info.uid
+        if old is None and info.is_terminal:
+            return  # handled when it finished (or never held anything here)
+        self._pod_gone(info.uid, old or info)
+
+    def _pod_gone(self, uid: str, last: PodInfo) -> None:
+        """``last`` (the last version seen) no longer exists for scheduling."""
+        self._invalid_reported.pop(uid, None)
         self.s.inbox.put(lambda: self._forget_deleted(uid))
         self.s.queue.delete(uid)
         if uid in self.s.waiting:
@@ -135,15 +152,12 @@ class Intake:
     def _forget_deleted(self, uid: str) -> None:
         self.s.cache.remove_pod(uid)
 
-    def _pod_bound_or_done(self, old: PodInfo | None, info: PodInfo) -> None:
+    def _pod_bound(self, old: PodInfo | None, info: PodInfo) -> None:
         self.s.inbox.put(lambda: self.s.cache.upsert_pod(info))
         if old is None or not old.node_name:
             # Bound now (by us or someone else): it leaves the queue.
             self.s.queue.delete(info.uid)
-        if info.is_terminal:
-            if old is None or not old.is_terminal:
-                self.s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, old, info)
-        elif old is None or not old.node_name:
+        if old is None or not old.node_name:
             self.s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, old, info)
         else:
             if old.labels != info.labels:
@@ -181,7 +195,6 @@ class Intake:
         return (
             info.scheduler_name in self.scheduler_names
             and not info.node_name
-            and not info.is_terminal
             and not info.is_terminating
             and not _gated(info)
             and info.parse_error is None

@@ -502,3 +502,30 @@ def test_a_stale_listing_does_not_bring_back_an_object_deleted_since() -> None:
     h.intake.on_pdb(ADDED, versioned(pdb("web"), 15))
     h.s.refresh()
     assert set(h.s.cache.pdbs) == {"default/web"}
+
+
+def test_a_finished_pod_is_forgotten_and_its_deletion_moves_nobody() -> None:
+    """Issue 14 item 6: Succeeded and Failed pods are handled as gone when they finish (as
+    upstream's informer never lists them) and nothing of them is kept."""
+    h = Harness(NO_PREEMPTION)
+    h.nodes(node("n1", cpu="2"))
+    h.add(pod("job", cpu="2", node_name="n1"))
+    h.add(pod("waiting", cpu="2"))
+    h.cycle()
+    assert h.where("waiting") == UNSCHEDULABLE
+    h.update("job", lambda o: o["status"].update(phase="Succeeded"))
+    assert h.uid("job") not in h.s.pods, "a finished pod is not kept"
+    assert h.where("waiting") in (ACTIVE, BACKOFF), "its room is free"
+    assert h.accounted_node("job") is None
+    h.clock.advance(10)
+    h.s.queue.flush_backoff_completed()
+    h.cycle()
+    assert h.ports.binds == [("default/waiting", "n1")]
+
+    h.add(pod("late", cpu="2"))
+    h.cycle()
+    assert h.where("late") == UNSCHEDULABLE
+    h.update("job", lambda o: o["metadata"].update(labels={"done": "yes"}))
+    h.delete("job")
+    assert h.where("late") == UNSCHEDULABLE, "the room was freed once, when the job finished"
+    assert h.uid("late") in h.s.pods and "job" not in {p.name for p in h.s.pods.values()}
