@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from e2e.conftest import Env
-from e2e.kube import node_of, overcommitted, pods_path, terminating, wait_until
+from e2e.kube import condition, node_of, overcommitted, pods_path, terminating, wait_until
 
 ROUNDS = 3
 PRIORITIES = (0, 10, 20, 30)
@@ -30,6 +30,13 @@ def bound_by_priority(pods: list[dict[str, Any]]) -> Counter[int]:
         int(p["metadata"]["labels"]["prio"])
         for p in pods
         if node_of(p) and not terminating(p)
+    )
+
+
+def unschedulable_while_bound(pod: dict[str, Any]) -> bool:
+    scheduled = condition(pod, "PodScheduled") or {}
+    return bool(node_of(pod)) and (
+        scheduled.get("status") == "False" or scheduled.get("reason") == "Unschedulable"
     )
 
 
@@ -56,6 +63,9 @@ def burst(env: Env, nodes: list[str], classes: dict[int, str], round_: int) -> N
     assert overcommitted([env.kube.get(f"/api/v1/nodes/{n}") for n in nodes], pods) == []
     assert [p["metadata"]["name"] for p in pods
             if int(p["metadata"]["labels"]["prio"]) >= 20 and not node_of(p)] == []
+    # No failure report of an earlier attempt landed after a binding (issue 14 item 2).
+    assert [p["metadata"]["name"] for p in pods
+            if env.rec.ever(p["metadata"]["name"], unschedulable_while_bound)] == []
 
     # Clear the round before the next one (no grace: kwok removes them at once).
     env.kube.request("DELETE", pods_path(env.ns),
