@@ -398,20 +398,28 @@ def handle_scheduling_failure(
     *,
     error: bool | None = None,
 ) -> None:
-    """Requeue the pod, keep or change its nomination, and tell the user why."""
+    """Requeue the pod, keep or change its nomination, and tell the user why.
+
+    As upstream, the watch's newest version of the pod decides: a pod deleted, terminating or
+    bound since the cycle began is not requeued, gets no nomination and no status write.
+    """
     pod = qpi.pod
     if diagnosis is not None:
         qpi.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
         qpi.pending_plugins = set(diagnosis.pending_plugins)
     is_error = reason == REASON_SCHEDULER_ERROR if error is None else error
     s.queue.add_unschedulable_if_not_present(qpi, error=is_error)
-    if nominated_node is not None:
-        s.queue.nominator.add(pod, nominated_node)
-    s.reporter.failed(pod, reason, message, nominated_node)
+    current = s.pods.get(pod.uid)
+    if current is not None and (current.node_name or current.is_terminating):
+        current = None
+    if current is not None:
+        if nominated_node is not None:
+            s.queue.nominator.add(current, nominated_node)
+        s.reporter.failed(current, reason, message, nominated_node)
     log.info(
         "Unable to schedule pod",
         pod=pod.key, profile=framework.profile_name, attempt=qpi.attempts, reason=reason,
-        message=message, nominated_node=nominated_node,
+        message=message, nominated_node=nominated_node, still_pending=current is not None,
         duration_ms=round((time.perf_counter() - start) * 1000, 3),
     )
 

@@ -7,13 +7,15 @@ the pods the change may help) and to resolve priorities at intake.
 
 Which pods: a pod is queued when its ``spec.schedulerName`` names one of our profiles, it has
 no ``spec.nodeName``, is not terminating and carries no scheduling gates; every bound pod is
-accounted in the cache, whichever scheduler bound it.
+accounted in the cache, whichever scheduler bound it. A pod that finished (Succeeded or
+Failed) is handled as deleted and not kept, as upstream's informer never lists such pods.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +51,19 @@ def _object_key(obj: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace', '')}/{meta['name']}"
 
 
+def _version(obj: Mapping[str, Any]) -> int | None:
+    return _parse_version(obj["metadata"].get("resourceVersion"))
+
+
+def _parse_version(value: object) -> int | None:
+    """resourceVersions are etcd revisions, comparable as integers; anything else (absent, or
+    an opaque version from another storage) is not compared."""
+    try:
+        return int(str(value)) if value else None
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True)
 class _NodeSummary:
     labels: Mapping[str, str]
@@ -62,12 +77,18 @@ class Intake:
         self.s = scheduler
         self.scheduler_names = scheduler.config.scheduler_names
         self._nodes: dict[str, _NodeSummary] = {}
-        # The last seen version of every pod we know, by uid.
-        self._pods: dict[str, PodInfo] = {}
+        # The last seen version of every pod we know, by uid (shared with the scheduler).
+        self._pods = scheduler.pods
         self._priority_classes: dict[str, tuple[int, bool, str]] = {}
         self._invalid_reported: dict[str, str] = {}
-        # Names (ns/name) of the low-volume objects seen, for reconciling after a relist.
-        self._known: dict[str, set[str]] = {NAMESPACES: set(), PRIORITY_CLASSES: set(), PDBS: set()}
+        # Per kopf-fed kind: the resourceVersion last applied per key (ns/name), and the
+        # version at which deleted keys went (until a listing covers it).
+        self._known: dict[str, dict[str, int]] = {NAMESPACES: {}, PRIORITY_CLASSES: {}, PDBS: {}}
+        self._gone: dict[str, dict[str, int]] = {NAMESPACES: {}, PRIORITY_CLASSES: {}, PDBS: {}}
+        self._low_volume_lock = threading.RLock()
+        self._appliers: dict[str, Callable[[str | None, Mapping[str, Any]], None]] = {
+            NAMESPACES: self._namespace, PRIORITY_CLASSES: self._priority_class, PDBS: self._pdb,
+        }
 
     # -- pods -----------------------------------------------------------------------------
     def on_pod(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
@@ -79,20 +100,36 @@ class Intake:
         if event_type == DELETED:
             self._pod_deleted(info)
             return info.uid
+        if info.is_terminal:
+            self._pod_done(info)
+            return info.uid
         old = self._pods.get(info.uid)
         info = self._resolve_priority(info)
         self._pods[info.uid] = info
-        if info.node_name or info.is_terminal:
-            self._pod_bound_or_done(old, info)
+        if info.node_name:
+            self._pod_bound(old, info)
         else:
             self._pod_pending(old, info)
         return info.uid
 
+    def _pod_done(self, info: PodInfo) -> None:
+        """Succeeded or Failed: it holds nothing and will never be scheduled. Upstream's pod
+        informer never sees such pods (a field selector excludes them); here the transition
+        is handled as the pod's deletion and nothing of it is kept, so completed Jobs cost no
+        memory. Later events of a finished pod find nothing and change nothing."""
+        old = self._pods.pop(info.uid, None)
+        if old is not None:
+            self._pod_gone(info.uid, old)
+
     def _pod_deleted(self, info: PodInfo) -> None:
         old = self._pods.pop(info.uid, None)
-        last = old or info
-        self._invalid_reported.pop(info.uid, None)
-        uid = info.uid
+        if old is None and info.is_terminal:
+            return  # handled when it finished (or never held anything here)
+        self._pod_gone(info.uid, old or info)
+
+    def _pod_gone(self, uid: str, last: PodInfo) -> None:
+        """``last`` (the last version seen) no longer exists for scheduling."""
+        self._invalid_reported.pop(uid, None)
         self.s.inbox.put(lambda: self._forget_deleted(uid))
         self.s.queue.delete(uid)
         if uid in self.s.waiting:
@@ -115,15 +152,12 @@ class Intake:
     def _forget_deleted(self, uid: str) -> None:
         self.s.cache.remove_pod(uid)
 
-    def _pod_bound_or_done(self, old: PodInfo | None, info: PodInfo) -> None:
+    def _pod_bound(self, old: PodInfo | None, info: PodInfo) -> None:
         self.s.inbox.put(lambda: self.s.cache.upsert_pod(info))
         if old is None or not old.node_name:
             # Bound now (by us or someone else): it leaves the queue.
             self.s.queue.delete(info.uid)
-        if info.is_terminal:
-            if old is None or not old.is_terminal:
-                self.s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, old, info)
-        elif old is None or not old.node_name:
+        if old is None or not old.node_name:
             self.s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, old, info)
         else:
             if old.labels != info.labels:
@@ -131,9 +165,6 @@ class Intake:
             if any(info.requests.get(name, 0) < value for name, value in old.requests.items()):
                 # An in-place resize down frees room on the node.
                 self.s.queue.move_all_to_active_or_backoff(_ASSIGNED_POD_SCALE_DOWN, old, info)
-            if info.is_terminating and not old.is_terminating:
-                # Preemptors waiting on this victim re-check their eligibility.
-                self.s.queue.move_all_to_active_or_backoff(_ASSIGNED_POD_SPEC_UPDATE, old, info)
 
     def _pod_pending(self, old: PodInfo | None, info: PodInfo) -> None:
         if info.scheduler_name not in self.scheduler_names:
@@ -142,6 +173,8 @@ class Intake:
             if info.is_terminating and info.uid in self.s.waiting:
                 self.s.waiting.reject(info.uid, "removed")
             self.s.queue.delete(info.uid)
+            if old is not None and old.nominated_node_name and self._queueable(old):
+                self._nomination_gone(old)
             return
         if info.parse_error is not None:
             self.s.queue.delete(info.uid)
@@ -162,7 +195,6 @@ class Intake:
         return (
             info.scheduler_name in self.scheduler_names
             and not info.node_name
-            and not info.is_terminal
             and not info.is_terminating
             and not _gated(info)
             and info.parse_error is None
@@ -235,9 +267,15 @@ class Intake:
         self.s.cache.upsert_node(node)
 
     # -- namespaces, priority classes, PDBs -----------------------------------------------
+    # These come from kopf's watches (on its thread) and from the periodic resync listing (on
+    # the resync thread). Each object's last applied resourceVersion is kept, and an event or
+    # listed object not newer than it is dropped, so a stale listing never overwrites a newer
+    # object nor brings back one deleted since. One lock makes check-and-apply atomic.
     def on_namespace(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        self._apply_if_newer(NAMESPACES, event_type, obj)
+
+    def _namespace(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         name = obj["metadata"]["name"]
-        self._track(NAMESPACES, event_type, obj)
         if event_type == DELETED:
             self.s.inbox.put(lambda: self.s.cache.remove_namespace(name))
             return
@@ -249,8 +287,10 @@ class Intake:
         self.s.cache.upsert_namespace(ns)
 
     def on_priority_class(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        self._apply_if_newer(PRIORITY_CLASSES, event_type, obj)
+
+    def _priority_class(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         name = obj["metadata"]["name"]
-        self._track(PRIORITY_CLASSES, event_type, obj)
         if event_type == DELETED:
             self._priority_classes.pop(name, None)
             return
@@ -261,8 +301,10 @@ class Intake:
         )
 
     def on_pdb(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        self._apply_if_newer(PDBS, event_type, obj)
+
+    def _pdb(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         key = _object_key(obj)
-        self._track(PDBS, event_type, obj)
         if event_type == DELETED:
             self.s.inbox.put(lambda: self.s.cache.remove_pdb(key))
         else:
@@ -270,29 +312,56 @@ class Intake:
             self.s.inbox.put(lambda: self.s.cache.upsert_pdb(pdb))
         self.s.queue.move_all_to_active_or_backoff(PDB_CHANGE, None, obj)
 
-    def _track(self, kind: str, event_type: str | None, obj: Mapping[str, Any]) -> None:
-        if event_type == DELETED:
-            self._known[kind].discard(_object_key(obj))
-        else:
-            self._known[kind].add(_object_key(obj))
+    def _apply_if_newer(self, kind: str, event_type: str | None, obj: Mapping[str, Any]) -> bool:
+        """Apply one event (``None``: a listed object) unless a version at least as new was
+        applied already; False when dropped as stale."""
+        key, version = _object_key(obj), _version(obj)
+        with self._low_volume_lock:
+            known, gone = self._known[kind], self._gone[kind]
+            last = known.get(key, gone.get(key))
+            if version is not None and last is not None and version <= last:
+                return False
+            if event_type == DELETED:
+                known.pop(key, None)
+                gone[key] = version or 0
+            else:
+                known[key] = version or 0
+                gone.pop(key, None)
+            self._appliers[kind](event_type, obj)
+            return True
 
     # -- relist reconciliation ------------------------------------------------------------
-    def resync(self, kind: str, listed: Iterable[Mapping[str, Any]]) -> list[str]:
-        """Reconcile a low-volume kind against a fresh listing; returns the keys removed."""
-        handler = {
-            NAMESPACES: self.on_namespace,
-            PRIORITY_CLASSES: self.on_priority_class,
-            PDBS: self.on_pdb,
-        }[kind]
-        seen: set[str] = set()
+    def resync(
+        self, kind: str, listed: Iterable[Mapping[str, Any]], list_version: str | None = None
+    ) -> list[str]:
+        """Reconcile a kopf-fed kind against a listing taken at ``list_version``; returns the
+        keys removed.
+
+        Listed objects are applied unless already known at that version or newer. A known
+        object missing from the listing is removed only if the listing proves it gone: it was
+        last seen at a version the listing already covers (one created after the listing was
+        taken stays). Without a list version every unlisted object counts as gone.
+        """
+        listed_keys: set[str] = set()
         for obj in listed:
-            handler(None, obj)
-            seen.add(_object_key(obj))
-        gone = sorted(self._known[kind] - seen)
-        for key in gone:
-            namespace, name = key.split("/", 1)
-            handler(DELETED, {"metadata": {"name": name, "namespace": namespace}})
-        return gone
+            listed_keys.add(_object_key(obj))
+            self._apply_if_newer(kind, None, obj)
+        covered = _parse_version(list_version)
+        with self._low_volume_lock:
+            known, gone = self._known[kind], self._gone[kind]
+            proven = sorted(
+                key for key, seen in known.items()
+                if key not in listed_keys and (covered is None or seen <= covered)
+            )
+            for key in proven:
+                namespace, name = key.split("/", 1)
+                self._apply_if_newer(kind, DELETED, {"metadata": {"name": name,
+                                                                  "namespace": namespace}})
+            if covered is not None:
+                # The listing supersedes what the tombstones guarded against.
+                for key in [k for k, at in gone.items() if at <= covered]:
+                    del gone[key]
+        return proven
 
     def resync_pods(self, listed: Iterable[Mapping[str, Any]]) -> list[str]:
         """After a relist: apply the listing and drop pods that vanished while the watch was down.
@@ -324,9 +393,6 @@ _ASSIGNED_POD_LABEL_UPDATE = ClusterEvent(
 )
 _ASSIGNED_POD_SCALE_DOWN = ClusterEvent(
     Resource.ASSIGNED_POD, Action.UPDATE_POD_SCALE_DOWN, "AssignedPodUpdate"
-)
-_ASSIGNED_POD_SPEC_UPDATE = ClusterEvent(
-    Resource.ASSIGNED_POD, Action.UPDATE_POD_SPEC, "AssignedPodUpdate"
 )
 
 

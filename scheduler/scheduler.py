@@ -34,7 +34,7 @@ from scheduler.queue.scheduling_queue import SchedulingQueue
 log = structlog.get_logger("scheduler")
 
 # Extension points whose plugins can reject a pod (upstream's shouldHaveEnqueueExtensions).
-_REJECTING_POINTS = ("preFilter", "filter", "reserve", "permit")
+_REJECTING_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
 
 
 @dataclass
@@ -127,13 +127,15 @@ class Scheduler:
         # Node names as the watch last saw them: lets a binding thread notice a node deleted
         # after the cycle chose it, without touching the cache.
         self.known_nodes: set[str] = set()
+        # The newest version of every pod the watch delivered, by uid (upstream's pod lister):
+        # written by the watch thread only (the intake), read from any thread one key at a
+        # time. Whether a pod still exists, unbound, is decided here, not by a cycle's copy.
+        self.pods: dict[str, PodInfo] = {}
         self.profiles: dict[str, Framework] = {}
-        hints: dict[str, list[ClusterEventWithHint]] = {}
+        hints: dict[str, Mapping[str, list[ClusterEventWithHint]]] = {}
         for profile in config.profiles:
-            framework, plugin_hints = self._build_framework(profile, registry)
+            framework, hints[profile.scheduler_name] = self._build_framework(profile, registry)
             self.profiles[profile.scheduler_name] = framework
-            for name, events in plugin_hints.items():
-                hints.setdefault(name, list(events))
         first = self.profiles[config.profiles[0].scheduler_name]
         assert first.plugins.queue_sort is not None
         self.queue: SchedulingQueue[PodInfo] = SchedulingQueue(
@@ -141,7 +143,10 @@ class Scheduler:
             clock=clock,
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
-            hints=hints,
+            hints_by_profile=hints,
+            profile_of=_profile_of,
+            pre_enqueue=self._pre_enqueue,
+            lookup=self.pods.get,
         )
         self._binding_pool = ThreadPoolExecutor(binding_workers, thread_name_prefix="binding")
         self._bindings: set[Future[Any]] = set()
@@ -188,6 +193,10 @@ class Scheduler:
             instances=instances,
         )
         return framework, hints
+
+    def _pre_enqueue(self, pod: PodInfo) -> str | None:
+        framework = self.profiles.get(pod.scheduler_name)
+        return None if framework is None else framework.run_pre_enqueue(pod)
 
     # -- the loop -------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -252,6 +261,10 @@ class Scheduler:
 
     def _plugin_instances(self) -> list[Plugin]:
         return [p for framework in self.profiles.values() for p in framework.instances.values()]
+
+
+def _profile_of(pod: PodInfo) -> str:
+    return pod.scheduler_name
 
 
 def _attr(point: str) -> str:

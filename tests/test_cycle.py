@@ -47,6 +47,7 @@ from scheduler.ports import BindOutcome, BindResult
 from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
 from scheduler.scheduler import Scheduler
 from tests.builders import node, pod
+from tests.plugins.test_default_preemption import FakeEvictor
 from tests.queue.fakes import FakeClock
 
 SCHED = "secondary-scheduler"
@@ -990,8 +991,9 @@ def test_nominated_pods_reserve_room_for_equal_or_higher_priority(
 ) -> None:
     h = Harness(NO_PREEMPTION)
     h.nodes(node("n1", cpu="4"))
-    nominated = PodInfo.from_pod(pod("preemptor", cpu="3", priority=100))
-    h.s.queue.nominator.add(nominated, "n1")
+    # A pending pod of another scheduler: the watch knows it, our queue does not.
+    h.add(pod("preemptor", cpu="3", priority=100, scheduler_name="other-scheduler"))
+    h.s.queue.nominator.add(h.info("preemptor"), "n1")
     h.add(pod("p", cpu="2", priority=priority))
     h.cycle()
     if fits:
@@ -1010,6 +1012,49 @@ def test_the_scheduled_pod_leaves_the_nominator() -> None:
     h.cycle()
     assert h.s.queue.nominator.node_of(h.uid("p")) is None
     assert h.ports.binds == [("default/p", "n1")]
+
+
+class PreFilterHook:
+    """Passes every pod; runs ``action`` once, as if a watch event arrived mid-cycle."""
+
+    name = "PreFilterHook"
+
+    def __init__(self) -> None:
+        self.action: Callable[[], None] = lambda: None
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Any) -> tuple[
+            PreFilterResult | None, Status]:
+        action, self.action = self.action, lambda: None
+        action()
+        return None, SUCCESS
+
+
+def test_a_preemptor_deleted_during_its_cycle_evicts_nobody_and_is_not_nominated() -> None:
+    """Issue 14 item 1: a ReplicaSet scale-down deletes a pending high-priority pod while it
+    preempts. Nothing may be evicted for it, and no nomination may be left behind (it would
+    keep an equal-priority pod off the emptied node with "Insufficient cpu")."""
+    hook = PreFilterHook()
+    h = Harness({"profiles": [{"plugins": {"preFilter": {"enabled": [{"name": hook.name}]}}}]},
+                plugins=[hook])
+    evictor = FakeEvictor()
+    h.s.evictor = evictor  # type: ignore[assignment]
+    h.nodes(node("n1", cpu="1"))
+    h.add(pod("low", cpu="1", node_name="n1"))
+    h.add(pod("p", cpu="1", priority=100))
+    hook.action = lambda: h.delete("p")
+    h.cycle()
+    plugin = h.s.profiles[SCHED].instances["DefaultPreemption"]
+    assert plugin.wait_for_actuations(10)  # type: ignore[attr-defined]
+    assert evictor.calls == []
+    assert h.s.queue.nominator.all() == {}
+    assert h.ports.failures_of("p") == [], "no status write for a pod that is gone"
+    assert len(h.s.queue) == 0
+
+    h.add(pod("p2", cpu="1", priority=100))
+    h.cycle()
+    assert plugin.wait_for_actuations(10)  # type: ignore[attr-defined]
+    assert [c[:2] for c in evictor.calls if c[0] == "evict"] == [("evict", "low")]
+    assert h.s.queue.nominator.node_of(h.uid("p2")) == "n1"
 
 
 # == scoring and host selection ==============================================================

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from scheduler.cycle import schedule_one
 from scheduler.framework.interface import Code, CycleState, FilterResult, NodeView, Status
 from scheduler.intake import ADDED, MODIFIED
 from scheduler.model.pod import PodInfo
@@ -35,15 +36,11 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 20.0) -> bool:
 
 
 class FakeWatch:
-    """One thread delivering watch events to the intake, as the operator's pod watch does.
-
-    Records how long each intake call took.
-    """
+    """One thread delivering watch events to the intake, as the operator's pod watch does."""
 
     def __init__(self, h: Harness) -> None:
         self.h = h
         self.events: queue.Queue[tuple[str, str, dict[str, Any]] | None] = queue.Queue()
-        self.durations: list[float] = []
         self.delivered = 0
         self.thread = threading.Thread(target=self._run, name="fake-watch", daemon=True)
         self.thread.start()
@@ -51,12 +48,10 @@ class FakeWatch:
     def _run(self) -> None:
         while (item := self.events.get()) is not None:
             kind, event, obj = item
-            started = time.perf_counter()
             if kind == "pod":
                 self.h.intake.on_pod(event, obj)
             else:
                 self.h.intake.on_node(event, obj)
-            self.durations.append(time.perf_counter() - started)
             self.delivered += 1
 
     def pod(self, event: str, obj: dict[str, Any]) -> None:
@@ -86,42 +81,56 @@ def running() -> Iterator[Callable[..., Harness]]:
 
 
 class BlockingFilter:
-    """A Filter that holds the scheduling thread until released (a very long cycle)."""
+    """A Filter that holds the scheduling thread, for the pods named, until released."""
 
     name = "BlockingFilter"
 
-    def __init__(self) -> None:
+    def __init__(self, *names: str) -> None:
+        self.names = set(names)
         self.entered = threading.Event()
         self.release = threading.Event()
 
     def filter(self, state: CycleState, p: PodInfo, nodes: NodeView) -> FilterResult:
-        self.entered.set()
-        assert self.release.wait(30)
+        if p.name in self.names:
+            self.entered.set()
+            assert self.release.wait(30)
         return FilterResult.all_pass(len(nodes))
 
 
-def test_watch_events_are_taken_while_a_cycle_runs(running: Callable[..., Harness]) -> None:
-    blocking = BlockingFilter()
+def test_watch_events_are_taken_while_a_cycle_and_a_binding_hang(
+    running: Callable[..., Harness],
+) -> None:
+    blocking = BlockingFilter("second")
     h = running(only(blocking), plugins=[blocking])
     h.nodes(node("n1", cpu="64", pods=500))
+    h.ports.gate = threading.Event()  # the API does not answer binds yet
     h.s.start()
     h.intake.on_pod(ADDED, pod("first"))
-    assert blocking.entered.wait(10), "the scheduling thread never started the cycle"
+    assert wait_until(lambda: h.s.in_flight_bindings() == 1), "first never reached its bind"
+    h.intake.on_pod(ADDED, pod("second"))
+    assert blocking.entered.wait(10), "the scheduling thread never started second's cycle"
 
-    # The scheduling thread is stuck inside a cycle; the watch must not be.
-    started = time.monotonic()
-    for i in range(200):
-        h.intake.on_pod(ADDED, pod(f"p{i}"))
-    for i in range(2, 20):
-        h.intake.on_node(ADDED, node(f"n{i}"))
-    h.intake.on_node(MODIFIED, node("n1", cpu="64", pods=500, labels={"x": "y"}))
-    elapsed = time.monotonic() - started
-    assert elapsed < 5, f"intake calls waited for the cycle ({elapsed:.1f}s)"
-    assert len(h.s.queue) == 200 and h.s.inbox.__len__() > 0
-    assert h.ports.binds == []
+    # The scheduling thread is stuck inside a cycle and a binding thread inside a bind; the
+    # watch must be neither: its calls all return while both are still held.
+    delivered = threading.Event()
+
+    def watch() -> None:
+        for i in range(200):
+            h.intake.on_pod(ADDED, pod(f"p{i}"))
+        for i in range(2, 20):
+            h.intake.on_node(ADDED, node(f"n{i}"))
+        h.intake.on_node(MODIFIED, node("n1", cpu="64", pods=500, labels={"x": "y"}))
+        delivered.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    assert delivered.wait(30), "intake calls waited for the cycle or the binding"
+    assert not blocking.release.is_set() and not h.ports.gate.is_set()
+    assert len(h.s.queue) == 200 and len(h.s.inbox) > 0
+    assert h.ports.scheduled_calls == []
 
     blocking.release.set()
-    assert wait_until(lambda: len(h.ports.scheduled_calls) == 201)
+    h.ports.gate.set()
+    assert wait_until(lambda: len(h.ports.scheduled_calls) == 202)
 
 
 def test_a_long_burst_is_scheduled_while_events_keep_flowing(
@@ -155,7 +164,6 @@ def test_a_long_burst_is_scheduled_while_events_keep_flowing(
         watch.close()
     h.s.stop(timeout=10)
 
-    assert max(watch.durations) < 1.0, f"an intake call took {max(watch.durations):.3f}s"
     keys = [k for k, _ in h.ports.scheduled_calls]
     assert len(set(keys)) == total, "every pod bound exactly once"
     assert h.ports.failures == []
@@ -209,13 +217,14 @@ def test_stop_does_not_wait_forever_on_a_hung_binding(running: Callable[..., Har
     h.ports.gate.set()
 
 
-def test_stop_wakes_an_idle_loop_promptly(running: Callable[..., Harness]) -> None:
+def test_stop_wakes_an_idle_loop(running: Callable[..., Harness]) -> None:
     h = running(NO_PREEMPTION)
-    h.s.start()
-    assert h.s.is_running()
-    started = time.monotonic()
+    # A loop waiting for a pod with no timeout at all: only stop can wake it.
+    idle = threading.Thread(target=schedule_one, args=(h.s, None), daemon=True)
+    idle.start()
     h.s.stop(timeout=5)
-    assert time.monotonic() - started < 2 and not h.s.is_running()
+    idle.join(10)
+    assert not idle.is_alive()
 
 
 def test_the_loop_survives_a_failing_port(running: Callable[..., Harness]) -> None:
@@ -237,7 +246,8 @@ def test_the_loop_survives_a_failing_port(running: Callable[..., Harness]) -> No
     h.intake.on_pod(ADDED, pod("fits", cpu="500m"))
     assert wait_until(lambda: len(h.ports.scheduled_calls) == 1)
     assert h.ports.scheduled_calls == [("default/fits", "n1")]
-    assert h.where("too-big") in (UNSCHEDULABLE, BACKOFF, ACTIVE)
+    # Requeued before the report failed: waiting in the pool, not lost.
+    assert h.where("too-big") == UNSCHEDULABLE
 
 
 def test_a_permit_wait_that_times_out_is_rejected(running: Callable[..., Harness]) -> None:
@@ -293,3 +303,27 @@ def test_a_plugin_with_enqueue_extensions_is_moved_only_by_its_events() -> None:
     h.cycle()
     h.intake.on_node(MODIFIED, node("n1", labels={"anything": "changed"}))
     assert h.where("p") == UNSCHEDULABLE
+
+
+def test_queueing_hints_are_those_of_the_pods_own_profile() -> None:
+    """Upstream's QueueingHintMapPerProfile. Profile a adds ``pool=a`` to every pod's node
+    affinity, profile b does not: a b pod waiting for a ``disk=ssd`` node must be retried when
+    such a node appears, although a's NodeAffinity would say Skip for it."""
+    pool_a = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a"]}]}]}}
+    config = {"profiles": [
+        {"schedulerName": "a",
+         "pluginConfig": [{"name": "NodeAffinity", "args": {"addedAffinity": pool_a}}]},
+        {"schedulerName": "b"},
+    ]}
+    h = Harness(config)
+    h.nodes(node("n1"))
+    h.add(pod("p", scheduler_name="b", spec={"nodeSelector": {"disk": "ssd"}}))
+    h.cycle()
+    assert h.where("p") == UNSCHEDULABLE
+    h.intake.on_node(ADDED, node("n2", labels={"disk": "ssd"}))
+    assert h.where("p") in (ACTIVE, BACKOFF)
+    h.clock.advance(10)
+    h.s.queue.flush_backoff_completed()
+    h.cycle()
+    assert h.ports.binds == [("default/p", "n2")]

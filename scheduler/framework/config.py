@@ -18,6 +18,8 @@ import yaml
 from scheduler.framework.registry import ConfigError, Registry
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
+# The only wire format this scheduler speaks (upstream's default is protobuf).
+JSON = "application/json"
 DEFAULT_SCHEDULER_NAME = "secondary-scheduler"
 
 # Upstream's MultiPoint defaults (pkg/scheduler/apis/config/v1/default_plugins.go, v1.37),
@@ -39,6 +41,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
 )
 
 EXTENSION_POINTS = (
+    "preEnqueue",
     "queueSort",
     "preFilter",
     "filter",
@@ -85,6 +88,8 @@ class ProfileConfig:
 class ClientConnection:
     qps: float = 50.0
     burst: int = 100
+    # Used when no --kubeconfig flag is given (the flag wins, as in kube-scheduler).
+    kubeconfig: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,9 @@ class SchedulerConfig:
     percentage_of_nodes_to_score: int = 0
     pod_initial_backoff_seconds: float = 1.0
     pod_max_backoff_seconds: float = 10.0
+    # Upstream's parallelism: how many API calls one preemption makes at once (the filters
+    # and scores run vectorised, so it has nothing to bound there).
+    parallelism: int = 16
     client_connection: ClientConnection = field(default_factory=ClientConnection)
 
     def profile(self, scheduler_name: str) -> ProfileConfig | None:
@@ -136,11 +144,23 @@ def parse_config(raw: Any, registry: Registry) -> SchedulerConfig:
         raise ConfigError(
             "podMaxBackoffSeconds: must be greater than or equal to podInitialBackoffSeconds"
         )
+    parallelism = raw.get("parallelism", 16)
+    if not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 1:
+        raise ConfigError("parallelism: must be an integer >= 1")
     client = raw.get("clientConnection") or {}
     _no_unknown(client, {"qps", "burst", "kubeconfig", "contentType"}, "clientConnection")
+    content_type = client.get("contentType", JSON)
+    if content_type != JSON:
+        raise ConfigError(
+            f"clientConnection.contentType: only {JSON!r} is supported, got {content_type!r}"
+        )
+    kubeconfig = client.get("kubeconfig") or None
+    if kubeconfig is not None and not isinstance(kubeconfig, str):
+        raise ConfigError("clientConnection.kubeconfig: must be a file path")
     connection = ClientConnection(
         qps=_number(client.get("qps", 50), "clientConnection.qps", 0),
         burst=int(_number(client.get("burst", 100), "clientConnection.burst", 0)),
+        kubeconfig=kubeconfig,
     )
     raw_profiles = raw.get("profiles") or [{}]
     if not isinstance(raw_profiles, list):
@@ -161,6 +181,7 @@ def parse_config(raw: Any, registry: Registry) -> SchedulerConfig:
         percentage_of_nodes_to_score=percentage or 0,
         pod_initial_backoff_seconds=initial,
         pod_max_backoff_seconds=maximum,
+        parallelism=parallelism,
         client_connection=connection,
     )
 

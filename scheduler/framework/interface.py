@@ -215,6 +215,14 @@ class Plugin(Protocol):
     name: str
 
 
+class PreEnqueuePlugin(Plugin, Protocol):
+    """Decides whether a pod may enter activeQ or backoffQ at all; a rejected pod waits,
+    gated, in the unschedulable pool until an event its plugin registered (upstream's
+    PreEnqueue). Runs under the queue's lock: a cheap function of the pod."""
+
+    def pre_enqueue(self, pod: PodInfo) -> Status: ...
+
+
 class QueueSortPlugin(Plugin, Protocol):
     def less(self, a: QueuedPodLike, b: QueuedPodLike) -> bool: ...
 

@@ -31,6 +31,7 @@ Validator = Callable[[Mapping[str, Any], str], None]
 
 # Extension point (upstream's configuration name) -> the method a plugin implements for it.
 POINT_METHODS: Mapping[str, str] = {
+    "preEnqueue": "pre_enqueue",
     "queueSort": "less",
     "preFilter": "pre_filter",
     "filter": "filter",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import structlog
@@ -33,6 +33,7 @@ from scheduler.framework.interface import (
     PostFilterPlugin,
     PostFilterResult,
     PreBindPlugin,
+    PreEnqueuePlugin,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
@@ -72,6 +73,7 @@ class FilterOutcome:
 
 @dataclass
 class PluginSets:
+    pre_enqueue: list[PreEnqueuePlugin] = field(default_factory=list)
     queue_sort: QueueSortPlugin | None = None
     pre_filter: list[PreFilterPlugin] = field(default_factory=list)
     filter: list[FilterPlugin] = field(default_factory=list)
@@ -93,17 +95,23 @@ class Framework:
         *,
         percentage_of_nodes_to_score: int | None = None,
         instances: Mapping[str, Plugin] | None = None,
-        extra: Mapping[str, Any] | None = None,
     ) -> None:
         self._profile_name = profile_name
         self.plugins = plugins
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.instances: dict[str, Plugin] = dict(instances or {})
-        self.extra: dict[str, Any] = dict(extra or {})
 
     @property
     def profile_name(self) -> str:
         return self._profile_name
+
+    # -- PreEnqueue -----------------------------------------------------------------------
+    def run_pre_enqueue(self, pod: PodInfo) -> str | None:
+        """The name of the first PreEnqueue plugin that gates ``pod``, or ``None``."""
+        for plugin in self.plugins.pre_enqueue:
+            if not plugin.pre_enqueue(pod).is_success():
+                return plugin.name
+        return None
 
     # -- PreFilter ------------------------------------------------------------------------
     def run_pre_filter(

@@ -89,22 +89,6 @@ def tolerates_any(
     return False
 
 
-def find_untolerated(
-    taints: Iterable[Taint],
-    tolerations: Sequence[Toleration],
-    effects: frozenset[str],
-    enable_comparison_operators: bool = False,
-) -> Taint | None:
-    """``FindMatchingUntoleratedTaint`` with an effect filter: the first taint whose effect is in
-    ``effects`` and that no toleration tolerates, or None."""
-    for taint in taints:
-        if taint.effect in effects and not tolerates_any(
-            tolerations, taint, enable_comparison_operators
-        ):
-            return taint
-    return None
-
-
 def _string(raw: Mapping[str, Any], name: str, path: str) -> str:
     value = raw.get(name)
     if value is None:

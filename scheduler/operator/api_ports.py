@@ -58,11 +58,9 @@ def _pod_path(pod: PodInfo, sub: str = "") -> str:
 class ApiPorts:
     """Binder, Reporter and Evictor over one :class:`KubeApi`."""
 
-    def __init__(self, api: KubeApi, *, controller: str = "secondary-scheduler",
-                 workers: int = 8) -> None:
+    def __init__(self, api: KubeApi, *, workers: int = 8) -> None:
         self.api = api
-        self.controller = controller
-        self.instance = f"{controller}-{socket.gethostname()}"
+        self.hostname = socket.gethostname()
         # One single-threaded lane per shard, chosen by pod uid: a pod's status patches and
         # Events land in the order the scheduler decided them, while pods run in parallel.
         self._lanes = [
@@ -75,6 +73,9 @@ class ApiPorts:
         self._conditions: TTLCache[str, tuple[str, str, str | None]] = TTLCache(
             maxsize=100_000, ttl=EVENT_DEDUP_SECONDS
         )
+        # Pods this scheduler bound: a failure report of an earlier attempt that reaches its
+        # lane afterwards is dropped, so a running pod never reads PodScheduled=False.
+        self._bound: TTLCache[str, bool] = TTLCache(maxsize=100_000, ttl=EVENT_DEDUP_SECONDS)
 
     def close(self) -> None:
         for lane in self._lanes:
@@ -99,6 +100,8 @@ class ApiPorts:
         }
         response = self.api.request("POST", _pod_path(pod, "binding"), body=body)
         if response.ok:
+            with self._lock:
+                self._bound[pod.uid] = True
             return BindResult(BindOutcome.BOUND)
         if response.status == 404:
             return BindResult(BindOutcome.GONE, response.message())
@@ -117,6 +120,10 @@ class ApiPorts:
         def run() -> None:
             key = (pod.uid, reason, message)
             with self._lock:
+                if pod.uid in self._bound:
+                    log.info("Dropped a failure report that arrived after the binding",
+                             pod=pod.key, reason=reason)
+                    return
                 repeat = key in self._events_sent
                 self._events_sent[key] = True
                 same_status = self._conditions.get(pod.uid) == (reason, message, nominated_node)
@@ -146,13 +153,41 @@ class ApiPorts:
         }
         if nominated_node is not None:
             status["nominatedNodeName"] = nominated_node or None
-        response = self.api.request(
-            "PATCH", _pod_path(pod, "status"), body={"status": status},
-            content_type=STRATEGIC_MERGE,
-        )
+        version: str | None = pod.resource_version
+        for _ in range(2):
+            # The version the scheduler last saw is a precondition: a binding (by us or by
+            # anyone) since then makes the patch conflict instead of overwriting
+            # PodScheduled=True. On a conflict the pod is read again: still pending, the
+            # patch is retried once on the new version; bound, deleted or replaced, dropped.
+            body: dict[str, Any] = {"status": status}
+            if version:
+                body["metadata"] = {"resourceVersion": version}
+            response = self.api.request(
+                "PATCH", _pod_path(pod, "status"), body=body, content_type=STRATEGIC_MERGE
+            )
+            if response.status != 409:
+                break
+            version = self._pending_version(pod)
+            if version is None:
+                log.info("Dropped a status update: the pod is no longer pending", pod=pod.key,
+                         reason=reason)
+                return
         if not response.ok and response.status != 404:
             log.warning("Could not update pod status", pod=pod.key, status=response.status,
                         reason=response.message())
+
+    def _pending_version(self, pod: PodInfo) -> str | None:
+        """The pod's current resourceVersion if it is still this pending pod, else None."""
+        response = self.api.get(_pod_path(pod))
+        current = response.body if response.ok and isinstance(response.body, Mapping) else {}
+        meta = current.get("metadata") or {}
+        if (
+            meta.get("uid") != pod.uid
+            or meta.get("deletionTimestamp")
+            or (current.get("spec") or {}).get("nodeName")
+        ):
+            return None
+        return str(meta.get("resourceVersion") or "") or None
 
     def _event(
         self,
@@ -164,6 +199,9 @@ class ApiPorts:
         related: PodInfo | None = None,
     ) -> None:
         stamp = _now()
+        # As upstream, each profile records its Events under its own schedulerName: the
+        # profile of the pod scheduled, or of the preemptor for a victim's Event.
+        controller = (related or pod).scheduler_name
         body: dict[str, Any] = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
@@ -172,8 +210,8 @@ class ApiPorts:
                 "namespace": pod.namespace,
             },
             "eventTime": _micro_time(),
-            "reportingController": self.controller,
-            "reportingInstance": self.instance,
+            "reportingController": controller,
+            "reportingInstance": f"{controller}-{self.hostname}",
             "action": action,
             "reason": reason,
             "regarding": _pod_ref(pod),

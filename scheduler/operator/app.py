@@ -95,7 +95,8 @@ class SchedulerApp:
                 log.warning("Listing failed", resource=kind, status=response.status,
                             reason=response.message())
                 continue
-            gone = self.intake.resync(kind, response.body.get("items") or [])
+            gone = self.intake.resync(kind, response.body.get("items") or [],
+                                      (response.body.get("metadata") or {}).get("resourceVersion"))
             if gone:
                 log.info("Removed objects deleted while unobserved", resource=kind, keys=gone)
 

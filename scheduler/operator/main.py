@@ -24,8 +24,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         description="A secondary Kubernetes scheduler with kube-scheduler's semantics.",
     )
     parser.add_argument("--config", help="KubeSchedulerConfiguration-shaped YAML file")
-    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then "
-                        "$KUBECONFIG or ~/.kube/config)")
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: the configuration's "
+                        "clientConnection.kubeconfig, else in-cluster, then $KUBECONFIG or "
+                        "~/.kube/config)")
     parser.add_argument("--health-port", type=int, default=10259,
                         help="port of /healthz and /readyz (default 10259)")
     parser.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info"))
@@ -50,7 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"secondary-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return 2
-    app = SchedulerApp(config, Options(kubeconfig=args.kubeconfig, health_port=args.health_port))
+    kubeconfig = args.kubeconfig or config.client_connection.kubeconfig
+    app = SchedulerApp(config, Options(kubeconfig=kubeconfig, health_port=args.health_port))
     operator_registry = kopf.OperatorRegistry()
     handlers.register(operator_registry, app)
     log.info("Starting", profiles=[p.scheduler_name for p in config.profiles])

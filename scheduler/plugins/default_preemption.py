@@ -12,14 +12,17 @@ framework/preemption, v1.37):
    possible, PDB-violating pods first, then the others, most important first;
 4. node choice: fewest PDB violations, lowest highest-victim priority, smallest priority sum,
    fewest victims, latest start among the most important victims, then the first;
-5. actuation, asynchronously: write ``status.nominatedNodeName``, clear lower-priority
-   nominations on that node, mark each victim ``DisruptionTarget`` and evict it through the
-   Eviction API, then record a ``Preempted`` Event. Victims already terminating are skipped
-   (none left: nothing is sent). The first victim that cannot be removed ends the actuation;
-   the pod then goes back to activeQ, unless a budget refused (``Strict``, or several
-   budgets), which a retry at once would only meet again. Until the actuation ends, PostFilter
-   answers "waiting for the preemption for this pod to be finished" (upstream gates the pod
-   in PreEnqueue instead).
+5. actuation, asynchronously (upstream's prepareCandidateAsync): clear lower-priority
+   nominations on that node (their own preemptions, if still running, are void and they
+   retry at once), then remove the victims, all but the last in parallel and the last once
+   the others are gone: mark each ``DisruptionTarget``, evict it through the Eviction API,
+   record a ``Preempted`` Event. A victim waiting at Permit is rejected in memory. Victims
+   already terminating are skipped (none left: nothing is sent). The nomination itself is
+   written once, with the PodScheduled condition, by the failure handler. While the
+   actuation runs the pod is gated in PreEnqueue; a deletion event of a bound pod makes the
+   queue look again, and the gate lifts once the last victim is gone or terminating. When
+   no such event can come (a removal failed, a victim was already gone or was preempted in
+   memory) the pod is activated. A preemptor deleted or bound meanwhile touches no victim.
 
 Errors, as upstream: a Filter error on one node does not hide the candidates of the others;
 with no candidate at all, an error met on some node is the answer (the nomination is kept).
@@ -35,8 +38,10 @@ step by step, with the same vectorised filters the cycle uses and the hypothetic
 carried by the NodeView, which keeps 50+ decisions per second within reach at 5,000 nodes.
 
 Beyond upstream: ``pdbMode: Strict`` never violates a PodDisruptionBudget (the pod stays
-pending with a message naming the budget), and ``victimScope: OwnProfiles`` restricts victims
-to pods of this scheduler's profiles.
+pending with a message naming the budget; an eviction the API refuses anyway releases the
+node and the pod retries after its backoff), and ``victimScope: OwnProfiles`` restricts
+victims to pods of this scheduler's profiles. In BestEffort mode an eviction refused by a
+budget (or by several budgets covering the pod) is followed by a delete, as upstream deletes.
 """
 
 from __future__ import annotations
@@ -52,9 +57,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import structlog
 
-from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.events import (
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
 from scheduler.framework.fit_error import fit_error_message
 from scheduler.framework.interface import (
+    SUCCESS,
     Code,
     CycleState,
     Diagnosis,
@@ -80,6 +92,11 @@ NO_VICTIMS = "No preemption victims found for incoming pod"
 NEVER = "not eligible due to preemptionPolicy=Never."
 TERMINATING = "not eligible due to a terminating pod on the nominated node."
 WAITING = "waiting for the preemption for this pod to be finished"
+GONE = "the pod is no longer pending"
+REFUSED_BY_PDB = "a PodDisruptionBudget refused the eviction of a victim"
+REASON_UNSCHEDULABLE = "Unschedulable"
+# Sent to the preemptor alone after a refusal: requeued after its backoff, gated or not.
+PREEMPTION_REFUSED = ClusterEvent(Resource.WILDCARD, Action.ALL, "PreemptionRefused")
 MAX_INT32 = 2**31 - 1
 
 DEFAULT_ARGS: Mapping[str, Any] = {
@@ -114,10 +131,34 @@ def validate_args(args: Mapping[str, Any], path: str) -> None:
 class Removal(enum.Enum):
     """How the removal of one victim ended."""
 
-    DONE = "done"
-    # Refused by a PodDisruptionBudget (pdbMode Strict, or several budgets): not retried hot.
+    # Removed through the API: its deletion event will follow.
+    EVICTED = "evicted"
+    # Already gone, or preempted in memory at Permit: no deletion event is coming for it.
+    GONE = "gone"
+    # Refused by a PodDisruptionBudget (pdbMode Strict): not retried at once.
     REFUSED = "refused"
     FAILED = "failed"
+
+
+_REFUSALS = (EvictionOutcome.BLOCKED_BY_PDB, EvictionOutcome.MULTIPLE_PDBS)
+
+
+@dataclass(eq=False)
+class _Actuation:
+    """One preemption being carried out; its pod is gated until it ends."""
+
+    pod: PodInfo
+    node: str
+    # Set when the last victim's removal starts. From then on the gate holds only while that
+    # victim exists and is not terminating (upstream's lastVictimsPendingPreemption): a
+    # deletion event that beats the end of the actuation still lets the pod through.
+    last_victim: str = ""
+    # A higher-priority preemptor took the node: the plan is void.
+    superseded: bool = False
+
+
+def _skip(pod: object, old: object, new: object) -> QueueingHint:
+    return QueueingHint.SKIP
 
 
 @dataclass
@@ -155,8 +196,9 @@ class DefaultPreemption:
         self.strict_pdb = args["pdbMode"] == "Strict"
         self.own_profiles_only = args["victimScope"] == "OwnProfiles"
         self._lock = threading.Lock()
-        self._preempting: set[str] = set()
+        self._actuations: dict[str, _Actuation] = {}
         self._executor: ThreadPoolExecutor | None = None
+        self._removals: ThreadPoolExecutor | None = None
         self._in_flight: set[Future[None]] = set()
 
     # -- PostFilter -----------------------------------------------------------------------
@@ -174,9 +216,12 @@ class DefaultPreemption:
         handle: ProfileHandle = self.handle  # type: ignore[assignment]
         scheduler = handle.scheduler
         snapshot = scheduler.snapshot
-        with self._lock:
-            if pod.uid in self._preempting:
-                return None, Status(Code.UNSCHEDULABLE, (WAITING,))
+        # As upstream, the newest version of the preemptor: one deleted or bound during its
+        # own cycle preempts nobody.
+        current = scheduler.pods.get(pod.uid)
+        if current is None or current.node_name or current.is_terminating:
+            return None, Status(Code.UNSCHEDULABLE, (GONE,))
+        pod = current
         nominated = scheduler.queue.nominator.node_of(pod.uid) or pod.nominated_node_name
         eligible, reason = self.eligible(pod, nominated, diagnosis, snapshot)
         if not eligible:
@@ -448,7 +493,7 @@ class DefaultPreemption:
     def actuate(self, pod: PodInfo, best: Candidate) -> None:
         """Start removing ``best``'s victims on a worker thread (upstream's async preemption).
 
-        Until that work ends, :meth:`preempt` answers ``WAITING`` for ``pod``.
+        Until that work ends, :meth:`pre_enqueue` keeps ``pod`` gated.
         """
         handle: ProfileHandle = self.handle  # type: ignore[assignment]
         scheduler = handle.scheduler
@@ -457,8 +502,7 @@ class DefaultPreemption:
             pod=pod.key, node=best.node, victims=[v.key for v in best.victims],
             pdb_violations=best.num_pdb_violations, budgets=sorted(best.violated_budgets),
         )
-        evictor = handle.evictor
-        if evictor is None:
+        if handle.evictor is None:
             return
         to_remove = [v for v in best.victims if not v.is_terminating]
         if not to_remove:
@@ -468,11 +512,12 @@ class DefaultPreemption:
             p for p in scheduler.queue.nominator.pods_for_node(best.node)
             if p.priority < pod.priority and p.uid != pod.uid
         ]
+        actuation = _Actuation(pod, best.node)
         with self._lock:
-            self._preempting.add(pod.uid)
+            self._actuations[pod.uid] = actuation
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(4, thread_name_prefix="preemption")
-            future = self._executor.submit(self._execute, pod, best, to_remove, lower_nominated)
+            future = self._executor.submit(self._execute, actuation, to_remove, lower_nominated)
             self._in_flight.add(future)
         future.add_done_callback(self._actuation_done)
 
@@ -490,57 +535,161 @@ class DefaultPreemption:
         _, not_done = wait(pending, timeout=timeout)
         return not not_done
 
-    def is_preempting(self, uid: str) -> bool:
-        """Whether the actuation of a preemption by pod ``uid`` is still running."""
+    # -- PreEnqueue -----------------------------------------------------------------------
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        """As upstream: a pod whose victims are being removed waits, gated, instead of running
+        cycles that could only say it is waiting."""
+        if self.is_running_preemption(pod.uid):
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (WAITING,))
+        return SUCCESS
+
+    def is_running_preemption(self, uid: str) -> bool:
+        """Upstream's IsPodRunningPreemption: the actuation for ``uid`` has not ended, and its
+        last victim, once its removal started, still exists and is not terminating."""
         with self._lock:
-            return uid in self._preempting
+            actuation = self._actuations.get(uid)
+            last = actuation.last_victim if actuation is not None else ""
+        if actuation is None:
+            return False
+        if not last:
+            return True
+        handle: ProfileHandle = self.handle  # type: ignore[assignment]
+        victim = handle.scheduler.pods.get(last)
+        return victim is not None and not victim.is_terminating
+
+    def supersede(self, uid: str) -> None:
+        """Another preemptor took the node ``uid`` was nominated to: its plan is void. The gate
+        lifts now, so the pod can retry at once; its actuation sends nothing more."""
+        with self._lock:
+            actuation = self._actuations.pop(uid, None)
+            if actuation is not None:
+                actuation.superseded = True
 
     def _execute(
-        self,
-        pod: PodInfo,
-        best: Candidate,
-        to_remove: list[PodInfo],
-        lower_nominated: list[PodInfo],
+        self, actuation: _Actuation, to_remove: list[PodInfo], lower_nominated: list[PodInfo]
     ) -> None:
+        """Clear lower nominations, then remove the victims: all but the last in parallel, the
+        last once the others are gone (upstream's prepareCandidateAsync).
+
+        At the end the pod is activated when no deletion event would wake it: a removal
+        failed, or a victim was already gone or was preempted in memory. A refusal by a
+        budget (pdbMode Strict) releases the node and retries after the pod's backoff.
+        """
+        handle: ProfileHandle = self.handle  # type: ignore[assignment]
+        evictor = handle.evictor
+        assert evictor is not None
+        pod, node = actuation.pod, actuation.node
+        outcomes: list[Removal] = []
+        try:
+            if not self._still_wanted(actuation):
+                # Deleted or bound during its own cycle: no victim is disturbed for it.
+                log.info("Preemptor no longer pending; no victim was touched", pod=pod.key,
+                         node=node)
+                handle.scheduler.queue.nominator.delete(pod.uid)
+                return
+            self._clear_lower_nominations(pod, lower_nominated)
+            message = f"{pod.scheduler_name}: preempting to accommodate a higher priority pod"
+            *others, last = to_remove
+            outcomes = self._remove_in_parallel(evictor, others, pod, node, message)
+            removed = all(o in (Removal.EVICTED, Removal.GONE) for o in outcomes)
+            if removed and self._still_wanted(actuation):
+                with self._lock:
+                    actuation.last_victim = last.uid
+                outcomes.append(self._remove_victim(evictor, last, pod, node, message))
+        except Exception:
+            log.exception("Preemption failed", pod=pod.key, node=node)
+            outcomes.append(Removal.FAILED)
+        finally:
+            with self._lock:
+                if self._actuations.get(pod.uid) is actuation:
+                    del self._actuations[pod.uid]
+            self._finish(actuation, outcomes)
+
+    def _finish(self, actuation: _Actuation, outcomes: Sequence[Removal]) -> None:
+        handle: ProfileHandle = self.handle  # type: ignore[assignment]
+        scheduler = handle.scheduler
+        pod = actuation.pod
+        if actuation.superseded or not self._still_wanted(actuation):
+            return
+        if Removal.REFUSED in outcomes:
+            # Holding the node for a plan a budget refused would block it for nothing:
+            # release the reservation, say why, and retry after the pod's backoff.
+            scheduler.queue.nominator.delete(pod.uid)
+            scheduler.reporter.failed(
+                pod, REASON_UNSCHEDULABLE, f"preemption: {REFUSED_BY_PDB} on node {actuation.node}",
+                "",
+            )
+            scheduler.queue.move_all_to_active_or_backoff(PREEMPTION_REFUSED, None, pod)
+        elif Removal.FAILED in outcomes or Removal.GONE in outcomes:
+            scheduler.queue.activate([pod.uid])
+
+    def _still_wanted(self, actuation: _Actuation) -> bool:
+        """The preemptor still exists, unbound and not terminating, and no one took its node."""
+        handle: ProfileHandle = self.handle  # type: ignore[assignment]
+        current = handle.scheduler.pods.get(actuation.pod.uid)
+        return (
+            not actuation.superseded
+            and current is not None
+            and not current.node_name
+            and not current.is_terminating
+        )
+
+    def _clear_lower_nominations(self, pod: PodInfo, lower: Sequence[PodInfo]) -> None:
+        """Lower-priority pods nominated to the node may no longer fit there: their
+        nominations go, their own preemptions (if still running) are void, and they retry."""
         handle: ProfileHandle = self.handle  # type: ignore[assignment]
         scheduler = handle.scheduler
         evictor = handle.evictor
         assert evictor is not None
-        # Whether to put the pod back in activeQ at the end: after a failure that a retry may
-        # fix. A refusal by a budget is not retried at once (the pod would only be refused
-        # again); it waits for a cluster event or the periodic flush like any other.
-        retry = True
-        try:
-            # The nomination is written before any victim is touched: if it cannot be
-            # recorded, no victim is disturbed and the pod is retried.
-            if not evictor.set_nominated_node(pod, best.node):
-                log.warning("Could not record the nominated node; no victim was touched",
-                            pod=pod.key, node=best.node)
-                return
-            for other in lower_nominated:
-                scheduler.queue.nominator.add(other, "")
-                evictor.set_nominated_node(other, "")
-            scheduler.queue.activate([p.uid for p in lower_nominated])
-            message = f"{pod.scheduler_name}: preempting to accommodate a higher priority pod"
-            for victim in to_remove:
-                # As upstream, the first victim that cannot be removed ends the actuation, so
-                # the pod is retried rather than more pods disrupted for a plan that failed.
-                outcome = self._remove_victim(evictor, victim, pod, best.node, message)
-                if outcome is not Removal.DONE:
-                    retry = outcome is Removal.FAILED
-                    return
-            retry = False
-        except Exception:
-            log.exception("Preemption failed", pod=pod.key, node=best.node)
-        finally:
-            with self._lock:
-                self._preempting.discard(pod.uid)
-            if retry:
-                scheduler.queue.activate([pod.uid])
+        for other in lower:
+            scheduler.queue.nominator.delete(other.uid)
+            framework = scheduler.profiles.get(other.scheduler_name)
+            owner = framework.instances.get(NAME) if framework is not None else None
+            if isinstance(owner, DefaultPreemption):
+                owner.supersede(other.uid)
+            evictor.set_nominated_node(other, "")
+            log.info("Cleared a lower-priority nomination", pod=other.key,
+                     preemptor=pod.key, node=other.nominated_node_name or None)
+        scheduler.queue.activate([p.uid for p in lower])
+
+    def _remove_in_parallel(
+        self, evictor: Evictor, victims: Sequence[PodInfo], pod: PodInfo, node: str,
+        message: str,
+    ) -> list[Removal]:
+        """Remove ``victims`` concurrently; each ends on its own, whatever the others do."""
+        if len(victims) <= 1:
+            return [self._remove_victim(evictor, v, pod, node, message) for v in victims]
+        handle: ProfileHandle = self.handle  # type: ignore[assignment]
+        with self._lock:
+            if self._removals is None:
+                self._removals = ThreadPoolExecutor(
+                    handle.scheduler.config.parallelism, thread_name_prefix="eviction"
+                )
+            pool = self._removals
+        return list(pool.map(lambda v: self._remove_victim(evictor, v, pod, node, message),
+                             victims))
 
     def _remove_victim(
         self, evictor: Evictor, victim: PodInfo, pod: PodInfo, node: str, message: str
     ) -> Removal:
+        try:
+            return self._remove(evictor, victim, pod, node, message)
+        except Exception:
+            log.exception("Could not remove preemption victim", pod=pod.key, victim=victim.key)
+            return Removal.FAILED
+
+    def _remove(
+        self, evictor: Evictor, victim: PodInfo, pod: PodInfo, node: str, message: str
+    ) -> Removal:
+        handle: ProfileHandle = self.handle  # type: ignore[assignment]
+        waiting = handle.scheduler.waiting
+        if victim.uid in waiting:
+            # As upstream: a victim still waiting at Permit is rejected in memory; it was
+            # never bound, so no deletion event will follow.
+            waiting.reject(victim.uid, "preempted", NAME)
+            log.info("Preempted a pod waiting at Permit", pod=pod.key, victim=victim.key,
+                     node=node)
+            return Removal.GONE
         if not evictor.mark_disruption_target(victim, message):
             log.warning("Could not mark preemption victim", pod=pod.key, victim=victim.key)
             return Removal.FAILED
@@ -549,30 +698,28 @@ class DefaultPreemption:
         if outcome is EvictionOutcome.EVICTED:
             # The Eviction API rewrites DisruptionTarget to reason EvictionByEvictionAPI.
             # Restore ours, so the victim reads as upstream's victims do and eligibility
-            # ("a terminating pod on the nominated node") recognises it. This runs while
-            # the preemptor is still marked as preempting, so no cycle sees the gap.
+            # ("a terminating pod on the nominated node") recognises it.
             evictor.mark_disruption_target(victim, message)
-        elif outcome is EvictionOutcome.BLOCKED_BY_PDB and not self.strict_pdb:
+        elif outcome in _REFUSALS and not self.strict_pdb:
             # BestEffort, as upstream (which deletes outright): a budget is respected when
-            # possible, not at any cost. A plain delete keeps our condition as it is.
+            # possible, not at any cost; a pod under several budgets can never be evicted.
+            # A plain delete keeps our condition as it is.
             log.info("Eviction refused by a PodDisruptionBudget; deleting the victim",
                      pod=pod.key, victim=victim.key, reason=result.message)
             outcome = evictor.delete(victim)
         if outcome is EvictionOutcome.EVICTED:
             evictor.preempted_event(victim, pod, node)
-            return Removal.DONE
+            return Removal.EVICTED
         if outcome is EvictionOutcome.GONE:
-            return Removal.DONE
-        if outcome is EvictionOutcome.MULTIPLE_PDBS:
-            log.error("Could not evict preemption victim: it is covered by several "
-                      "PodDisruptionBudgets", pod=pod.key, victim=victim.key, reason=result.message)
-            return Removal.REFUSED
+            return Removal.GONE
         log.warning("Could not evict preemption victim", pod=pod.key, victim=victim.key,
                     outcome=outcome.value, reason=result.message)
-        return Removal.REFUSED if outcome is EvictionOutcome.BLOCKED_BY_PDB else Removal.FAILED
+        return Removal.REFUSED if outcome in _REFUSALS else Removal.FAILED
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
-        return ()
+        """As upstream: a gated preemptor is re-examined when a bound pod goes away (its
+        PreEnqueue then decides); whether the pod may fit is for the other plugins' hints."""
+        return (ClusterEventWithHint(ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE), _skip),)
 
 
 def split_by_pdb(
@@ -656,5 +803,5 @@ SPEC = PluginSpec(
     factory=new,
     default_args=DEFAULT_ARGS,
     validate=validate_args,
-    points=frozenset({"postFilter"}),
+    points=frozenset({"preEnqueue", "postFilter"}),
 )

@@ -11,13 +11,17 @@ Thread-safe; its lock is a leaf: it never calls out while holding it.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Generic
 
 from scheduler.queue.queued_pod import P
 
 
 class Nominator(Generic[P]):
-    def __init__(self) -> None:
+    def __init__(self, lookup: Callable[[str], P | None] | None = None) -> None:
+        """``lookup(uid)``: the newest version of the pod the watch delivered, ``None`` once it
+        is deleted. Without it, the caller's pod object is taken as current."""
+        self._lookup = lookup
         self._lock = threading.Lock()
         self._pods_by_node: dict[str, list[P]] = {}
         self._node_by_uid: dict[str, str] = {}
@@ -25,8 +29,9 @@ class Nominator(Generic[P]):
     def add(self, pod: P, node_name: str | None = None) -> None:
         """Nominate ``pod`` to ``node_name``; ``None`` takes ``pod.nominated_node_name``.
 
-        An empty node name clears the nomination. A pod already bound to a node is never
-        nominated (upstream checks the pod lister for that; the caller's pod is our best view).
+        An empty node name clears the nomination. A pod that no longer exists, or is already
+        bound to a node, is never nominated: as upstream, the watch's newest version decides,
+        so a failure handled after the pod's deletion leaves no nomination behind.
         """
         with self._lock:
             self._add_locked(pod, node_name)
@@ -66,7 +71,8 @@ class Nominator(Generic[P]):
         # Never keep two entries for one pod.
         self._delete_locked(pod.uid)
         node = pod.nominated_node_name if node_name is None else node_name
-        if not node or pod.node_name:
+        current = pod if self._lookup is None else self._lookup(pod.uid)
+        if not node or current is None or current.node_name or pod.node_name:
             return
         self._node_by_uid[pod.uid] = node
         self._pods_by_node.setdefault(node, []).append(pod)

@@ -141,26 +141,41 @@ class SchedulingQueue(Generic[P]):
         max_backoff: float = DEFAULT_MAX_BACKOFF,
         max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
         hints: Mapping[str, Sequence[ClusterEventWithHint]] = _NO_HINTS,
+        hints_by_profile: Mapping[str, Mapping[str, Sequence[ClusterEventWithHint]]] | None = None,
+        profile_of: Callable[[P], str] | None = None,
         pre_enqueue: Callable[[P], str | None] | None = None,
+        lookup: Callable[[str], P | None] | None = None,
     ) -> None:
         """``hints`` maps a plugin name to the events it registered (EnqueueExtensions). A
         plugin that can reject pods but has no EnqueueExtensions should be registered for
         ``ClusterEvent(Resource.WILDCARD, Action.ALL)``, as upstream does.
 
+        With several profiles, ``hints_by_profile`` holds one such map per profile and
+        ``profile_of(pod)`` names the pod's profile (upstream's QueueingHintMapPerProfile):
+        each profile's plugin instances judge their own pods. A pod of a profile without a
+        map is retried after its backoff on any event, as upstream does.
+
         ``pre_enqueue(pod)`` returns the name of the plugin that gates the pod, or ``None``.
+        ``lookup(uid)`` is the newest version of a pod the watch delivered (``None`` once
+        deleted); the nominator uses it, as upstream's uses the pod lister.
         """
         self._less = less
         self._clock = clock
         self._initial_backoff = initial_backoff
         self._max_backoff = max_backoff
         self._max_in_unschedulable = max_in_unschedulable
-        self._hints: dict[str, tuple[ClusterEventWithHint, ...]] = {
-            plugin: tuple(registered) for plugin, registered in hints.items()
+        tables = hints_by_profile if hints_by_profile is not None else {"": hints}
+        self._hints: dict[str, dict[str, tuple[ClusterEventWithHint, ...]]] = {
+            profile: {plugin: tuple(registered) for plugin, registered in table.items()}
+            for profile, table in tables.items()
         }
-        self._registered = tuple(r.event for regs in self._hints.values() for r in regs)
+        self._profile_of = profile_of
+        self._registered = tuple(
+            r.event for table in self._hints.values() for regs in table.values() for r in regs
+        )
         self._interest: dict[ClusterEvent, frozenset[str]] = {}
         self._pre_enqueue = pre_enqueue
-        self.nominator: Nominator[P] = Nominator()
+        self.nominator: Nominator[P] = Nominator(lookup)
 
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
@@ -418,7 +433,8 @@ class SchedulingQueue(Generic[P]):
 
     def flush_unschedulable_leftover(self) -> None:
         """Pods pooled longer than ``max_in_unschedulable`` move as ``UnschedulableTimeout``:
-        to backoffQ while still backing off, else to activeQ. Gated pods stay."""
+        to backoffQ while still backing off, else to activeQ. Gated pods run their PreEnqueue
+        check again (a wildcard event, as upstream) and stay if it still gates them."""
         with self._lock:
             now = self._clock()
             stale = [
@@ -429,11 +445,8 @@ class SchedulingQueue(Generic[P]):
             if not stale:
                 return
             self._log_event_locked(UNSCHEDULABLE_TIMEOUT, None, None)
-            interested = self._interested_plugins(UNSCHEDULABLE_TIMEOUT)
             moved: list[str] = []
             for qpi in stale:
-                if qpi.gated and qpi.gating_plugin not in interested:
-                    continue
                 del self._pool[qpi.uid]
                 moved.append(self._requeue_locked(qpi, Strategy.AFTER_BACKOFF))
             self._notify_if(*moved)
@@ -552,9 +565,12 @@ class SchedulingQueue(Generic[P]):
             if new is not None and getattr(new, "uid", None) != c.pod.uid:
                 return Strategy.SKIP
             return Strategy.AFTER_BACKOFF
+        hints = self._hints.get("" if self._profile_of is None else self._profile_of(c.pod))
+        if hints is None:
+            return Strategy.AFTER_BACKOFF
         strategy = Strategy.SKIP
         for plugin in sorted(rejectors):
-            for registered in self._hints.get(plugin, ()):
+            for registered in hints.get(plugin, ()):
                 if not event.matches(registered.event):
                     continue
                 hint = self._hint(registered, c.pod, old, new, plugin=plugin, event=event)
@@ -607,12 +623,14 @@ class SchedulingQueue(Generic[P]):
         return strategy
 
     def _interested_plugins(self, event: ClusterEvent) -> frozenset[str]:
-        """The plugins that registered an event matching ``event`` (memoised)."""
+        """The plugins that registered an event matching ``event`` in any profile
+        (memoised)."""
         plugins = self._interest.get(event)
         if plugins is None:
             plugins = frozenset(
                 plugin
-                for plugin, regs in self._hints.items()
+                for table in self._hints.values()
+                for plugin, regs in table.items()
                 if any(event.matches(r.event) for r in regs)
             )
             self._interest[event] = plugins
@@ -621,8 +639,9 @@ class SchedulingQueue(Generic[P]):
     @staticmethod
     def _may_move(qpi: QueuedPodInfo[P], wildcard: bool, interested: frozenset[str]) -> bool:
         """Cheap pre-filter: can ``event`` move this pooled pod at all? (No plugin code.)"""
-        if qpi.gated and qpi.gating_plugin not in interested:
-            # A gated pod moves only on events its gating plugin registered.
+        if qpi.gated and not wildcard and qpi.gating_plugin not in interested:
+            # A gated pod moves only on events its gating plugin registered, or on a
+            # wildcard event (upstream re-evaluates every pod then, so none is stuck).
             return False
         if wildcard or not (qpi.unschedulable_plugins or qpi.pending_plugins):
             return True

@@ -108,3 +108,36 @@ def test_bad_configuration_names_the_field(raw: dict[str, Any], field: str) -> N
     with pytest.raises(ConfigError) as excinfo:
         parse_config(raw, default_registry())
     assert str(excinfo.value).startswith(field), str(excinfo.value)
+
+
+def test_client_connection_and_parallelism_are_honoured() -> None:
+    config = parse_config({
+        "parallelism": 4,
+        "clientConnection": {"kubeconfig": "/etc/kubernetes/scheduler.conf",
+                             "contentType": "application/json", "qps": 20, "burst": 40},
+    }, default_registry())
+    assert config.parallelism == 4
+    assert config.client_connection.kubeconfig == "/etc/kubernetes/scheduler.conf"
+    assert (config.client_connection.qps, config.client_connection.burst) == (20, 40)
+    defaults = parse_config({}, default_registry())
+    assert defaults.parallelism == 16 and defaults.client_connection.kubeconfig is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        pytest.param({"parallelism": 0}, "parallelism: must be an integer >= 1",
+                     id="parallelism must be positive, as upstream validates"),
+        pytest.param({"clientConnection": {"contentType": "application/vnd.kubernetes.protobuf"}},
+                     "clientConnection.contentType: only 'application/json' is supported",
+                     id="a wire format this scheduler does not speak is refused"),
+        pytest.param({"clientConnection": {"kubeconfig": 3}},
+                     "clientConnection.kubeconfig: must be a file path",
+                     id="the kubeconfig must be a path"),
+    ],
+)
+def test_config_fields_that_cannot_be_honoured_are_refused(raw: dict[str, Any],
+                                                           message: str) -> None:
+    with pytest.raises(ConfigError) as excinfo:
+        parse_config(raw, default_registry())
+    assert str(excinfo.value).startswith(message), str(excinfo.value)

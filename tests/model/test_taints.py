@@ -14,7 +14,6 @@ from scheduler.model.taints import (
     PREFER_NO_SCHEDULE,
     Taint,
     Toleration,
-    find_untolerated,
     parse_taints,
     parse_tolerations,
     tolerates_any,
@@ -104,31 +103,7 @@ def test_numeric_operators_with_the_gate_on(
 
 
 GPU = Taint("gpu", "true", NO_SCHEDULE)
-SPOT = Taint("spot", "", PREFER_NO_SCHEDULE)
 DRAIN = Taint("drain", "", NO_EXECUTE)
-
-
-@pytest.mark.parametrize(
-    ("taints", "tolerations", "effects", "expected"),
-    [
-        pytest.param((GPU, DRAIN), (), frozenset({NO_SCHEDULE, NO_EXECUTE}), GPU,
-                     id="the first untolerated taint is returned"),
-        pytest.param((GPU, DRAIN), (tol("gpu", "Exists"),), frozenset({NO_SCHEDULE, NO_EXECUTE}),
-                     DRAIN, id="a tolerated taint is skipped"),
-        pytest.param((SPOT,), (), frozenset({NO_SCHEDULE, NO_EXECUTE}), None,
-                     id="taints with other effects are ignored"),
-        pytest.param((SPOT,), (), frozenset({PREFER_NO_SCHEDULE}), SPOT,
-                     id="the effect filter selects which taints count"),
-        pytest.param((GPU,), (tol("gpu", "Equal", "true", NO_SCHEDULE),),
-                     frozenset({NO_SCHEDULE}), None, id="all taints tolerated gives None"),
-        pytest.param((), (), frozenset({NO_SCHEDULE}), None, id="no taints gives None"),
-    ],
-)
-def test_find_untolerated(
-    taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...], effects: frozenset[str],
-    expected: Taint | None,
-) -> None:
-    assert find_untolerated(taints, tolerations, effects) == expected
 
 
 @pytest.mark.parametrize(

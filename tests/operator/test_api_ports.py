@@ -215,3 +215,71 @@ def test_delete_maps_answers_to_outcomes(api: FakeApi, reply: Reply,
     (call,) = api.calls("DELETE", POD)
     assert call.body == {"preconditions": {"uid": web().uid}}
     ports.close()
+
+
+EVENTS = "/apis/events.k8s.io/v1/namespaces/default/events"
+
+
+def test_a_failure_report_reaching_its_lane_after_the_binding_is_dropped(api: FakeApi) -> None:
+    """Issue 14 item 2: attempt n's report must not land after attempt n+1 bound the pod."""
+    api.on("POST", f"{POD}/binding", Reply(201, {}))
+    api.on("POST", EVENTS, Reply(201, {}))
+    api.on("PATCH", f"{POD}/status", Reply(200, {}))
+    ports = ApiPorts(api.kube_api())
+    assert ports.bind(web(), "n1").outcome is BindOutcome.BOUND
+    ports.failed(web(), "Unschedulable", "0/1 nodes are available: 1 Insufficient cpu.", "")
+    ports.close()
+    assert api.calls("PATCH", f"{POD}/status") == []
+    assert api.calls("POST", EVENTS) == []
+
+
+def pod_object(node: str = "", rv: str = "8", uid: str | None = None) -> dict:
+    obj = {"metadata": {"name": "web", "namespace": "default", "uid": uid or web().uid,
+                        "resourceVersion": rv}, "spec": {}}
+    if node:
+        obj["spec"]["nodeName"] = node
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("current", "patches"),
+    [
+        pytest.param(pod_object(node="n1"), 1, id="bound meanwhile (by anyone): dropped"),
+        pytest.param(pod_object(uid="another"), 1, id="replaced by a pod of the same name"),
+        pytest.param(None, 1, id="deleted meanwhile"),
+        pytest.param(pod_object(rv="8"), 2, id="still pending: retried once on the new version"),
+    ],
+)
+def test_the_status_patch_is_guarded_by_the_version_the_scheduler_saw(
+    api: FakeApi, current: dict | None, patches: int
+) -> None:
+    api.on("POST", EVENTS, Reply(201, {}))
+    api.on("PATCH", f"{POD}/status", Reply(409, status(409, "the object has been modified")),
+           Reply(200, {}))
+    api.on("GET", POD, Reply(200, current) if current else Reply(404, status(404)))
+    ports = ApiPorts(api.kube_api())
+    pod = web()
+    ports.failed(pod, "Unschedulable", "0/1 nodes are available: 1 Insufficient cpu.", None)
+    ports.close()
+    sent = api.calls("PATCH", f"{POD}/status")
+    assert len(sent) == patches
+    assert sent[0].body["metadata"] == {"resourceVersion": pod.resource_version}
+    if patches == 2:
+        assert sent[1].body["metadata"] == {"resourceVersion": "8"}
+
+
+def test_events_carry_the_schedulername_of_their_profile(api: FakeApi) -> None:
+    """As upstream, each profile records Events as itself: a pod of profile "gpu" is
+    reported by "gpu", and a victim's Preempted Event by the preemptor's profile."""
+    api.on("POST", EVENTS, Reply(201, {}))
+    api.on("PATCH", "/api/v1/namespaces/default/pods/train/status", Reply(200, {}))
+    ports = ApiPorts(api.kube_api())
+    train = pod_info("train", scheduler_name="gpu")
+    ports.failed(train, "Unschedulable", "0/1 nodes are available: 1 Insufficient cpu.", None)
+    ports.scheduled(train, "n1")
+    ports.preempted_event(pod_info("victim", scheduler_name="secondary-scheduler"), train, "n1")
+    ports.close()
+    events = api.calls("POST", EVENTS)
+    assert sorted((e.body["reason"], e.body["reportingController"]) for e in events) == [
+        ("FailedScheduling", "gpu"), ("Preempted", "gpu"), ("Scheduled", "gpu")]
+    assert all(e.body["reportingInstance"].startswith("gpu-") for e in events)

@@ -13,7 +13,9 @@ Upstream cases about extenders, pod groups, DRA and in-place resize have no coun
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +25,9 @@ import pytest
 from scheduler.cache.cache import DisruptionBudget
 from scheduler.cycle import schedule_one
 from scheduler.framework.config import parse_config
+from scheduler.framework.events import ASSIGNED_POD_DELETE
 from scheduler.framework.interface import (
+    SUCCESS,
     Code,
     CycleState,
     Diagnosis,
@@ -44,7 +48,7 @@ from scheduler.plugins.default_preemption import (
 )
 from scheduler.plugins.registry import default_registry
 from scheduler.ports import EvictionOutcome, EvictionResult, NullPorts
-from scheduler.queue.scheduling_queue import ACTIVE
+from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
 from scheduler.scheduler import Scheduler
 from tests.builders import node, pod
 
@@ -141,6 +145,16 @@ def pdb(
     }
 
 
+def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """For the actuation's worker threads: poll until ``predicate`` holds (no timing asserted)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
 def info(obj: Mapping[str, Any]) -> PodInfo:
     parsed = PodInfo.from_pod(obj)
     assert parsed.parse_error is None, parsed.parse_error
@@ -161,8 +175,9 @@ class Ports(NullPorts):
 
 
 class FakeEvictor:
-    """Records every call in order. ``hold`` makes the first call wait until it is set, so a
-    test can look at the scheduler while an actuation is in progress."""
+    """Records every call in order. ``hold`` makes the first call (or the call ``hold_at``)
+    wait until it is set, so a test can look at the scheduler while an actuation runs;
+    ``started`` is set when that call arrives."""
 
     def __init__(
         self,
@@ -172,23 +187,30 @@ class FakeEvictor:
         mark_ok: bool = True,
         delete_ok: bool = True,
         hold: threading.Event | None = None,
+        hold_at: tuple[str, ...] | None = None,
     ) -> None:
         self.outcomes = dict(outcomes or {})
         self.nominate_ok = nominate_ok
         self.mark_ok = mark_ok
         self.delete_ok = delete_ok
         self.hold = hold
+        self.hold_at = hold_at
         self.started = threading.Event()
         self.calls: list[tuple[str, ...]] = []
         self._lock = threading.Lock()
 
     def _record(self, *call: str) -> None:
-        first = not self.started.is_set()
-        self.started.set()
-        if first and self.hold is not None:
+        held = call == self.hold_at if self.hold_at is not None else not self.started.is_set()
+        if held:
+            self.started.set()
+        if held and self.hold is not None:
             assert self.hold.wait(10), "the test never released the evictor"
         with self._lock:
             self.calls.append(call)
+
+    def count(self, kind: str) -> int:
+        with self._lock:
+            return sum(1 for call in self.calls if call[0] == kind)
 
     def set_nominated_node(self, pod: PodInfo, node: str) -> bool:
         self._record("nominate", pod.name, node)
@@ -275,6 +297,7 @@ class Cluster:
         for name, row in snapshot.nodes.index.items():
             codes[row] = U if statuses is None else statuses.get(name, UU)
         diagnosis = Diagnosis(codes=codes, num_all_nodes=snapshot.num_nodes)
+        self.watched(preemptor)
         return self.plugin.post_filter(self.prefiltered(preemptor), preemptor, diagnosis)
 
     def dry_run(self, preemptor: PodInfo) -> dict[str, tuple[list[str], int]]:
@@ -290,6 +313,7 @@ class Cluster:
     def schedule(self, preemptor: PodInfo) -> tuple[str, str | None]:
         """One scheduling cycle for ``preemptor``: its FailedScheduling message and the
         nomination written with it."""
+        self.watched(preemptor)
         if self.s.queue.get(preemptor.uid) is None:
             self.s.queue.add(preemptor)
         else:
@@ -300,7 +324,12 @@ class Cluster:
         return self.ports.failures[-1][2], self.ports.nominations[-1]
 
     def set_pod(self, obj: Mapping[str, Any]) -> None:
-        self.s.cache.upsert_pod(info(obj))
+        self.s.cache.upsert_pod(self.watched(info(obj)))
+
+    def watched(self, pod_info: PodInfo) -> PodInfo:
+        """The watch delivered ``pod_info``: it exists, as the scheduler's pod lister sees."""
+        self.s.pods[pod_info.uid] = pod_info
+        return pod_info
 
 
 def cluster(
@@ -313,6 +342,7 @@ def cluster(
     nominated: Sequence[tuple[Mapping[str, Any], str]] = (),
     offsets: Sequence[int] | None = None,
     with_test_plugin: bool = False,
+    config: Mapping[str, Any] | None = None,
 ) -> Cluster:
     registry: Registry = default_registry()
     profile: dict[str, Any] = {
@@ -323,16 +353,18 @@ def cluster(
                                      points=frozenset({"filter"})))
         profile["plugins"] = {"filter": {"enabled": [{"name": "test-plugin"}]}}
     ports = Ports()
-    s = Scheduler(parse_config({"profiles": [profile]}, registry), registry, binder=ports,
-                  reporter=ports, evictor=evictor, seed=1)
+    cfg = parse_config({**(config or {}), "profiles": [profile]}, registry)
+    s = Scheduler(cfg, registry, binder=ports, reporter=ports, evictor=evictor, seed=1)
     for obj in nodes:
         s.cache.upsert_node(obj)
         s.known_nodes.add(obj["metadata"]["name"])
     for obj in pods:
         s.cache.upsert_pod(info(obj))
+        s.pods[obj["metadata"]["uid"]] = info(obj)
     for obj in pdbs:
         s.cache.upsert_pdb(obj)
     for obj, node_name in nominated:
+        s.pods[obj["metadata"]["uid"]] = info(obj)
         s.queue.nominator.add(info(obj), node_name)
     if offsets is not None:
         s.rng = FixedOffsets(offsets)  # type: ignore[assignment]
@@ -997,7 +1029,7 @@ def test_pod_eligible_to_preempt_others(
     # Deviation: upstream reads status.nominatedNodeName only; we also read the in-memory
     # nominator, which runs ahead of the asynchronous status patch.
     c = cluster([n("node1", ONE_POD)], pods)
-    pod_info = info(preemptor)
+    pod_info = c.watched(info(preemptor))
     if nominator:
         c.s.queue.nominator.add(pod_info, nominator)
     result, status = c.post_filter(pod_info, {"node1": nominated_status})
@@ -1259,81 +1291,259 @@ def removed(name: str, *, restore: bool = True) -> list[tuple[str, ...]]:
     return [*calls, ("event", name, "p", "node1")]
 
 
-NOMINATE = ("nominate", "p", "node1")
 E = EvictionOutcome
+POOLED, ACTIVATED, BACKING_OFF = "pooled", "activated", "backing off"
+
+
+class DeferredExecutor:
+    """Stands in for the actuation pool: work runs when the test says so, on its thread."""
+
+    def __init__(self) -> None:
+        self.work: list[tuple[Any, tuple[Any, ...], Future[None]]] = []
+
+    def submit(self, fn: Any, *args: Any) -> Future[None]:
+        future: Future[None] = Future()
+        self.work.append((fn, args, future))
+        return future
+
+    def run(self) -> None:
+        work, self.work = self.work, []
+        for fn, args, future in work:
+            fn(*args)
+            future.set_result(None)
+
+
+def deferred(c: Cluster) -> DeferredExecutor:
+    executor = DeferredExecutor()
+    c.plugin._executor = executor  # type: ignore[assignment]
+    return executor
+
+
+def where(c: Cluster, pod_info: PodInfo) -> str | None:
+    for queue, keys in c.s.queue.pending_pods().items():
+        if pod_info.key in keys:
+            return queue
+    return None
+
+
+def deleted(c: Cluster, obj: Mapping[str, Any]) -> None:
+    """The watch reports a bound pod's deletion (what the intake does with it)."""
+    gone = info(obj)
+    c.s.pods.pop(gone.uid, None)
+    c.s.cache.remove_pod(gone.uid)
+    c.s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, gone, None)
 
 
 @pytest.mark.parametrize(
-    ("args", "evictor", "want_calls", "want_retry"),
+    ("args", "evictor", "want_calls", "want_after"),
     [
         pytest.param(
-            {}, FakeEvictor(),
-            [NOMINATE, *removed("p1.1"), *removed("p1.2")], False,
-            id="nomination first, then each victim marked, evicted and reported Preempted",
+            {}, FakeEvictor(), [*removed("p1.1"), *removed("p1.2")], POOLED,
+            id="each victim marked, evicted and reported Preempted; the pod waits for them",
         ),
         pytest.param(
             {}, FakeEvictor({"p1.1": E.BLOCKED_BY_PDB}),
-            [NOMINATE, ("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1"), ("delete", "p1.1"),
-             ("event", "p1.1", "p", "node1"), *removed("p1.2")], False,
+            [("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1"), ("delete", "p1.1"),
+             ("event", "p1.1", "p", "node1"), *removed("p1.2")], POOLED,
             id="BestEffort: an eviction refused by a budget (429) is followed by a delete",
         ),
         pytest.param(
-            {"pdbMode": "Strict"}, FakeEvictor({"p1.1": E.BLOCKED_BY_PDB}),
-            [NOMINATE, ("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1")], False,
-            id="Strict: a refused eviction is not forced, and the rest are not touched",
+            {}, FakeEvictor({"p1.1": E.MULTIPLE_PDBS}),
+            [("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1"), ("delete", "p1.1"),
+             ("event", "p1.1", "p", "node1"), *removed("p1.2")], POOLED,
+            id="BestEffort: a victim under several budgets can never be evicted: deleted",
         ),
         pytest.param(
-            {}, FakeEvictor({"p1.1": E.MULTIPLE_PDBS}),
-            [NOMINATE, ("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1")], False,
-            id="a victim under several budgets is reported, not retried hot",
+            {"pdbMode": "Strict"}, FakeEvictor({"p1.1": E.BLOCKED_BY_PDB}),
+            [("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1")], BACKING_OFF,
+            id="Strict: a refused eviction is not forced; the node is released, retry later",
+        ),
+        pytest.param(
+            {"pdbMode": "Strict"}, FakeEvictor({"p1.1": E.MULTIPLE_PDBS}),
+            [("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1")], BACKING_OFF,
+            id="Strict: several budgets refuse too; the node is released, retry later",
         ),
         pytest.param(
             {}, FakeEvictor({"p1.1": E.FAILED}),
-            [NOMINATE, ("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1")], True,
-            id="a failed eviction ends the actuation and sends the preemptor back to activeQ",
+            [("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1")], ACTIVATED,
+            id="a failed eviction spares the last victim and sends the preemptor to activeQ",
         ),
         pytest.param(
             {}, FakeEvictor({"p1.1": E.GONE}),
-            [NOMINATE, ("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1"), *removed("p1.2")],
-            False,
-            id="a victim already gone counts as removed, without a Preempted event",
+            [("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1"), *removed("p1.2")], ACTIVATED,
+            id="a victim already gone: no deletion event will come for it, retry at once",
         ),
         pytest.param(
             {}, FakeEvictor({"p1.1": E.BLOCKED_BY_PDB}, delete_ok=False),
-            [NOMINATE, ("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1"), ("delete", "p1.1")],
-            True,
+            [("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1"), ("delete", "p1.1")],
+            ACTIVATED,
             id="BestEffort: a failed delete after a 429 ends the actuation with a retry",
         ),
         pytest.param(
-            {}, FakeEvictor(nominate_ok=False), [NOMINATE], True,
-            id="no victim is touched when the nomination cannot be written",
-        ),
-        pytest.param(
-            {}, FakeEvictor(mark_ok=False), [NOMINATE, ("mark", "p1.1", VICTIM_MESSAGE)], True,
+            {}, FakeEvictor(mark_ok=False), [("mark", "p1.1", VICTIM_MESSAGE)], ACTIVATED,
             id="a victim that cannot be marked DisruptionTarget is not evicted",
         ),
     ],
 )
 def test_actuation(
     args: dict[str, str], evictor: FakeEvictor, want_calls: list[tuple[str, ...]],
-    want_retry: bool,
+    want_after: str,
 ) -> None:
-    # Deviation: upstream deletes victims (DELETE after the DisruptionTarget patch) and writes
-    # the nomination from the failure handler; we evict through the Eviction API, write the
-    # nomination before touching a victim, and remove victims one by one.
-    hold = threading.Event()
-    evictor.hold = hold
+    # Deviation: upstream deletes victims (DELETE after the DisruptionTarget patch); we evict
+    # through the Eviction API and fall back to a delete in BestEffort mode.
     c = cluster(BASIC_NODES, BASIC_PODS, args=args, evictor=evictor)
+    actuations = deferred(c)
     preemptor = info(p("p", prio=HIGH, res=VERY_LARGE))
     message, nomination = c.schedule(preemptor)
     assert message.endswith("preemption: found a potential placement for pod on node node1, "
                             "preempting 2 victims")
     assert nomination == "node1"
-    hold.set()  # the actuation runs once the cycle has requeued the pod
-    assert c.plugin.wait_for_actuations(10)
+    assert where(c, preemptor) == UNSCHEDULABLE, "gated while its victims are removed"
+    assert c.plugin.is_running_preemption(preemptor.uid)
+
+    actuations.run()
     assert evictor.calls == want_calls
-    assert not c.plugin.is_preempting(preemptor.uid)
-    assert (preemptor.key in c.s.queue.pending_pods()[ACTIVE]) is want_retry
+    assert not c.plugin.is_running_preemption(preemptor.uid)
+    assert not any(call[0] == "nominate" for call in evictor.calls), \
+        "the nomination is written once, by the failure handler"
+    queued = c.s.queue.get(preemptor.uid)
+    assert queued is not None
+    if want_after == POOLED:
+        assert where(c, preemptor) == UNSCHEDULABLE
+        assert c.s.queue.nominator.node_of(preemptor.uid) == "node1"
+    elif want_after == ACTIVATED:
+        assert where(c, preemptor) == ACTIVE
+        assert c.s.queue.nominator.node_of(preemptor.uid) == "node1"
+    else:
+        assert where(c, preemptor) == BACKOFF, "retried after its backoff, not hot"
+        assert not queued.gated
+        assert c.s.queue.nominator.node_of(preemptor.uid) is None
+        key, reason, note = c.ports.failures[-1]
+        assert (key, reason, c.ports.nominations[-1]) == (preemptor.key, "Unschedulable", "")
+        assert note == ("preemption: a PodDisruptionBudget refused the eviction of a victim "
+                        "on node node1")
+
+
+def test_victims_are_removed_in_parallel_and_the_last_once_the_others_are_gone() -> None:
+    # Four victims: three at once, the fourth only after them (upstream's async preemption).
+    hold = threading.Event()
+    evictor = FakeEvictor(hold=hold, hold_at=("evict", "v1"))
+    pods = [p(f"v{i}", on="node1", prio=LOW, res=SMALL) for i in range(1, 5)]
+    c = cluster([n("node1", {"cpu": "400m", "memory": "400"})], pods, evictor=evictor)
+    preemptor = info(p("p", prio=HIGH, res={"cpu": "400m", "memory": "400"}))
+    c.schedule(preemptor)
+    # v1 hangs on the API; the others of the parallel batch go on meanwhile.
+    assert wait_for(lambda: evictor.count("evict") == 2)
+    evicted = {call[1] for call in evictor.calls if call[0] == "evict"}
+    assert len(evicted) == 2 and "v1" not in evicted
+    assert c.plugin.is_running_preemption(preemptor.uid)
+    hold.set()
+    assert c.plugin.wait_for_actuations(10)
+    order = [call[1] for call in evictor.calls if call[0] == "evict"]
+    assert sorted(order[:3]) == sorted({"v1", "v2", "v3", "v4"} - {order[3]})
+    assert order[3] == "v4", "the last victim (the least important) goes last"
+
+
+class ConcurrentEvictions(FakeEvictor):
+    """Every eviction waits until ``release`` is set; records how many waited at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.waiting = 0
+        self.most = 0
+
+    def evict(self, victim: PodInfo) -> EvictionResult:
+        with self._lock:
+            self.waiting += 1
+            self.most = max(self.most, self.waiting)
+        assert self.release.wait(10)
+        with self._lock:
+            self.waiting -= 1
+        return super().evict(victim)
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_parallelism_bounds_the_removals_in_flight(parallelism: int) -> None:
+    evictor = ConcurrentEvictions()
+    pods = [p(f"v{i}", on="node1", prio=LOW, res=SMALL) for i in range(1, 5)]
+    c = cluster([n("node1", {"cpu": "400m", "memory": "400"})], pods, evictor=evictor,
+                config={"parallelism": parallelism})
+    c.schedule(info(p("p", prio=HIGH, res={"cpu": "400m", "memory": "400"})))
+    assert wait_for(lambda: evictor.waiting == parallelism)
+    # Never more than ``parallelism`` at once, however long we look.
+    assert not wait_for(lambda: evictor.waiting > parallelism, timeout=0.3)
+    evictor.release.set()
+    assert c.plugin.wait_for_actuations(10)
+    assert evictor.most == parallelism
+    assert evictor.count("evict") == 4
+
+
+def test_one_failed_removal_does_not_strand_the_others() -> None:
+    evictor = FakeEvictor({"v2": E.FAILED})
+    pods = [p(f"v{i}", on="node1", prio=LOW, res=SMALL) for i in range(1, 5)]
+    c = cluster([n("node1", {"cpu": "400m", "memory": "400"})], pods, evictor=evictor)
+    preemptor = info(p("p", prio=HIGH, res={"cpu": "400m", "memory": "400"}))
+    c.schedule(preemptor)
+    assert c.plugin.wait_for_actuations(10)
+    evicted = sorted(call[1] for call in evictor.calls if call[0] == "evict")
+    # The parallel batch is carried out whatever one victim does; the last is spared and the
+    # preemptor retried at once.
+    assert evicted == ["v1", "v2", "v3"]
+    assert where(c, preemptor) == ACTIVE
+
+
+def test_the_gate_lifts_when_the_last_victim_goes_even_before_the_actuation_ends() -> None:
+    # The last victim's deletion may reach the queue while its eviction call has not returned
+    # yet: PreEnqueue looks at that victim (upstream's lastVictimsPendingPreemption), so the
+    # event is not lost and the pod does not wait for the periodic flush.
+    hold = threading.Event()
+    evictor = FakeEvictor(hold=hold, hold_at=("evict", "p1.2"))
+    c = cluster(BASIC_NODES, BASIC_PODS, evictor=evictor)
+    preemptor = info(p("p", prio=HIGH, res=VERY_LARGE))
+    c.schedule(preemptor)
+    assert wait_for(lambda: evictor.started.is_set())
+    assert where(c, preemptor) == UNSCHEDULABLE
+    deleted(c, BASIC_PODS[0])
+    assert where(c, preemptor) == UNSCHEDULABLE, "p1.2 is still there: still gated"
+    deleted(c, BASIC_PODS[1])
+    assert where(c, preemptor) in (ACTIVE, BACKOFF), "the last victim is gone: ungated"
+    hold.set()
+    assert c.plugin.wait_for_actuations(10)
+
+
+def test_while_gated_no_cycle_runs_and_no_waiting_message_is_posted() -> None:
+    hold = threading.Event()
+    evictor = FakeEvictor(hold=hold)
+    c = cluster(BASIC_NODES, BASIC_PODS, evictor=evictor)
+    preemptor = info(p("p", prio=HIGH, res=VERY_LARGE))
+    c.schedule(preemptor)
+    assert evictor.started.wait(10)
+    waiting = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                     ("waiting for the preemption for this pod to be finished",))
+    assert c.plugin.pre_enqueue(preemptor) == waiting
+    # Neither an activation nor an unrelated deletion lets it run a cycle meanwhile.
+    c.s.queue.activate([preemptor.uid])
+    elsewhere = info(p("elsewhere", on="node9", prio=LOW, res=SMALL))
+    c.s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, elsewhere, None)
+    assert where(c, preemptor) == UNSCHEDULABLE
+    assert not schedule_one(c.s, timeout=0)
+    assert len(c.ports.failures) == 1
+    hold.set()
+    assert c.plugin.wait_for_actuations(10)
+    assert c.plugin.pre_enqueue(preemptor) == SUCCESS
+
+    # The victims now terminate with our condition: no further preemption (TestPreempt's
+    # second call), and the nomination stays.
+    for name in ("p1.1", "p1.2"):
+        c.set_pod(p(name, on="node1", prio=LOW, res=SMALL, terminating=True,
+                    conditions=[PREEMPTED]))
+    message, nomination = c.schedule(preemptor)
+    assert message == (f"{FULL} preemption: not eligible due to a terminating pod on the "
+                       "nominated node.")
+    assert nomination is None
+    assert c.s.queue.nominator.node_of(preemptor.uid) == "node1"
+    assert evictor.count("evict") == 2
 
 
 def test_actuation_clears_lower_priority_nominations_on_the_node() -> None:
@@ -1345,18 +1555,82 @@ def test_actuation_clears_lower_priority_nominations_on_the_node() -> None:
     )
     c.schedule(info(p("p", prio=HIGH, res=VERY_LARGE)))
     assert c.plugin.wait_for_actuations(10)
-    assert evictor.calls[:2] == [NOMINATE, ("nominate", "low-nom", "")]
-    assert evictor.calls[2][0] == "mark"
+    assert evictor.calls[0] == ("nominate", "low-nom", "")
+    assert evictor.calls[1][0] == "mark"
     nominator = c.s.queue.nominator
     assert nominator.node_of("low-nom") is None
     assert nominator.node_of("high-nom") == "node1"
     assert nominator.node_of("low-elsewhere") == "node3"
 
 
+def test_a_preemptor_whose_node_is_taken_retries_at_once() -> None:
+    """The stuck preemptor of issue 14: a priority-20 pod preempts v on node1; before its
+    actuation ends, a priority-30 pod picks node1 and the same victim. The first one's
+    nomination is cleared; it must not stay gated (or keep answering "waiting") for a plan
+    that is void: it is ungated, activated, and sends no more evictions."""
+    hold = threading.Event()
+    evictor = FakeEvictor(hold=hold, hold_at=("evict", "v"))
+    c = cluster([n("node1", {"cpu": "200m", "memory": "200"})],
+                [p("v", on="node1", prio=LOW, res=MEDIUM)], evictor=evictor)
+    first = info(p("first", prio=MID, res=MEDIUM))
+    c.schedule(first)
+    assert wait_for(lambda: evictor.started.is_set())
+    assert where(c, first) == UNSCHEDULABLE and c.plugin.is_running_preemption(first.uid)
+
+    second = info(p("second", prio=HIGH, res=MEDIUM))
+    message, nomination = c.schedule(second)
+    assert message.endswith("found a potential placement for pod on node node1, "
+                            "preempting 1 victims")
+    assert nomination == "node1"
+    assert wait_for(lambda: ("nominate", "first", "") in evictor.calls)
+    assert wait_for(lambda: where(c, first) == ACTIVE), "the first preemptor retries at once"
+    assert not c.plugin.is_running_preemption(first.uid)
+    assert c.s.queue.nominator.node_of(first.uid) is None
+    hold.set()
+    assert c.plugin.wait_for_actuations(10)
+    assert where(c, first) == ACTIVE
+
+
+def test_a_preemptor_deleted_during_its_cycle_evicts_nobody_and_leaves_no_nomination() -> None:
+    """A ReplicaSet scale-down deletes the pending preemptor while its cycle runs."""
+    evictor = FakeEvictor()
+    c = cluster(BASIC_NODES, BASIC_PODS, evictor=evictor)
+    preemptor = c.watched(info(p("p", prio=HIGH, res=VERY_LARGE)))
+    c.s.queue.add(preemptor)
+    qpi = c.s.queue.pop(timeout=0)
+    assert qpi is not None
+    # The watch reports the deletion before PostFilter runs.
+    c.s.pods.pop(preemptor.uid)
+    c.s.queue.delete(preemptor.uid)
+    c.s.queue.add(preemptor)  # a late re-add attempt is no resurrection either
+    c.s.queue.done(preemptor.uid)
+    _, status = c.plugin.post_filter(c.prefiltered(preemptor), preemptor, Diagnosis(
+        codes=np.full(c.s.snapshot.nodes.capacity, U, dtype=np.uint8), num_all_nodes=3))
+    assert status == Status(Code.UNSCHEDULABLE, ("preemption: the pod is no longer pending",))
+    assert c.plugin.wait_for_actuations(10)
+    assert evictor.calls == []
+    assert c.s.queue.nominator.node_of(preemptor.uid) is None
+
+
+def test_a_preemptor_deleted_before_its_actuation_runs_evicts_nobody() -> None:
+    evictor = FakeEvictor()
+    c = cluster(BASIC_NODES, BASIC_PODS, evictor=evictor)
+    actuations = deferred(c)
+    preemptor = info(p("p", prio=HIGH, res=VERY_LARGE))
+    c.schedule(preemptor)
+    assert c.s.queue.nominator.node_of(preemptor.uid) == "node1"
+    # Deleted after PostFilter chose its victims, before the first eviction.
+    c.s.pods.pop(preemptor.uid)
+    c.s.queue.delete(preemptor.uid)
+    actuations.run()
+    assert evictor.calls == []
+    assert c.s.queue.nominator.node_of(preemptor.uid) is None
+
+
 @pytest.mark.parametrize(
     ("terminating", "want_calls"),
     [
-        pytest.param(["p1.1"], [NOMINATE, *removed("p1.2")],
+        pytest.param(["p1.1"], removed("p1.2"),
                      id="a victim already terminating is not evicted again"),
         pytest.param(["p1.1", "p1.2"], [],
                      id="every victim terminating: nothing to send, as upstream"),
@@ -1377,44 +1651,9 @@ def test_terminating_victims_are_not_evicted_again(
     assert evictor.calls == want_calls
 
 
-def test_waiting_while_the_actuation_is_in_progress() -> None:
-    # Deviation: upstream gates the pod in PreEnqueue while its preemption runs; we answer
-    # from PostFilter, so the pod may still bind meanwhile if room appears elsewhere.
-    hold = threading.Event()
-    evictor = FakeEvictor(hold=hold)
-    c = cluster(BASIC_NODES, BASIC_PODS, evictor=evictor)
-    preemptor = info(p("p", prio=HIGH, res=VERY_LARGE))
-    c.schedule(preemptor)
-    assert evictor.started.wait(10)
-    assert c.plugin.is_preempting(preemptor.uid)
-
-    waiting = "preemption: waiting for the preemption for this pod to be finished"
-    assert c.post_filter(preemptor) == (None, Status(Code.UNSCHEDULABLE, (waiting,)))
-    # Through the cycle: the message says so and the nomination is kept.
-    assert c.schedule(preemptor) == (f"{FULL} {waiting}", None)
-    assert c.s.queue.nominator.node_of(preemptor.uid) == "node1"
-
-    hold.set()
-    assert c.plugin.wait_for_actuations(10)
-    assert not c.plugin.is_preempting(preemptor.uid)
-    assert evictor.calls == [NOMINATE, *removed("p1.1"), *removed("p1.2")]
-
-    # The victims now terminate with our condition: no further preemption (TestPreempt's
-    # second call), and the nomination stays.
-    for name in ("p1.1", "p1.2"):
-        c.set_pod(p(name, on="node1", prio=LOW, res=SMALL, terminating=True,
-                    conditions=[PREEMPTED]))
-    message, nomination = c.schedule(preemptor)
-    assert message == (f"{FULL} preemption: not eligible due to a terminating pod on the "
-                       "nominated node.")
-    assert nomination is None
-    assert c.s.queue.nominator.node_of(preemptor.uid) == "node1"
-    assert len(evictor.calls) == 9
-
-
 def test_without_an_evictor_the_decision_is_still_made() -> None:
     c = cluster(BASIC_NODES, BASIC_PODS)
     preemptor = info(p("p", prio=HIGH, res=VERY_LARGE))
     assert c.post_filter(preemptor) == success("node1", 2)
-    assert not c.plugin.is_preempting(preemptor.uid)
+    assert not c.plugin.is_running_preemption(preemptor.uid)
     assert c.plugin.wait_for_actuations(0)

@@ -365,3 +365,18 @@ def test_a_gated_pod_waits_in_the_pool_until_its_gates_are_removed() -> None:
     queue.update(relabelled, ungated)
     assert where(queue, gated) == ACTIVE and not qpi.gated
     assert pop_now(queue).pod is ungated
+
+
+def test_the_leftover_flush_looks_at_gated_pods_again() -> None:
+    """Upstream re-evaluates gated pods on wildcard events: a gate that lifted without any
+    event of its plugin does not keep the pod forever."""
+    clock = FakeClock()
+    gate_closed = [True]
+    queue = make_queue(clock, pre_enqueue=lambda pod: SCHEDULING_GATES if gate_closed[0] else None)
+    pod = make_pod("a")
+    queue.add(pod)
+    assert where(queue, pod) == UNSCHEDULABLE
+    gate_closed[0] = False
+    clock.advance(301)
+    queue.flush_unschedulable_leftover()
+    assert where(queue, pod) == ACTIVE

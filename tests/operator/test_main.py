@@ -1,0 +1,38 @@
+"""The command line: which kubeconfig the operator is started with."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scheduler.operator import main as entry
+
+
+class StartedError(Exception):
+    """Raised by the stand-in SchedulerApp: the test needs only its arguments."""
+
+
+@pytest.mark.parametrize(
+    ("flags", "want"),
+    [
+        pytest.param([], "/from/config", id="clientConnection.kubeconfig is used"),
+        pytest.param(["--kubeconfig", "/from/flag"], "/from/flag", id="the flag wins"),
+    ],
+)
+def test_the_kubeconfig_comes_from_the_flag_else_the_configuration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: list[str], want: str
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("clientConnection:\n  kubeconfig: /from/config\n")
+    seen: list[Any] = []
+
+    def app(cfg: Any, options: Any) -> None:
+        seen.append(options)
+        raise StartedError
+
+    monkeypatch.setattr(entry, "SchedulerApp", app)
+    with pytest.raises(StartedError):
+        entry.main(["--config", str(config), "--log-format", "json", *flags])
+    assert seen[0].kubeconfig == want
