@@ -8,9 +8,12 @@ two-pass rule (``run_filters_with_nominated``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+import functools
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 import structlog
@@ -44,6 +47,7 @@ from scheduler.framework.interface import (
 
 if TYPE_CHECKING:
     from scheduler.cache.snapshot import Snapshot
+    from scheduler.metrics import ProfileMetrics
     from scheduler.model.pod import PodInfo
 
 log = structlog.get_logger("scheduler.framework")
@@ -70,6 +74,48 @@ class FilterOutcome:
 
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+# Upstream's status code strings, the ``status`` label of the duration metrics.
+_CODE_LABELS = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+    Code.PENDING: "Pending",
+}
+
+
+def _timed_point(
+    point: str, status_of: Callable[[Any], Code]
+) -> Callable[
+    [Callable[Concatenate[Framework, _P], _R]], Callable[Concatenate[Framework, _P], _R]
+]:
+    """Record ``scheduler_framework_extension_point_duration_seconds`` for a ``run_*``."""
+
+    def wrap(
+        run: Callable[Concatenate[Framework, _P], _R],
+    ) -> Callable[Concatenate[Framework, _P], _R]:
+        @functools.wraps(run)
+        def timed(self: Framework, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+            metrics = self.metrics
+            if metrics is None:
+                return run(self, *args, **kwargs)
+            start = time.perf_counter()
+            out = run(self, *args, **kwargs)
+            metrics.extension_point(
+                point, _CODE_LABELS[status_of(out)], time.perf_counter() - start
+            )
+            return out
+
+        return timed
+
+    return wrap
+
+
 @dataclass
 class PluginSets:
     queue_sort: QueueSortPlugin | None = None
@@ -94,9 +140,13 @@ class Framework:
         percentage_of_nodes_to_score: int | None = None,
         instances: Mapping[str, Plugin] | None = None,
         extra: Mapping[str, Any] | None = None,
+        metrics: ProfileMetrics | None = None,
     ) -> None:
         self._profile_name = profile_name
         self.plugins = plugins
+        self.metrics = metrics
+        # The same plugins, timed one by one: used in the cycles sampled for plugin metrics.
+        self._timed = plugins if metrics is None else _timed_sets(plugins, metrics)
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.instances: dict[str, Plugin] = dict(instances or {})
         self.extra: dict[str, Any] = dict(extra or {})
@@ -105,7 +155,11 @@ class Framework:
     def profile_name(self) -> str:
         return self._profile_name
 
+    def _plugins_for(self, state: CycleState) -> PluginSets:
+        return self._timed if state.record_plugin_metrics else self.plugins
+
     # -- PreFilter ------------------------------------------------------------------------
+    @_timed_point("PreFilter", lambda out: out[1].code)
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot
     ) -> tuple[PreFilterResult | None, Status, set[str]]:
@@ -124,7 +178,7 @@ class Framework:
         restricting: list[str] = []
         rejection: Status | None = None
         rejectors: set[str] = set()
-        for plugin in self.plugins.pre_filter:
+        for plugin in self._plugins_for(state).pre_filter:
             result, status = plugin.pre_filter(state, pod, snapshot)
             if status.is_skip():
                 state.skip_filter.add(plugin.name)
@@ -162,7 +216,7 @@ class Framework:
         out = FilterOutcome(codes)
         remaining = np.arange(n, dtype=np.int64)
         current = view
-        for plugin in self.plugins.filter:
+        for plugin in self._plugins_for(state).filter:
             if remaining.size == 0:
                 break
             if plugin.name in state.skip_filter:
@@ -186,6 +240,7 @@ class Framework:
             current = current.subset(keep)
         return out
 
+    @_timed_point("Filter", lambda out: Code.ERROR if out.error else Code.SUCCESS)
     def run_filters_with_nominated(
         self,
         state: CycleState,
@@ -255,6 +310,7 @@ class Framework:
         )
 
     # -- PostFilter -----------------------------------------------------------------------
+    @_timed_point("PostFilter", lambda out: out[1].code)
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]:
@@ -264,7 +320,7 @@ class Framework:
         kept: PostFilterResult | None = None
         reasons: list[str] = []
         rejector = ""
-        for plugin in self.plugins.post_filter:
+        for plugin in self._plugins_for(state).post_filter:
             result, status = plugin.post_filter(state, pod, diagnosis)
             if status.is_success():
                 return result, status
@@ -279,8 +335,9 @@ class Framework:
         return kept, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
 
     # -- PreScore / Score -----------------------------------------------------------------
+    @_timed_point("PreScore", lambda status: status.code)
     def run_pre_score(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
-        for plugin in self.plugins.pre_score:
+        for plugin in self._plugins_for(state).pre_score:
             status = plugin.pre_score(state, pod, view)
             if status.is_skip():
                 state.skip_score.add(plugin.name)
@@ -288,13 +345,14 @@ class Framework:
                 return _plugin_error("PreScore", plugin.name, status, wrap_rejections=True)
         return SUCCESS
 
+    @_timed_point("Score", lambda out: out[1].code)
     def run_score(
         self, state: CycleState, pod: PodInfo, view: NodeView
     ) -> tuple[IntArray, Status, dict[str, IntArray]]:
         """Weighted sum of normalised scores per row, plus each plugin's scores."""
         total = np.zeros(len(view), dtype=np.int64)
         per_plugin: dict[str, IntArray] = {}
-        for plugin, weight in self.plugins.score:
+        for plugin, weight in self._plugins_for(state).score:
             if plugin.name in state.skip_score:
                 continue
             raw = plugin.score(state, pod, view)
@@ -311,26 +369,29 @@ class Framework:
         return total, SUCCESS, per_plugin
 
     # -- Reserve / Permit / Bind ----------------------------------------------------------
+    @_timed_point("Reserve", lambda status: status.code)
     def run_reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        for plugin in self.plugins.reserve:
+        for plugin in self._plugins_for(state).reserve:
             status = plugin.reserve(state, pod, node)
             if not status.is_success():
                 return _plugin_error("Reserve", plugin.name, status)
         return SUCCESS
 
+    @_timed_point("Unreserve", lambda _: Code.SUCCESS)
     def run_unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
         """Every Reserve plugin, in reverse order; one that raises does not stop the others
         (the caller must still forget the assumed pod)."""
-        for plugin in reversed(self.plugins.reserve):
+        for plugin in reversed(self._plugins_for(state).reserve):
             try:
                 plugin.unreserve(state, pod, node)
             except Exception:
                 log.exception("Unreserve failed", plugin=plugin.name, pod=pod.key, node=node)
 
+    @_timed_point("Permit", lambda decision: decision.status.code)
     def run_permit(self, state: CycleState, pod: PodInfo, node: str) -> PermitDecision:
         """Allow, reject, or wait for the longest timeout any plugin asked for (capped)."""
         wait = 0.0
-        for plugin in self.plugins.permit:
+        for plugin in self._plugins_for(state).permit:
             decision = plugin.permit(state, pod, node)
             if decision.status.code is Code.WAIT:
                 wait = max(wait, min(decision.timeout_seconds, MAX_PERMIT_WAIT_SECONDS))
@@ -340,24 +401,27 @@ class Framework:
             return PermitDecision(Status(Code.WAIT), wait)
         return PermitDecision(SUCCESS)
 
+    @_timed_point("PreBind", lambda status: status.code)
     def run_pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        for plugin in self.plugins.pre_bind:
+        for plugin in self._plugins_for(state).pre_bind:
             status = plugin.pre_bind(state, pod, node)
             if not status.is_success():
                 return _plugin_error("PreBind", plugin.name, status)
         return SUCCESS
 
+    @_timed_point("Bind", lambda status: status.code)
     def run_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        for plugin in self.plugins.bind:
+        for plugin in self._plugins_for(state).bind:
             status = plugin.bind(state, pod, node)
             if status.is_skip():
                 continue
             return status if status.is_success() else _plugin_error("Bind", plugin.name, status)
         return Status.error("no bind plugin bound the pod")
 
+    @_timed_point("PostBind", lambda _: Code.SUCCESS)
     def run_post_bind(self, state: CycleState, pod: PodInfo, node: str) -> None:
         """Informational: a plugin that raises is logged and the others still run."""
-        for plugin in self.plugins.post_bind:
+        for plugin in self._plugins_for(state).post_bind:
             try:
                 plugin.post_bind(state, pod, node)
             except Exception:
@@ -372,3 +436,74 @@ def _plugin_error(
     if status.is_rejected() and not wrap_rejections:
         return status.with_plugin(plugin)
     return Status(Code.ERROR, (f'running {point} plugin "{plugin}": {status.message}',), plugin)
+
+
+# Plugin methods per extension point, as ``scheduler_plugin_execution_duration_seconds`` names
+# them (upstream's metrics.Filter and so on).
+_POINT_OF_METHOD = {
+    "pre_filter": "PreFilter",
+    "filter": "Filter",
+    "post_filter": "PostFilter",
+    "pre_score": "PreScore",
+    "score": "Score",
+    "normalize": "ScoreExtensionNormalize",
+    "reserve": "Reserve",
+    "unreserve": "Unreserve",
+    "permit": "Permit",
+    "pre_bind": "PreBind",
+    "bind": "Bind",
+    "post_bind": "PostBind",
+}
+
+
+def _plugin_code(out: object) -> Code:
+    """The status a plugin call returned, whatever shape its extension point uses."""
+    if isinstance(out, Status):
+        return out.code
+    if isinstance(out, PermitDecision):
+        return out.status.code
+    if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], Status):
+        return out[1].code
+    codes = getattr(out, "codes", None)
+    if isinstance(codes, np.ndarray):
+        rejected = codes[codes != np.uint8(Code.SUCCESS)]
+        return Code(int(rejected[0])) if rejected.size else Code.SUCCESS
+    return Code.SUCCESS
+
+
+class _TimedPlugin:
+    """Forwards to a plugin and times its extension-point calls (sampled cycles only)."""
+
+    def __init__(self, plugin: Plugin, metrics: ProfileMetrics) -> None:
+        self._plugin = plugin
+        self._metrics = metrics
+
+    def __getattr__(self, attr: str) -> Any:
+        value = getattr(self._plugin, attr)
+        point = _POINT_OF_METHOD.get(attr)
+        if point is None:
+            return value
+        name, metrics = self._plugin.name, self._metrics
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            out = value(*args, **kwargs)
+            metrics.plugin(name, point, _CODE_LABELS[_plugin_code(out)],
+                           time.perf_counter() - start)
+            return out
+
+        return timed
+
+
+def _timed_sets(plugins: PluginSets, metrics: ProfileMetrics) -> PluginSets:
+    def timed(plugin: Plugin) -> Any:
+        return _TimedPlugin(plugin, metrics)
+
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(plugins):
+        current = getattr(plugins, f.name)
+        if f.name == "score":
+            changes[f.name] = [(timed(p), weight) for p, weight in current]
+        elif isinstance(current, list):
+            changes[f.name] = [timed(p) for p in current]
+    return dataclasses.replace(plugins, **changes)

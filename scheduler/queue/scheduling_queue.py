@@ -76,6 +76,13 @@ ACTIVE = "active"
 BACKOFF = "backoff"
 UNSCHEDULABLE = "unschedulable"
 
+# Queue-entry events of upstream's scheduler_queue_incoming_pods_total that are not
+# ClusterEvents (k8s pkg/scheduler/framework/events.go).
+UNSCHEDULED_POD_ADD = "UnscheduledPodAdd"
+SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
+BACKOFF_COMPLETE = "BackoffComplete"
+GATED = "gated"
+
 # Deleted pods remembered so that a failed attempt that ends after the delete (or an update
 # racing it) does not bring the pod back.
 _TOMBSTONES = 4096
@@ -142,12 +149,15 @@ class SchedulingQueue(Generic[P]):
         max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
         hints: Mapping[str, Sequence[ClusterEventWithHint]] = _NO_HINTS,
         pre_enqueue: Callable[[P], str | None] | None = None,
+        on_incoming: Callable[[str, str], None] | None = None,
     ) -> None:
         """``hints`` maps a plugin name to the events it registered (EnqueueExtensions). A
         plugin that can reject pods but has no EnqueueExtensions should be registered for
         ``ClusterEvent(Resource.WILDCARD, Action.ALL)``, as upstream does.
 
         ``pre_enqueue(pod)`` returns the name of the plugin that gates the pod, or ``None``.
+        ``on_incoming(queue, event)`` hears every pod entering a queue (called with the lock
+        held: it must only count).
         """
         self._less = less
         self._clock = clock
@@ -160,6 +170,7 @@ class SchedulingQueue(Generic[P]):
         self._registered = tuple(r.event for regs in self._hints.values() for r in regs)
         self._interest: dict[ClusterEvent, frozenset[str]] = {}
         self._pre_enqueue = pre_enqueue
+        self._on_incoming = on_incoming or _ignore_incoming
         self.nominator: Nominator[P] = Nominator()
 
         self._lock = threading.Lock()
@@ -234,7 +245,9 @@ class SchedulingQueue(Generic[P]):
         else:
             return
         with self._lock:
-            self._notify_if(self._move_from_pool_locked(candidate, strategy))
+            where = self._move_from_pool_locked(candidate, strategy)
+            self._incoming_locked(str(event), where)
+            self._notify_if(where)
 
     def delete(self, uid: str) -> None:
         """The pod is gone (deleted, or bound by someone): drop it from every place. If it is
@@ -381,6 +394,7 @@ class SchedulingQueue(Generic[P]):
             return
         with self._lock:
             moved = [self._move_from_pool_locked(c, s) for c, s in decisions]
+            self._incoming_locked(str(event), *moved)
             self._notify_if(*moved)
 
     def activate(self, uids: Iterable[str]) -> None:
@@ -391,11 +405,11 @@ class SchedulingQueue(Generic[P]):
             for uid in uids:
                 entry = self._pool.get(uid)
                 if entry is not None:
-                    moved |= self._move_to_active_locked(entry.qpi, from_backoff=False)
+                    moved |= self._forced_locked(entry.qpi, from_backoff=False)
                     continue
                 queued = self._backoff.get(uid) or self._error_backoff.get(uid)
                 if queued is not None:
-                    moved |= self._move_to_active_locked(queued, from_backoff=True)
+                    moved |= self._forced_locked(queued, from_backoff=True)
                     continue
                 record = self._in_flight.get(uid)
                 if record is not None:
@@ -413,6 +427,7 @@ class SchedulingQueue(Generic[P]):
                 while (head := heap.peek()) is not None and not self.is_backing_off(head, now):
                     heap.pop()
                     moved |= self._move_to_active_locked(head, from_backoff=True)
+                    self._incoming_locked(BACKOFF_COMPLETE, ACTIVE)
             if moved:
                 self._cond.notify_all()
 
@@ -436,6 +451,7 @@ class SchedulingQueue(Generic[P]):
                     continue
                 del self._pool[qpi.uid]
                 moved.append(self._requeue_locked(qpi, Strategy.AFTER_BACKOFF))
+            self._incoming_locked(str(UNSCHEDULABLE_TIMEOUT), *moved)
             self._notify_if(*moved)
 
     def run_flushers(
@@ -520,6 +536,32 @@ class SchedulingQueue(Generic[P]):
                 BACKOFF: [q.key for q in self._backoff.ordered() + self._error_backoff.ordered()],
                 UNSCHEDULABLE: sorted(e.qpi.key for e in self._pool.values()),
             }
+
+    def pending_counts(self) -> dict[str, int]:
+        """How many pods each queue holds (``scheduler_pending_pods``); gated pods apart."""
+        with self._lock:
+            gated = sum(1 for e in self._pool.values() if e.qpi.gated)
+            return {
+                ACTIVE: len(self._active),
+                BACKOFF: len(self._backoff) + len(self._error_backoff),
+                UNSCHEDULABLE: len(self._pool) - gated,
+                GATED: gated,
+            }
+
+    def rejections(self, profile_of: Callable[[P], str]) -> dict[tuple[str, str], int]:
+        """Queued pods per (rejecting or gating plugin, profile) since their last attempt
+        (``scheduler_unschedulable_pods``)."""
+        counts: dict[tuple[str, str], int] = {}
+        with self._lock:
+            queued = itertools.chain(
+                (e.qpi for e in self._pool.values()),
+                self._active.values(), self._backoff.values(), self._error_backoff.values(),
+            )
+            for qpi in queued:
+                for plugin in qpi.unschedulable_plugins | qpi.pending_plugins:
+                    key = (plugin, profile_of(qpi.pod))
+                    counts[key] = counts.get(key, 0) + 1
+        return counts
 
     def get(self, uid: str) -> QueuedPodInfo[P] | None:
         """The queued pod ``uid`` (not while it is being scheduled)."""
@@ -695,7 +737,9 @@ class SchedulingQueue(Generic[P]):
 
     def _add_new_locked(self, pod: P) -> None:
         qpi: QueuedPodInfo[P] = QueuedPodInfo(pod=pod, timestamp=self._clock())
-        if self._move_to_active_locked(qpi, from_backoff=False):
+        active = self._move_to_active_locked(qpi, from_backoff=False)
+        self._incoming_locked(UNSCHEDULED_POD_ADD, ACTIVE if active else UNSCHEDULABLE)
+        if active:
             self.nominator.add(pod)
             self._cond.notify_all()
 
@@ -766,11 +810,27 @@ class SchedulingQueue(Generic[P]):
 
     def _finish_requeue_locked(self, qpi: QueuedPodInfo[P], strategy: Strategy) -> bool:
         where = self._requeue_locked(qpi, strategy)
+        self._incoming_locked(SCHEDULE_ATTEMPT_FAILURE, where)
         self._done_locked(qpi.uid)
         self._notify_if(where)
         return True
+
+    def _forced_locked(self, qpi: QueuedPodInfo[P], *, from_backoff: bool) -> bool:
+        moved = self._move_to_active_locked(qpi, from_backoff=from_backoff)
+        if moved:
+            self._incoming_locked(str(FORCE_ACTIVATE), ACTIVE)
+        return moved
+
+    def _incoming_locked(self, event: str, *where: str | None) -> None:
+        for queue in where:
+            if queue is not None:
+                self._on_incoming(queue, event)
 
     def _notify_if(self, *where: str | None) -> None:
         # A pod in backoffQ can be popped too (PopFromBackoffQ), so both wake the worker.
         if ACTIVE in where or BACKOFF in where:
             self._cond.notify_all()
+
+
+def _ignore_incoming(queue: str, event: str) -> None:
+    return None
