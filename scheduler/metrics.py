@@ -6,29 +6,32 @@ dashboards and alerts written for kube-scheduler read ours unchanged. Metrics of
 the ``secondary_scheduler_`` prefix.
 
 Each :class:`Metrics` owns its registry: a process serves exactly one, and tests build as many
-as they like. Hot-path recorders reach pre-bound children through small dicts, never through
-``labels()``; queue sizes and in-flight counts are read at scrape time by collectors, so the
-scheduling cycle pays nothing for them.
+as they like. Counters and histograms are our own small collectors (one lock and a list of
+numbers per child, the bucket found by bisection): prometheus_client's take a lock per bucket
+and per sum, which the scheduling cycle, observing a dozen times per pod, would feel. Hot-path
+recorders reach their children through small dicts; queue sizes and in-flight counts are read
+at scrape time, so the scheduling cycle pays nothing for them.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping
+import threading
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from prometheus_client import (
     CollectorRegistry,
-    Counter,
     Gauge,
-    Histogram,
     PlatformCollector,
     ProcessCollector,
     disable_created_metrics,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 # kube-scheduler has no ``_created`` series.
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -62,6 +65,116 @@ PluginCounts = Callable[[], Mapping[tuple[str, str], int]]
 
 def attempts_label(attempts: int) -> str:
     return str(attempts) if attempts < _MAX_ATTEMPTS_LABEL else f"{_MAX_ATTEMPTS_LABEL}+"
+
+
+class _Count:
+    __slots__ = ("_lock", "value")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.value = 0.0
+
+    def inc(self, amount: float = 1.0) -> None:
+        with self._lock:
+            self.value += amount
+
+
+class _Observations:
+    """One histogram child: a count per bucket (the last is +Inf) and the sum."""
+
+    __slots__ = ("_bounds", "_lock", "counts", "total")
+
+    def __init__(self, bounds: Sequence[float]) -> None:
+        self._bounds = bounds
+        self._lock = threading.Lock()
+        self.counts = [0] * (len(bounds) + 1)
+        self.total = 0.0
+
+    def observe(self, value: float) -> None:
+        i = bisect_left(self._bounds, value)  # the first bucket with value <= le
+        with self._lock:
+            self.counts[i] += 1
+            self.total += value
+
+    def read(self) -> tuple[list[int], float]:
+        with self._lock:
+            return list(self.counts), self.total
+
+
+class _Family(Collector):
+    """A labelled metric: children made on first use of a label set, kept for ever."""
+
+    def __init__(self, name: str, doc: str, labels: Sequence[str],
+                 registry: CollectorRegistry) -> None:
+        self.name = name
+        self.doc = doc
+        self.label_names = list(labels)
+        self._children: dict[tuple[str, ...], Any] = {}
+        self._lock = threading.Lock()
+        if not self.label_names:
+            self._child(())  # an unlabelled metric reads 0 before its first event
+        registry.register(self)
+
+    def _child(self, values: tuple[str, ...]) -> Any:
+        child = self._children.get(values)
+        if child is None:
+            with self._lock:
+                child = self._children.setdefault(values, self._new())
+        return child
+
+    def _new(self) -> Any:
+        raise NotImplementedError
+
+    def _items(self) -> list[tuple[tuple[str, ...], Any]]:
+        with self._lock:
+            return sorted(self._children.items())
+
+
+class CounterVec(_Family):
+    def _new(self) -> _Count:
+        return _Count()
+
+    def labels(self, *values: str) -> _Count:
+        child: _Count = self._child(values)
+        return child
+
+    def inc(self, amount: float = 1.0) -> None:
+        self.labels().inc(amount)
+
+    def collect(self) -> Iterable[CounterMetricFamily]:
+        family = CounterMetricFamily(self.name, self.doc, labels=self.label_names)
+        for values, child in self._items():
+            family.add_metric(list(values), child.value)
+        yield family
+
+
+class HistogramVec(_Family):
+    def __init__(self, name: str, doc: str, labels: Sequence[str], buckets: Sequence[float],
+                 registry: CollectorRegistry) -> None:
+        self.bounds = list(buckets)
+        self._les = [floatToGoString(b) for b in self.bounds] + ["+Inf"]  # type: ignore[no-untyped-call]
+        super().__init__(name, doc, labels, registry)
+
+    def _new(self) -> _Observations:
+        return _Observations(self.bounds)
+
+    def labels(self, *values: str) -> _Observations:
+        child: _Observations = self._child(values)
+        return child
+
+    def observe(self, value: float) -> None:
+        self.labels().observe(value)
+
+    def collect(self) -> Iterable[HistogramMetricFamily]:
+        family = HistogramMetricFamily(self.name, self.doc, labels=self.label_names)
+        for values, child in self._items():
+            counts, total = child.read()
+            cumulative, running = [], 0
+            for le, count in zip(self._les, counts, strict=True):
+                running += count
+                cumulative.append((le, float(running)))
+            family.add_metric(list(values), cumulative, total)
+        yield family
 
 
 class _Sources(Collector):
@@ -114,7 +227,6 @@ class ProfileMetrics:
     def __init__(self, metrics: Metrics, profile: str) -> None:
         self._metrics = metrics
         self.profile = profile
-        self._points: dict[tuple[str, str], Any] = {}
         self._attempts = {
             result: (
                 metrics.schedule_attempts.labels(result, profile),
@@ -129,14 +241,12 @@ class ProfileMetrics:
         histogram.observe(seconds)
 
     def extension_point(self, point: str, status: str, seconds: float) -> None:
-        child = self._points.get((point, status))
-        if child is None:
-            child = self._metrics.extension_point_duration.labels(point, status, self.profile)
-            self._points[(point, status)] = child
-        child.observe(seconds)
+        self._metrics.extension_point_duration.labels(point, status, self.profile).observe(
+            seconds
+        )
 
     def plugin(self, plugin: str, point: str, status: str, seconds: float) -> None:
-        self._metrics.plugin(plugin, point, status, seconds)
+        self._metrics.plugin_duration.labels(plugin, point, status).observe(seconds)
 
     def should_sample_plugins(self) -> bool:
         return self._metrics.sample() < PLUGIN_METRICS_SAMPLE_PERCENT
@@ -153,70 +263,66 @@ class Metrics:
         # Which cycles record per-plugin timings: 0..99, below the sample percent records.
         self.sample = sample or (lambda: random.randrange(100))
         reg = self.registry
-        self.schedule_attempts = Counter(
+        self.schedule_attempts = CounterVec(
             "scheduler_schedule_attempts", "[STABLE] Number of attempts to schedule pods, by "
             "the result. 'unschedulable' means a pod could not be scheduled, while 'error' "
             "means an internal scheduler problem.", ["result", "profile"], registry=reg)
-        self.attempt_duration = Histogram(
+        self.attempt_duration = HistogramVec(
             "scheduler_scheduling_attempt_duration_seconds", "[STABLE] Scheduling attempt "
             "latency in seconds (scheduling algorithm + binding)", ["result", "profile"],
             buckets=ATTEMPT_BUCKETS, registry=reg)
-        self.sli_duration = Histogram(
+        self.sli_duration = HistogramVec(
             "scheduler_pod_scheduling_sli_duration_seconds", "[BETA] E2e latency for a pod "
             "being scheduled, from the time the pod enters the scheduling queue and might "
             "involve multiple scheduling attempts.", ["attempts"], buckets=SLI_BUCKETS,
             registry=reg)
-        self.pod_attempts = Histogram(
+        self.pod_attempts = HistogramVec(
             "scheduler_pod_scheduling_attempts", "[STABLE] Number of attempts to successfully "
-            "schedule a pod.", buckets=ATTEMPTS_COUNT_BUCKETS, registry=reg)
-        self.queue_incoming = Counter(
+            "schedule a pod.", [], buckets=ATTEMPTS_COUNT_BUCKETS, registry=reg)
+        self.queue_incoming = CounterVec(
             "scheduler_queue_incoming_pods", "[STABLE] Number of pods added to scheduling "
             "queues by event and queue type.", ["queue", "event"], registry=reg)
-        self.extension_point_duration = Histogram(
+        self.extension_point_duration = HistogramVec(
             "scheduler_framework_extension_point_duration_seconds", "[STABLE] Latency for "
             "running all plugins of a specific extension point.",
             ["extension_point", "status", "profile"], buckets=EXTENSION_POINT_BUCKETS,
             registry=reg)
-        self.plugin_duration = Histogram(
+        self.plugin_duration = HistogramVec(
             "scheduler_plugin_execution_duration_seconds", "[BETA] Duration for running a "
             "plugin at a specific extension point (sampled).",
             ["plugin", "extension_point", "status"], buckets=PLUGIN_BUCKETS, registry=reg)
-        self.preemption_attempts = Counter(
+        self.preemption_attempts = CounterVec(
             "scheduler_preemption_attempts", "[STABLE] Total preemption attempts in the "
-            "cluster till now", registry=reg)
-        self.preemption_victims = Histogram(
+            "cluster till now", [], registry=reg)
+        self.preemption_victims = HistogramVec(
             "scheduler_preemption_victims", "[STABLE] Number of selected preemption victims",
-            buckets=VICTIM_BUCKETS, registry=reg)
+            [], buckets=VICTIM_BUCKETS, registry=reg)
         self.leader_status = Gauge(
             "leader_election_master_status", "[ALPHA] Gauge of if the reporting system is "
             "master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is "
             "the string used to identify the lease. Please make sure to group by name.",
             ["name"], registry=reg)
-        self.rest_requests = Counter(
+        self.rest_requests = CounterVec(
             "rest_client_requests", "[ALPHA] Number of HTTP requests, partitioned by status "
             "code, method, and host.", ["code", "method", "host"], registry=reg)
-        self.rest_duration = Histogram(
+        self.rest_duration = HistogramVec(
             "rest_client_request_duration_seconds", "[ALPHA] Request latency in seconds. "
             "Broken down by verb, and host.", ["verb", "host"], buckets=REST_BUCKETS,
             registry=reg)
-        self.rest_rate_limiter = Histogram(
+        self.rest_rate_limiter = HistogramVec(
             "rest_client_rate_limiter_duration_seconds", "[ALPHA] Client side rate limiter "
             "latency in seconds. Broken down by verb, and host.", ["verb", "host"],
             buckets=REST_BUCKETS, registry=reg)
-        self.evictions = Counter(
+        self.evictions = CounterVec(
             "secondary_scheduler_preemption_evictions", "Preemption victims the scheduler "
             "tried to remove, by outcome (Evicted, Gone, BlockedByPDB, MultiplePDBs, Failed; "
             "Deleted when a PDB refused the eviction and the victim was deleted instead).",
             ["outcome"], registry=reg)
-        self.bindings = Counter(
+        self.bindings = CounterVec(
             "secondary_scheduler_bindings", "Binding requests by outcome (Bound, Gone, "
             "Conflict, Failed).", ["outcome"], registry=reg)
         self._sources = _Sources()
         reg.register(self._sources)
-        self._incoming: dict[tuple[str, str], Any] = {}
-        self._sli: dict[int, Any] = {}
-        self._bindings: dict[str, Any] = {}
-        self._plugins: dict[tuple[str, str, str], Any] = {}
         self._profiles: dict[str, ProfileMetrics] = {}
 
     # -- wiring ---------------------------------------------------------------------------
@@ -236,34 +342,13 @@ class Metrics:
 
     # -- recorders ------------------------------------------------------------------------
     def queue_incoming_pod(self, queue: str, event: str) -> None:
-        child = self._incoming.get((queue, event))
-        if child is None:
-            child = self._incoming[(queue, event)] = self.queue_incoming.labels(queue, event)
-        child.inc()
-
-    def plugin(self, plugin: str, point: str, status: str, seconds: float) -> None:
-        key = (plugin, point, status)
-        child = self._plugins.get(key)
-        if child is None:
-            child = self._plugins[key] = self.plugin_duration.labels(plugin, point, status)
-        child.observe(seconds)
+        self.queue_incoming.labels(queue, event).inc()
 
     def scheduled(self, attempts: int, sli_seconds: float | None) -> None:
         """A pod was bound after ``attempts`` attempts, ``sli_seconds`` after it was queued."""
         self.pod_attempts.observe(attempts)
-        if sli_seconds is None:
-            return
-        key = min(attempts, _MAX_ATTEMPTS_LABEL)
-        child = self._sli.get(key)
-        if child is None:
-            child = self._sli[key] = self.sli_duration.labels(attempts_label(attempts))
-        child.observe(sli_seconds)
-
-    def bind_outcome(self, outcome: str) -> None:
-        child = self._bindings.get(outcome)
-        if child is None:
-            child = self._bindings[outcome] = self.bindings.labels(outcome)
-        child.inc()
+        if sli_seconds is not None:
+            self.sli_duration.labels(attempts_label(attempts)).observe(sli_seconds)
 
     def set_leader(self, lease: str, leading: bool) -> None:
         """For leader election: 1 while this replica holds ``lease``, 0 while it stands by.

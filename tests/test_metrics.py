@@ -234,3 +234,25 @@ def test_concurrent_recording_loses_no_increment() -> None:
         t.join()
     assert attempts(m, "scheduled") == 4000
     assert sample(m, "scheduler_queue_incoming_pods_total", queue="active", event="NodeAdd") == 4000
+
+
+@pytest.mark.parametrize(
+    ("value", "want"),
+    [
+        pytest.param(1, {"1.0": 1, "2.0": 1, "+Inf": 1}, id="on a bound: counted in it (le)"),
+        pytest.param(3, {"1.0": 0, "2.0": 0, "4.0": 1, "+Inf": 1}, id="between bounds"),
+        pytest.param(100, {"64.0": 0, "+Inf": 1}, id="above the last bound: only +Inf"),
+    ],
+)
+def test_histogram_buckets_are_cumulative_upper_bounds(value: int, want: dict[str, int]) -> None:
+    m = Metrics()
+    m.preemption_victims.observe(value)
+    for le, count in want.items():
+        assert sample(m, "scheduler_preemption_victims_bucket", le=le) == count, le
+    assert sample(m, "scheduler_preemption_victims_sum") == value
+
+
+def test_unlabelled_metrics_read_zero_before_any_event() -> None:
+    m = Metrics()
+    assert m.registry.get_sample_value("scheduler_preemption_attempts_total") == 0
+    assert m.registry.get_sample_value("scheduler_preemption_victims_count") == 0

@@ -29,7 +29,7 @@ class DefaultBinder:
         result = binder.bind(pod, node)
         state.write(OUTCOME_KEY, result.outcome)
         metrics: Metrics = self._handle.scheduler.metrics  # type: ignore[attr-defined]
-        metrics.bind_outcome(result.outcome.value)
+        metrics.bindings.labels(result.outcome.value).inc()
         if result.outcome is BindOutcome.BOUND:
             return SUCCESS
         return Status.error(result.message or result.outcome.value)
