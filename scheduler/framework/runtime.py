@@ -240,7 +240,7 @@ class Framework:
             current = current.subset(keep)
         return out
 
-    @_timed_point("Filter", lambda out: Code.ERROR if out.error else Code.SUCCESS)
+    @_timed_point("Filter", lambda out: out.error.code if out.error else SUCCESS.code)
     def run_filters_with_nominated(
         self,
         state: CycleState,
