@@ -124,6 +124,7 @@ def scheduling_cycle(
         return None
     if result is None:
         return None
+    s.metrics.algorithm_duration.observe(time.perf_counter() - start)
 
     s.queue.nominator.delete(pod.uid)
     assumed = s.cache.assume(pod, result.node)

@@ -275,6 +275,9 @@ class Metrics:
             "scheduler_scheduling_attempt_duration_seconds", "[STABLE] Scheduling attempt "
             "latency in seconds (scheduling algorithm + binding)", ["result", "profile"],
             buckets=ATTEMPT_BUCKETS, registry=reg)
+        self.algorithm_duration = HistogramVec(
+            "scheduler_scheduling_algorithm_duration_seconds", "[BETA] Scheduling algorithm "
+            "latency in seconds", [], buckets=ATTEMPT_BUCKETS, registry=reg)
         self.sli_duration = HistogramVec(
             "scheduler_pod_scheduling_sli_duration_seconds", "[BETA] E2e latency for a pod "
             "being scheduled, from the time the pod enters the scheduling queue and might "

@@ -52,6 +52,7 @@ def test_a_scheduled_pod_is_counted_once_with_its_sli_and_binding() -> None:
     assert sample(m, "scheduler_pod_scheduling_sli_duration_seconds_count", attempts="1") == 1
     assert sample(m, "scheduler_pod_scheduling_sli_duration_seconds_sum", attempts="1") == 0
     assert sample(m, "scheduler_pod_scheduling_attempts_sum") == 1
+    assert sample(m, "scheduler_scheduling_algorithm_duration_seconds_count") == 1
     assert sample(m, "secondary_scheduler_bindings_total", outcome="Bound") == 1
     assert sample(m, "scheduler_queue_incoming_pods_total",
                   queue="active", event="UnscheduledPodAdd") == 1
@@ -68,6 +69,7 @@ def test_an_unschedulable_pod_is_counted_queued_and_blamed_on_its_plugin() -> No
     m = h.s.metrics
     assert attempts(m, "unschedulable") == 1
     assert attempts(m, "scheduled") == 0
+    assert sample(m, "scheduler_scheduling_algorithm_duration_seconds_count") == 0
     assert sample(m, "scheduler_queue_incoming_pods_total",
                   queue="unschedulable", event="ScheduleAttemptFailure") == 1
     assert sample(m, "scheduler_pending_pods", queue="unschedulable") == 1
