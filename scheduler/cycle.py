@@ -363,6 +363,7 @@ def binding_cycle(
     if outcome in (BindOutcome.GONE, BindOutcome.CONFLICT):
         # Deleted, or bound by someone else: nothing to retry.
         log.info("Dropped pod after binding", pod=pod.key, node=node, reason=outcome.value)
+        s.metrics.profile(framework.profile_name).attempt(ERROR, time.perf_counter() - start)
         s.queue.delete(pod.uid)
         s.queue.done(pod.uid)
         s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)

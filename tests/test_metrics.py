@@ -16,7 +16,7 @@ import pytest
 from scheduler.framework.interface import Code
 from scheduler.metrics import Metrics, attempts_label
 from scheduler.operator.health import HealthServer
-from scheduler.ports import EvictionOutcome
+from scheduler.ports import BindOutcome, EvictionOutcome
 from tests.builders import node, pod
 from tests.plugins.test_default_preemption import (
     BASIC_NODES,
@@ -258,3 +258,15 @@ def test_unlabelled_metrics_read_zero_before_any_event() -> None:
     m = Metrics()
     assert m.registry.get_sample_value("scheduler_preemption_attempts_total") == 0
     assert m.registry.get_sample_value("scheduler_preemption_victims_count") == 0
+
+
+@pytest.mark.parametrize("outcome", [BindOutcome.GONE, BindOutcome.CONFLICT, BindOutcome.FAILED])
+def test_a_failed_binding_is_an_error_attempt_with_its_outcome(outcome: BindOutcome) -> None:
+    h = Harness().nodes(node("n1"))
+    h.ports.outcomes["a"] = [outcome]
+    h.add(pod("a"))
+    h.cycle()
+    m = h.s.metrics
+    assert attempts(m, "error") == 1
+    assert attempts(m, "scheduled") == 0
+    assert sample(m, "secondary_scheduler_bindings_total", outcome=outcome.value) == 1

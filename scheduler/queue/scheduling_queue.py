@@ -81,6 +81,7 @@ UNSCHEDULABLE = "unschedulable"
 UNSCHEDULED_POD_ADD = "UnscheduledPodAdd"
 SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
 BACKOFF_COMPLETE = "BackoffComplete"
+POP_FROM_BACKOFF_Q = "PopFromBackoffQ"
 GATED = "gated"
 
 # Deleted pods remembered so that a failed attempt that ends after the delete (or an update
@@ -700,6 +701,8 @@ class SchedulingQueue(Generic[P]):
             while len(heap):
                 qpi = heap.pop()
                 if qpi.uid not in self._in_flight:
+                    if heap is self._backoff:  # activeQ was empty (PopFromBackoffQ)
+                        self._incoming_locked(POP_FROM_BACKOFF_Q, ACTIVE)
                     return qpi
                 log.error("pod %s is queued while being scheduled; dropping the copy", qpi.key)
         return None

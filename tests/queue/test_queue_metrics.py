@@ -49,6 +49,16 @@ def test_every_entry_is_reported_with_its_queue_and_event() -> None:
     assert len(seen) == 8
 
 
+def test_a_pod_popped_from_backoff_enters_active_as_pop_from_backoffq() -> None:
+    clock = FakeClock()
+    seen: list[tuple[str, str]] = []
+    queue = make_queue(clock, on_incoming=lambda q, event: seen.append((q, event)))
+    park(queue, make_pod("big"), [NODE_RESOURCES_FIT])
+    queue.move_all_to_active_or_backoff(NODE_ADD)
+    assert pop_now(queue).pod.name == "big"  # activeQ is empty: taken from backoffQ
+    assert seen[-2:] == [(BACKOFF, "NodeAdd"), (ACTIVE, "PopFromBackoffQ")]
+
+
 def test_pending_counts_and_rejections_per_plugin() -> None:
     clock = FakeClock()
     queue = make_queue(clock, pre_enqueue=_gates)
