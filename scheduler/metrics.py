@@ -227,8 +227,8 @@ class ProfileMetrics:
     def __init__(self, metrics: Metrics, profile: str) -> None:
         self._metrics = metrics
         self.profile = profile
-        # The children of the per-cycle histogram, one dict lookup away (a dozen per pod).
-        self._points: dict[tuple[str, str], _Observations] = {}
+        # The children of the per-cycle histogram, by point then status (a dozen per pod).
+        self._points: dict[str, dict[str, _Observations]] = {}
         self._attempts = {
             result: (
                 metrics.schedule_attempts.labels(result, profile),
@@ -243,10 +243,13 @@ class ProfileMetrics:
         histogram.observe(seconds)
 
     def extension_point(self, point: str, status: str, seconds: float) -> None:
-        child = self._points.get((point, status))
+        by_status = self._points.get(point)
+        if by_status is None:
+            by_status = self._points[point] = {}
+        child = by_status.get(status)
         if child is None:
-            child = self._metrics.extension_point_duration.labels(point, status, self.profile)
-            self._points[(point, status)] = child
+            child = by_status[status] = self._metrics.extension_point_duration.labels(
+                point, status, self.profile)
         child.observe(seconds)
 
     def plugin(self, plugin: str, point: str, status: str, seconds: float) -> None:

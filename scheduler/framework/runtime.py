@@ -438,61 +438,59 @@ def _plugin_error(
     return Status(Code.ERROR, (f'running {point} plugin "{plugin}": {status.message}',), plugin)
 
 
-# Plugin methods per extension point, as ``scheduler_plugin_execution_duration_seconds`` names
-# them (upstream's metrics.Filter and so on).
-_POINT_OF_METHOD = {
-    "pre_filter": "PreFilter",
-    "filter": "Filter",
-    "post_filter": "PostFilter",
-    "pre_score": "PreScore",
-    "score": "Score",
-    "normalize": "ScoreExtensionNormalize",
-    "reserve": "Reserve",
-    "unreserve": "Unreserve",
-    "permit": "Permit",
-    "pre_bind": "PreBind",
-    "bind": "Bind",
-    "post_bind": "PostBind",
-}
+def _filter_code(result: Any) -> Code:
+    """A batch has one status per node; the label takes the highest code among them."""
+    codes = result.codes
+    return Code(int(codes.max())) if codes.size else Code.SUCCESS
 
 
-def _plugin_code(out: object) -> Code:
-    """The status a plugin call returned, whatever shape its extension point uses."""
-    if isinstance(out, Status):
-        return out.code
-    if isinstance(out, PermitDecision):
-        return out.status.code
-    if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], Status):
-        return out[1].code
-    codes = getattr(out, "codes", None)
-    if isinstance(codes, np.ndarray):
-        rejected = codes[codes != np.uint8(Code.SUCCESS)]
-        return Code(int(rejected[0])) if rejected.size else Code.SUCCESS
+def _success(_: object) -> Code:
     return Code.SUCCESS
 
 
+# Plugin methods per extension point, with the name plugin_execution_duration_seconds gives
+# the point (upstream's metrics.Filter and so on) and where the call's status is.
+_POINT_OF_METHOD: dict[str, tuple[str, Callable[[Any], Code]]] = {
+    "pre_filter": ("PreFilter", lambda out: out[1].code),
+    "filter": ("Filter", _filter_code),
+    "post_filter": ("PostFilter", lambda out: out[1].code),
+    "pre_score": ("PreScore", lambda status: status.code),
+    "score": ("Score", _success),
+    "normalize": ("ScoreExtensionNormalize", _success),
+    "reserve": ("Reserve", lambda status: status.code),
+    "unreserve": ("Unreserve", _success),
+    "permit": ("Permit", lambda decision: decision.status.code),
+    "pre_bind": ("PreBind", lambda status: status.code),
+    "bind": ("Bind", lambda status: status.code),
+    "post_bind": ("PostBind", _success),
+}
+
+
+def _timed_call(
+    method: Callable[..., Any], plugin: str, point: str, status_of: Callable[[Any], Code],
+    metrics: ProfileMetrics,
+) -> Callable[..., Any]:
+    def timed(*args: Any) -> Any:
+        start = time.perf_counter()
+        out = method(*args)
+        metrics.plugin(plugin, point, _CODE_LABELS[status_of(out)], time.perf_counter() - start)
+        return out
+
+    return timed
+
+
 class _TimedPlugin:
-    """Forwards to a plugin and times its extension-point calls (sampled cycles only)."""
+    """Forwards to a plugin, its extension-point methods timed (sampled cycles only)."""
 
     def __init__(self, plugin: Plugin, metrics: ProfileMetrics) -> None:
         self._plugin = plugin
-        self._metrics = metrics
+        for attr, (point, status_of) in _POINT_OF_METHOD.items():
+            method = getattr(plugin, attr, None)
+            if method is not None:
+                setattr(self, attr, _timed_call(method, plugin.name, point, status_of, metrics))
 
     def __getattr__(self, attr: str) -> Any:
-        value = getattr(self._plugin, attr)
-        point = _POINT_OF_METHOD.get(attr)
-        if point is None:
-            return value
-        name, metrics = self._plugin.name, self._metrics
-
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            out = value(*args, **kwargs)
-            metrics.plugin(name, point, _CODE_LABELS[_plugin_code(out)],
-                           time.perf_counter() - start)
-            return out
-
-        return timed
+        return getattr(self._plugin, attr)
 
 
 def _timed_sets(plugins: PluginSets, metrics: ProfileMetrics) -> PluginSets:
