@@ -190,6 +190,7 @@ class ReferenceScheduler(LocalScheduler):
                 f"--authentication-kubeconfig={self.kubeconfig}",
                 f"--authorization-kubeconfig={self.kubeconfig}",
                 "--bind-address=127.0.0.1", f"--secure-port={self.port}",
+                "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
                 f"--cert-dir={self.log_path.parent / 'certs'}", "--v=2"]
         self.starts += 1
         with open(self.log_path, "ab") as log:

@@ -35,6 +35,7 @@ from scheduler.framework.interface import (
     NodeView,
     Status,
 )
+from scheduler.metrics import ERROR, PLUGIN_METRICS_SAMPLE_PERCENT, SCHEDULED, UNSCHEDULABLE
 from scheduler.plugins.default_binder import OUTCOME_KEY as BIND_OUTCOME_KEY
 from scheduler.ports import BindOutcome
 
@@ -100,6 +101,7 @@ def schedule_one(s: Scheduler, timeout: float | None = None) -> bool:
         return True
     start = time.perf_counter()
     state = CycleState()
+    state.record_plugin_metrics = s.metrics.sample() < PLUGIN_METRICS_SAMPLE_PERCENT
     result = scheduling_cycle(s, framework, state, qpi, start)
     if result is None:
         s.queue.done(pod.uid)
@@ -122,6 +124,7 @@ def scheduling_cycle(
         return None
     if result is None:
         return None
+    s.metrics.algorithm_duration.observe(time.perf_counter() - start)
 
     s.queue.nominator.delete(pod.uid)
     assumed = s.cache.assume(pod, result.node)
@@ -342,6 +345,7 @@ def binding_cycle(
             framework.run_post_bind(state, pod, node)
         finally:
             s.queue.done(pod.uid)
+        _record_scheduled(s, framework, qpi, start)
         log.info(
             "Successfully bound pod to node",
             pod=pod.key, node=node, profile=framework.profile_name, attempt=qpi.attempts,
@@ -359,6 +363,7 @@ def binding_cycle(
     if outcome in (BindOutcome.GONE, BindOutcome.CONFLICT):
         # Deleted, or bound by someone else: nothing to retry.
         log.info("Dropped pod after binding", pod=pod.key, node=node, reason=outcome.value)
+        s.metrics.profile(framework.profile_name).attempt(ERROR, time.perf_counter() - start)
         s.queue.delete(pod.uid)
         s.queue.done(pod.uid)
         s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
@@ -416,6 +421,9 @@ def handle_scheduling_failure(
         if nominated_node is not None:
             s.queue.nominator.add(current, nominated_node)
         s.reporter.failed(current, reason, message, nominated_node)
+    s.metrics.profile(framework.profile_name).attempt(
+        ERROR if is_error else UNSCHEDULABLE, time.perf_counter() - start
+    )
     log.info(
         "Unable to schedule pod",
         pod=pod.key, profile=framework.profile_name, attempt=qpi.attempts, reason=reason,
@@ -438,6 +446,14 @@ def _fail_after_assume(
         handle_scheduling_failure(
             s, framework, qpi, REASON_SCHEDULER_ERROR, status.message, "", None, start
         )
+
+
+def _record_scheduled(
+    s: Scheduler, framework: Framework, qpi: QueuedPodInfo[PodInfo], start: float
+) -> None:
+    s.metrics.profile(framework.profile_name).attempt(SCHEDULED, time.perf_counter() - start)
+    queued = qpi.initial_attempt_timestamp
+    s.metrics.scheduled(qpi.attempts, None if queued is None else s.clock() - queued)
 
 
 def _exception_message(exc: BaseException) -> str:

@@ -27,6 +27,7 @@ from scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHin
 from scheduler.framework.interface import SUCCESS, Code, Plugin, Status
 from scheduler.framework.registry import POINT_METHODS, Registry
 from scheduler.framework.runtime import Framework, PluginSets
+from scheduler.metrics import Metrics
 from scheduler.model.pod import PodInfo
 from scheduler.ports import Binder, Evictor, Reporter
 from scheduler.queue.scheduling_queue import SchedulingQueue
@@ -112,8 +113,10 @@ class Scheduler:
         clock: Callable[[], float] = time.monotonic,
         seed: int | None = None,
         binding_workers: int = 16,
+        metrics: Metrics | None = None,
     ) -> None:
         self.config = config
+        self.metrics = metrics or Metrics()
         self.binder = binder
         self.reporter = reporter
         self.evictor = evictor
@@ -147,7 +150,12 @@ class Scheduler:
             profile_of=_profile_of,
             pre_enqueue=self._pre_enqueue,
             lookup=self.pods.get,
+            on_incoming=self.metrics.queue_incoming_pod,
         )
+        self.metrics.watch_queue(
+            self.queue.pending_counts, lambda: self.queue.rejections(_profile_of)
+        )
+        self.metrics.watch_bindings(self.in_flight_bindings)
         self._binding_pool = ThreadPoolExecutor(binding_workers, thread_name_prefix="binding")
         self._bindings: set[Future[Any]] = set()
         self._bindings_lock = threading.Lock()
@@ -191,6 +199,7 @@ class Scheduler:
             sets,
             percentage_of_nodes_to_score=profile.percentage_of_nodes_to_score,
             instances=instances,
+            metrics=self.metrics.profile(profile.scheduler_name),
         )
         return framework, hints
 

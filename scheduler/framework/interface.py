@@ -102,6 +102,8 @@ class CycleState:
         self._data: dict[str, Any] = {}
         self.skip_filter: set[str] = set()
         self.skip_score: set[str] = set()
+        # Set in the cycles sampled for per-plugin duration metrics (upstream: 10 %).
+        self.record_plugin_metrics = False
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value

@@ -8,9 +8,12 @@ two-pass rule (``run_filters_with_nominated``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+import functools
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 import structlog
@@ -45,6 +48,7 @@ from scheduler.framework.interface import (
 
 if TYPE_CHECKING:
     from scheduler.cache.snapshot import Snapshot
+    from scheduler.metrics import ProfileMetrics
     from scheduler.model.pod import PodInfo
 
 log = structlog.get_logger("scheduler.framework")
@@ -71,6 +75,48 @@ class FilterOutcome:
 
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+# Upstream's status code strings, the ``status`` label of the duration metrics.
+_CODE_LABELS = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+    Code.PENDING: "Pending",
+}
+
+
+def _timed_point(
+    point: str, status_of: Callable[[Any], Code]
+) -> Callable[
+    [Callable[Concatenate[Framework, _P], _R]], Callable[Concatenate[Framework, _P], _R]
+]:
+    """Record ``scheduler_framework_extension_point_duration_seconds`` for a ``run_*``."""
+
+    def wrap(
+        run: Callable[Concatenate[Framework, _P], _R],
+    ) -> Callable[Concatenate[Framework, _P], _R]:
+        @functools.wraps(run)
+        def timed(self: Framework, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+            metrics = self.metrics
+            if metrics is None:
+                return run(self, *args, **kwargs)
+            start = time.perf_counter()
+            out = run(self, *args, **kwargs)
+            metrics.extension_point(
+                point, _CODE_LABELS[status_of(out)], time.perf_counter() - start
+            )
+            return out
+
+        return timed
+
+    return wrap
+
+
 @dataclass
 class PluginSets:
     pre_enqueue: list[PreEnqueuePlugin] = field(default_factory=list)
@@ -95,9 +141,13 @@ class Framework:
         *,
         percentage_of_nodes_to_score: int | None = None,
         instances: Mapping[str, Plugin] | None = None,
+        metrics: ProfileMetrics | None = None,
     ) -> None:
         self._profile_name = profile_name
         self.plugins = plugins
+        self.metrics = metrics
+        # The same plugins, timed one by one: used in the cycles sampled for plugin metrics.
+        self._timed = plugins if metrics is None else _timed_sets(plugins, metrics)
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.instances: dict[str, Plugin] = dict(instances or {})
 
@@ -113,7 +163,11 @@ class Framework:
                 return plugin.name
         return None
 
+    def _plugins_for(self, state: CycleState) -> PluginSets:
+        return self._timed if state.record_plugin_metrics else self.plugins
+
     # -- PreFilter ------------------------------------------------------------------------
+    @_timed_point("PreFilter", lambda out: out[1].code)
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot
     ) -> tuple[PreFilterResult | None, Status, set[str]]:
@@ -132,7 +186,7 @@ class Framework:
         restricting: list[str] = []
         rejection: Status | None = None
         rejectors: set[str] = set()
-        for plugin in self.plugins.pre_filter:
+        for plugin in self._plugins_for(state).pre_filter:
             result, status = plugin.pre_filter(state, pod, snapshot)
             if status.is_skip():
                 state.skip_filter.add(plugin.name)
@@ -170,7 +224,7 @@ class Framework:
         out = FilterOutcome(codes)
         remaining = np.arange(n, dtype=np.int64)
         current = view
-        for plugin in self.plugins.filter:
+        for plugin in self._plugins_for(state).filter:
             if remaining.size == 0:
                 break
             if plugin.name in state.skip_filter:
@@ -194,6 +248,7 @@ class Framework:
             current = current.subset(keep)
         return out
 
+    @_timed_point("Filter", lambda out: out.error.code if out.error else SUCCESS.code)
     def run_filters_with_nominated(
         self,
         state: CycleState,
@@ -263,6 +318,7 @@ class Framework:
         )
 
     # -- PostFilter -----------------------------------------------------------------------
+    @_timed_point("PostFilter", lambda out: out[1].code)
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]:
@@ -272,7 +328,7 @@ class Framework:
         kept: PostFilterResult | None = None
         reasons: list[str] = []
         rejector = ""
-        for plugin in self.plugins.post_filter:
+        for plugin in self._plugins_for(state).post_filter:
             result, status = plugin.post_filter(state, pod, diagnosis)
             if status.is_success():
                 return result, status
@@ -287,8 +343,9 @@ class Framework:
         return kept, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
 
     # -- PreScore / Score -----------------------------------------------------------------
+    @_timed_point("PreScore", lambda status: status.code)
     def run_pre_score(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
-        for plugin in self.plugins.pre_score:
+        for plugin in self._plugins_for(state).pre_score:
             status = plugin.pre_score(state, pod, view)
             if status.is_skip():
                 state.skip_score.add(plugin.name)
@@ -296,13 +353,14 @@ class Framework:
                 return _plugin_error("PreScore", plugin.name, status, wrap_rejections=True)
         return SUCCESS
 
+    @_timed_point("Score", lambda out: out[1].code)
     def run_score(
         self, state: CycleState, pod: PodInfo, view: NodeView
     ) -> tuple[IntArray, Status, dict[str, IntArray]]:
         """Weighted sum of normalised scores per row, plus each plugin's scores."""
         total = np.zeros(len(view), dtype=np.int64)
         per_plugin: dict[str, IntArray] = {}
-        for plugin, weight in self.plugins.score:
+        for plugin, weight in self._plugins_for(state).score:
             if plugin.name in state.skip_score:
                 continue
             raw = plugin.score(state, pod, view)
@@ -319,26 +377,29 @@ class Framework:
         return total, SUCCESS, per_plugin
 
     # -- Reserve / Permit / Bind ----------------------------------------------------------
+    @_timed_point("Reserve", lambda status: status.code)
     def run_reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        for plugin in self.plugins.reserve:
+        for plugin in self._plugins_for(state).reserve:
             status = plugin.reserve(state, pod, node)
             if not status.is_success():
                 return _plugin_error("Reserve", plugin.name, status)
         return SUCCESS
 
+    @_timed_point("Unreserve", lambda _: Code.SUCCESS)
     def run_unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
         """Every Reserve plugin, in reverse order; one that raises does not stop the others
         (the caller must still forget the assumed pod)."""
-        for plugin in reversed(self.plugins.reserve):
+        for plugin in reversed(self._plugins_for(state).reserve):
             try:
                 plugin.unreserve(state, pod, node)
             except Exception:
                 log.exception("Unreserve failed", plugin=plugin.name, pod=pod.key, node=node)
 
+    @_timed_point("Permit", lambda decision: decision.status.code)
     def run_permit(self, state: CycleState, pod: PodInfo, node: str) -> PermitDecision:
         """Allow, reject, or wait for the longest timeout any plugin asked for (capped)."""
         wait = 0.0
-        for plugin in self.plugins.permit:
+        for plugin in self._plugins_for(state).permit:
             decision = plugin.permit(state, pod, node)
             if decision.status.code is Code.WAIT:
                 wait = max(wait, min(decision.timeout_seconds, MAX_PERMIT_WAIT_SECONDS))
@@ -348,24 +409,27 @@ class Framework:
             return PermitDecision(Status(Code.WAIT), wait)
         return PermitDecision(SUCCESS)
 
+    @_timed_point("PreBind", lambda status: status.code)
     def run_pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        for plugin in self.plugins.pre_bind:
+        for plugin in self._plugins_for(state).pre_bind:
             status = plugin.pre_bind(state, pod, node)
             if not status.is_success():
                 return _plugin_error("PreBind", plugin.name, status)
         return SUCCESS
 
+    @_timed_point("Bind", lambda status: status.code)
     def run_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        for plugin in self.plugins.bind:
+        for plugin in self._plugins_for(state).bind:
             status = plugin.bind(state, pod, node)
             if status.is_skip():
                 continue
             return status if status.is_success() else _plugin_error("Bind", plugin.name, status)
         return Status.error("no bind plugin bound the pod")
 
+    @_timed_point("PostBind", lambda _: Code.SUCCESS)
     def run_post_bind(self, state: CycleState, pod: PodInfo, node: str) -> None:
         """Informational: a plugin that raises is logged and the others still run."""
-        for plugin in self.plugins.post_bind:
+        for plugin in self._plugins_for(state).post_bind:
             try:
                 plugin.post_bind(state, pod, node)
             except Exception:
@@ -380,3 +444,72 @@ def _plugin_error(
     if status.is_rejected() and not wrap_rejections:
         return status.with_plugin(plugin)
     return Status(Code.ERROR, (f'running {point} plugin "{plugin}": {status.message}',), plugin)
+
+
+def _filter_code(result: Any) -> Code:
+    """A batch has one status per node; the label takes the highest code among them."""
+    codes = result.codes
+    return Code(int(codes.max())) if codes.size else Code.SUCCESS
+
+
+def _success(_: object) -> Code:
+    return Code.SUCCESS
+
+
+# Plugin methods per extension point, with the name plugin_execution_duration_seconds gives
+# the point (upstream's metrics.Filter and so on) and where the call's status is.
+_POINT_OF_METHOD: dict[str, tuple[str, Callable[[Any], Code]]] = {
+    "pre_filter": ("PreFilter", lambda out: out[1].code),
+    "filter": ("Filter", _filter_code),
+    "post_filter": ("PostFilter", lambda out: out[1].code),
+    "pre_score": ("PreScore", lambda status: status.code),
+    "score": ("Score", _success),
+    "normalize": ("ScoreExtensionNormalize", _success),
+    "reserve": ("Reserve", lambda status: status.code),
+    "unreserve": ("Unreserve", _success),
+    "permit": ("Permit", lambda decision: decision.status.code),
+    "pre_bind": ("PreBind", lambda status: status.code),
+    "bind": ("Bind", lambda status: status.code),
+    "post_bind": ("PostBind", _success),
+}
+
+
+def _timed_call(
+    method: Callable[..., Any], plugin: str, point: str, status_of: Callable[[Any], Code],
+    metrics: ProfileMetrics,
+) -> Callable[..., Any]:
+    def timed(*args: Any) -> Any:
+        start = time.perf_counter()
+        out = method(*args)
+        metrics.plugin(plugin, point, _CODE_LABELS[status_of(out)], time.perf_counter() - start)
+        return out
+
+    return timed
+
+
+class _TimedPlugin:
+    """Forwards to a plugin, its extension-point methods timed (sampled cycles only)."""
+
+    def __init__(self, plugin: Plugin, metrics: ProfileMetrics) -> None:
+        self._plugin = plugin
+        for attr, (point, status_of) in _POINT_OF_METHOD.items():
+            method = getattr(plugin, attr, None)
+            if method is not None:
+                setattr(self, attr, _timed_call(method, plugin.name, point, status_of, metrics))
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._plugin, attr)
+
+
+def _timed_sets(plugins: PluginSets, metrics: ProfileMetrics) -> PluginSets:
+    def timed(plugin: Plugin) -> Any:
+        return _TimedPlugin(plugin, metrics)
+
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(plugins):
+        current = getattr(plugins, f.name)
+        if f.name == "score":
+            changes[f.name] = [(timed(p), weight) for p, weight in current]
+        elif isinstance(current, list):
+            changes[f.name] = [timed(p) for p in current]
+    return dataclasses.replace(plugins, **changes)

@@ -11,6 +11,7 @@ import structlog
 
 from scheduler.framework.config import SchedulerConfig
 from scheduler.intake import NAMESPACES, PDBS, PRIORITY_CLASSES, Intake
+from scheduler.metrics import Metrics
 from scheduler.operator.api_ports import ApiPorts
 from scheduler.operator.health import HealthServer
 from scheduler.operator.kubeapi import KubeApi, api_client_from
@@ -39,15 +40,17 @@ class Options:
 class SchedulerApp:
     def __init__(self, config: SchedulerConfig, options: Options) -> None:
         self.options = options
+        self.metrics = Metrics(process=True)
         self.api = KubeApi(
             api_client_from(options.kubeconfig),
             qps=config.client_connection.qps,
             burst=config.client_connection.burst,
+            metrics=self.metrics,
         )
         self.ports = ApiPorts(self.api)
         self.scheduler = Scheduler(
             config, default_registry(), binder=self.ports, reporter=self.ports,
-            evictor=self.ports,
+            evictor=self.ports, metrics=self.metrics,
         )
         self.intake = Intake(self.scheduler)
         self.reflectors = [
@@ -56,7 +59,8 @@ class SchedulerApp:
             Reflector(self.api, "/api/v1/pods", name="pods",
                       on_event=self.intake.on_pod, on_listed=self.intake.resync_pods),
         ]
-        self.health = HealthServer(options.health_port, live=self.live, ready=self.ready)
+        self.health = HealthServer(options.health_port, live=self.live, ready=self.ready,
+                                   metrics=self.metrics.exposition)
         self._initial_applied = threading.Event()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []

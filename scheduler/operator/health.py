@@ -1,9 +1,10 @@
-"""Liveness and readiness endpoints.
+"""Liveness and readiness endpoints, and the Prometheus ``/metrics``.
 
 ``/healthz`` answers 200 while the scheduling thread and the watches are running.
 ``/readyz`` answers 200 once the initial listing of every watched resource has been applied
 to the cache, so a rollout does not route work to a scheduler that would decide on a partial
-view of the cluster.
+view of the cluster. ``/metrics`` serves the text exposition format, over plain HTTP like the
+health checks.
 """
 
 from __future__ import annotations
@@ -13,24 +14,41 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from prometheus_client import CONTENT_TYPE_LATEST
+
 Check = Callable[[], tuple[bool, dict[str, object]]]
 
 
 class HealthServer:
-    def __init__(self, port: int, *, live: Check, ready: Check, host: str = "0.0.0.0") -> None:
+    def __init__(
+        self,
+        port: int,
+        *,
+        live: Check,
+        ready: Check,
+        metrics: Callable[[], bytes] | None = None,
+        host: str = "0.0.0.0",
+    ) -> None:
         checks = {"/healthz": live, "/livez": live, "/readyz": ready}
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                check = checks.get(self.path.split("?")[0])
+                path = self.path.split("?")[0]
+                if path == "/metrics" and metrics is not None:
+                    self._reply(200, CONTENT_TYPE_LATEST, metrics())
+                    return
+                check = checks.get(path)
                 if check is None:
                     self.send_response(404)
                     self.end_headers()
                     return
                 ok, detail = check()
                 payload = json.dumps({"ok": ok, **detail}).encode()
-                self.send_response(200 if ok else 503)
-                self.send_header("Content-Type", "application/json")
+                self._reply(200 if ok else 503, "application/json", payload)
+
+            def _reply(self, code: int, content_type: str, payload: bytes) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import structlog
 import urllib3
@@ -26,6 +27,8 @@ from tenacity import (
     stop_after_attempt,
     wait_exponential,
 )
+
+from scheduler.metrics import Metrics
 
 log = structlog.get_logger("scheduler.api")
 
@@ -99,9 +102,19 @@ def _wait_for_retry(state: RetryCallState) -> float:
 
 
 class KubeApi:
-    def __init__(self, api_client: k8s.ApiClient, *, qps: float = 50.0, burst: int = 100) -> None:
+    def __init__(
+        self,
+        api_client: k8s.ApiClient,
+        *,
+        qps: float = 50.0,
+        burst: int = 100,
+        metrics: Metrics | None = None,
+    ) -> None:
         self.client = api_client
         self.bucket = TokenBucket(qps, burst)
+        self.metrics = metrics or Metrics()
+        # The rest_client_* host label, as client-go: the server's host:port.
+        self.host = urlsplit(str(api_client.configuration.host)).netloc
 
     # -- plain requests -------------------------------------------------------------------
     def request(
@@ -125,7 +138,9 @@ class KubeApi:
         )
         def attempt() -> Response:
             if limited:
+                waited = time.perf_counter()
                 self.bucket.acquire()
+                self.metrics.rate_limited(method, self.host, time.perf_counter() - waited)
             try:
                 raw = self._call(method, path, body, query, content_type, timeout)
             except (urllib3.exceptions.HTTPError, OSError, k8s.ApiException) as exc:
@@ -166,7 +181,16 @@ class KubeApi:
             body=body,
             auth_settings=["BearerToken"],
         )
-        return self.client.call_api(method, url, headers, serialized, _request_timeout=timeout)
+        start = time.perf_counter()
+        code = "<error>"  # client-go's code label when no response arrived
+        try:
+            raw = self.client.call_api(
+                method, url, headers, serialized, _request_timeout=timeout
+            )
+            code = str(raw.status)
+            return raw
+        finally:
+            self.metrics.rest_request(method, self.host, code, time.perf_counter() - start)
 
     def get(self, path: str, query: Mapping[str, Any] | None = None) -> Response:
         return self.request("GET", path, query=query, limited=False, timeout=(10.0, 120.0))

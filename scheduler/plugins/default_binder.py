@@ -10,6 +10,7 @@ from scheduler.framework.registry import Handle, PluginSpec
 from scheduler.ports import Binder, BindOutcome
 
 if TYPE_CHECKING:
+    from scheduler.metrics import Metrics
     from scheduler.model.pod import PodInfo
 
 NAME = "DefaultBinder"
@@ -27,6 +28,8 @@ class DefaultBinder:
         binder: Binder = self._handle.binder  # type: ignore[attr-defined]
         result = binder.bind(pod, node)
         state.write(OUTCOME_KEY, result.outcome)
+        metrics: Metrics = self._handle.scheduler.metrics  # type: ignore[attr-defined]
+        metrics.bindings.labels(result.outcome.value).inc()
         if result.outcome is BindOutcome.BOUND:
             return SUCCESS
         return Status.error(result.message or result.outcome.value)

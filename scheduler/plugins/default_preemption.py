@@ -81,6 +81,7 @@ from scheduler.ports import EvictionOutcome, Evictor
 if TYPE_CHECKING:
     from scheduler.cache.cache import DisruptionBudget
     from scheduler.cache.snapshot import Snapshot
+    from scheduler.metrics import Metrics
     from scheduler.model.pod import PodInfo
     from scheduler.scheduler import ProfileHandle
 
@@ -89,6 +90,8 @@ log = structlog.get_logger("scheduler.preemption")
 NAME = "DefaultPreemption"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
+# Eviction metric outcome of a victim deleted after a budget refused its eviction.
+DELETED = "Deleted"
 NEVER = "not eligible due to preemptionPolicy=Never."
 TERMINATING = "not eligible due to a terminating pod on the nominated node."
 WAITING = "waiting for the preemption for this pod to be finished"
@@ -215,6 +218,7 @@ class DefaultPreemption:
     ) -> tuple[PostFilterResult | None, Status]:
         handle: ProfileHandle = self.handle  # type: ignore[assignment]
         scheduler = handle.scheduler
+        scheduler.metrics.preemption_attempts.inc()
         snapshot = scheduler.snapshot
         # As upstream, the newest version of the preemptor: one deleted or bound during its
         # own cycle preempts nobody.
@@ -252,6 +256,7 @@ class DefaultPreemption:
             return PostFilterResult(""), Status(Code.UNSCHEDULABLE, (fit_error_message(fit),))
 
         best = select_candidate(candidates)
+        scheduler.metrics.preemption_victims.observe(len(best.victims))
         self.actuate(pod, best)
         message = (
             f"found a potential placement for pod on node {best.node}, "
@@ -695,6 +700,7 @@ class DefaultPreemption:
             return Removal.FAILED
         result = evictor.evict(victim)
         outcome = result.outcome
+        self._metrics().evictions.labels(outcome.value).inc()
         if outcome is EvictionOutcome.EVICTED:
             # The Eviction API rewrites DisruptionTarget to reason EvictionByEvictionAPI.
             # Restore ours, so the victim reads as upstream's victims do and eligibility
@@ -707,6 +713,8 @@ class DefaultPreemption:
             log.info("Eviction refused by a PodDisruptionBudget; deleting the victim",
                      pod=pod.key, victim=victim.key, reason=result.message)
             outcome = evictor.delete(victim)
+            self._metrics().evictions.labels(DELETED if outcome is EvictionOutcome.EVICTED
+                                             else outcome.value).inc()
         if outcome is EvictionOutcome.EVICTED:
             evictor.preempted_event(victim, pod, node)
             return Removal.EVICTED
@@ -715,6 +723,10 @@ class DefaultPreemption:
         log.warning("Could not evict preemption victim", pod=pod.key, victim=victim.key,
                     outcome=outcome.value, reason=result.message)
         return Removal.REFUSED if outcome in _REFUSALS else Removal.FAILED
+
+    def _metrics(self) -> Metrics:
+        handle: ProfileHandle = self.handle  # type: ignore[assignment]
+        return handle.scheduler.metrics
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """As upstream: a gated preemptor is re-examined when a bound pod goes away (its

@@ -76,6 +76,14 @@ ACTIVE = "active"
 BACKOFF = "backoff"
 UNSCHEDULABLE = "unschedulable"
 
+# Queue-entry events of upstream's scheduler_queue_incoming_pods_total that are not
+# ClusterEvents (k8s pkg/scheduler/framework/events.go).
+UNSCHEDULED_POD_ADD = "UnscheduledPodAdd"
+SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
+BACKOFF_COMPLETE = "BackoffComplete"
+POP_FROM_BACKOFF_Q = "PopFromBackoffQ"
+GATED = "gated"
+
 # Deleted pods remembered so that a failed attempt that ends after the delete (or an update
 # racing it) does not bring the pod back.
 _TOMBSTONES = 4096
@@ -145,6 +153,7 @@ class SchedulingQueue(Generic[P]):
         profile_of: Callable[[P], str] | None = None,
         pre_enqueue: Callable[[P], str | None] | None = None,
         lookup: Callable[[str], P | None] | None = None,
+        on_incoming: Callable[[str, str], None] | None = None,
     ) -> None:
         """``hints`` maps a plugin name to the events it registered (EnqueueExtensions). A
         plugin that can reject pods but has no EnqueueExtensions should be registered for
@@ -158,6 +167,8 @@ class SchedulingQueue(Generic[P]):
         ``pre_enqueue(pod)`` returns the name of the plugin that gates the pod, or ``None``.
         ``lookup(uid)`` is the newest version of a pod the watch delivered (``None`` once
         deleted); the nominator uses it, as upstream's uses the pod lister.
+        ``on_incoming(queue, event)`` hears every pod entering a queue (called with the lock
+        held: it must only count).
         """
         self._less = less
         self._clock = clock
@@ -175,6 +186,7 @@ class SchedulingQueue(Generic[P]):
         )
         self._interest: dict[ClusterEvent, frozenset[str]] = {}
         self._pre_enqueue = pre_enqueue
+        self._on_incoming = on_incoming or _ignore_incoming
         self.nominator: Nominator[P] = Nominator(lookup)
 
         self._lock = threading.Lock()
@@ -249,7 +261,9 @@ class SchedulingQueue(Generic[P]):
         else:
             return
         with self._lock:
-            self._notify_if(self._move_from_pool_locked(candidate, strategy))
+            where = self._move_from_pool_locked(candidate, strategy)
+            self._incoming_locked(str(event), where)
+            self._notify_if(where)
 
     def delete(self, uid: str) -> None:
         """The pod is gone (deleted, or bound by someone): drop it from every place. If it is
@@ -396,6 +410,7 @@ class SchedulingQueue(Generic[P]):
             return
         with self._lock:
             moved = [self._move_from_pool_locked(c, s) for c, s in decisions]
+            self._incoming_locked(str(event), *moved)
             self._notify_if(*moved)
 
     def activate(self, uids: Iterable[str]) -> None:
@@ -406,11 +421,11 @@ class SchedulingQueue(Generic[P]):
             for uid in uids:
                 entry = self._pool.get(uid)
                 if entry is not None:
-                    moved |= self._move_to_active_locked(entry.qpi, from_backoff=False)
+                    moved |= self._forced_locked(entry.qpi, from_backoff=False)
                     continue
                 queued = self._backoff.get(uid) or self._error_backoff.get(uid)
                 if queued is not None:
-                    moved |= self._move_to_active_locked(queued, from_backoff=True)
+                    moved |= self._forced_locked(queued, from_backoff=True)
                     continue
                 record = self._in_flight.get(uid)
                 if record is not None:
@@ -428,6 +443,7 @@ class SchedulingQueue(Generic[P]):
                 while (head := heap.peek()) is not None and not self.is_backing_off(head, now):
                     heap.pop()
                     moved |= self._move_to_active_locked(head, from_backoff=True)
+                    self._incoming_locked(BACKOFF_COMPLETE, ACTIVE)
             if moved:
                 self._cond.notify_all()
 
@@ -449,6 +465,7 @@ class SchedulingQueue(Generic[P]):
             for qpi in stale:
                 del self._pool[qpi.uid]
                 moved.append(self._requeue_locked(qpi, Strategy.AFTER_BACKOFF))
+            self._incoming_locked(str(UNSCHEDULABLE_TIMEOUT), *moved)
             self._notify_if(*moved)
 
     def run_flushers(
@@ -533,6 +550,32 @@ class SchedulingQueue(Generic[P]):
                 BACKOFF: [q.key for q in self._backoff.ordered() + self._error_backoff.ordered()],
                 UNSCHEDULABLE: sorted(e.qpi.key for e in self._pool.values()),
             }
+
+    def pending_counts(self) -> dict[str, int]:
+        """How many pods each queue holds (``scheduler_pending_pods``); gated pods apart."""
+        with self._lock:
+            gated = sum(1 for e in self._pool.values() if e.qpi.gated)
+            return {
+                ACTIVE: len(self._active),
+                BACKOFF: len(self._backoff) + len(self._error_backoff),
+                UNSCHEDULABLE: len(self._pool) - gated,
+                GATED: gated,
+            }
+
+    def rejections(self, profile_of: Callable[[P], str]) -> dict[tuple[str, str], int]:
+        """Queued pods per (rejecting or gating plugin, profile) since their last attempt
+        (``scheduler_unschedulable_pods``)."""
+        counts: dict[tuple[str, str], int] = {}
+        with self._lock:
+            queued = itertools.chain(
+                (e.qpi for e in self._pool.values()),
+                self._active.values(), self._backoff.values(), self._error_backoff.values(),
+            )
+            for qpi in queued:
+                for plugin in qpi.unschedulable_plugins | qpi.pending_plugins:
+                    key = (plugin, profile_of(qpi.pod))
+                    counts[key] = counts.get(key, 0) + 1
+        return counts
 
     def get(self, uid: str) -> QueuedPodInfo[P] | None:
         """The queued pod ``uid`` (not while it is being scheduled)."""
@@ -677,6 +720,8 @@ class SchedulingQueue(Generic[P]):
             while len(heap):
                 qpi = heap.pop()
                 if qpi.uid not in self._in_flight:
+                    if heap is self._backoff:  # activeQ was empty (PopFromBackoffQ)
+                        self._incoming_locked(POP_FROM_BACKOFF_Q, ACTIVE)
                     return qpi
                 log.error("pod %s is queued while being scheduled; dropping the copy", qpi.key)
         return None
@@ -714,7 +759,9 @@ class SchedulingQueue(Generic[P]):
 
     def _add_new_locked(self, pod: P) -> None:
         qpi: QueuedPodInfo[P] = QueuedPodInfo(pod=pod, timestamp=self._clock())
-        if self._move_to_active_locked(qpi, from_backoff=False):
+        active = self._move_to_active_locked(qpi, from_backoff=False)
+        self._incoming_locked(UNSCHEDULED_POD_ADD, ACTIVE if active else UNSCHEDULABLE)
+        if active:
             self.nominator.add(pod)
             self._cond.notify_all()
 
@@ -785,11 +832,27 @@ class SchedulingQueue(Generic[P]):
 
     def _finish_requeue_locked(self, qpi: QueuedPodInfo[P], strategy: Strategy) -> bool:
         where = self._requeue_locked(qpi, strategy)
+        self._incoming_locked(SCHEDULE_ATTEMPT_FAILURE, where)
         self._done_locked(qpi.uid)
         self._notify_if(where)
         return True
+
+    def _forced_locked(self, qpi: QueuedPodInfo[P], *, from_backoff: bool) -> bool:
+        moved = self._move_to_active_locked(qpi, from_backoff=from_backoff)
+        if moved:
+            self._incoming_locked(str(FORCE_ACTIVATE), ACTIVE)
+        return moved
+
+    def _incoming_locked(self, event: str, *where: str | None) -> None:
+        for queue in where:
+            if queue is not None:
+                self._on_incoming(queue, event)
 
     def _notify_if(self, *where: str | None) -> None:
         # A pod in backoffQ can be popped too (PopFromBackoffQ), so both wake the worker.
         if ACTIVE in where or BACKOFF in where:
             self._cond.notify_all()
+
+
+def _ignore_incoming(queue: str, event: str) -> None:
+    return None
