@@ -3,33 +3,46 @@
 ``/healthz`` answers 200 while the scheduling thread and the watches are running.
 ``/readyz`` answers 200 once the initial listing of every watched resource has been applied
 to the cache, so a rollout does not route work to a scheduler that would decide on a partial
-view of the cluster.
+view of the cluster. ``/debug/explain`` answers why a pod is pending (see explain_endpoint).
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs
 
 Check = Callable[[], tuple[bool, dict[str, object]]]
+Explain = Callable[[Mapping[str, Sequence[str]]], tuple[int, dict[str, Any]]]
 
 
 class HealthServer:
-    def __init__(self, port: int, *, live: Check, ready: Check, host: str = "0.0.0.0") -> None:
+    def __init__(
+        self, port: int, *, live: Check, ready: Check, explain: Explain | None = None,
+        host: str = "0.0.0.0",
+    ) -> None:
         checks = {"/healthz": live, "/livez": live, "/readyz": ready}
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                check = checks.get(self.path.split("?")[0])
+                path, _, query = self.path.partition("?")
+                if path == "/debug/explain" and explain is not None:
+                    self._json(*explain(parse_qs(query)))
+                    return
+                check = checks.get(path)
                 if check is None:
                     self.send_response(404)
                     self.end_headers()
                     return
                 ok, detail = check()
-                payload = json.dumps({"ok": ok, **detail}).encode()
-                self.send_response(200 if ok else 503)
+                self._json(200 if ok else 503, {"ok": ok, **detail})
+
+            def _json(self, code: int, body: Mapping[str, Any]) -> None:
+                payload = json.dumps(body).encode()
+                self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
