@@ -256,6 +256,11 @@ class _Explainer:
         if pod.scheduler_name not in self.s.profiles:
             out.notes.append(f"the pod's schedulerName is {pod.scheduler_name!r}, not one of "
                              f"this scheduler's: shown is what profile {self.profile!r} would do")
+        gates = (pod.raw.get("spec") or {}).get("schedulingGates")
+        if gates:
+            names = ", ".join(str(g.get("name")) for g in gates)
+            out.notes.append(f"the pod has scheduling gates ({names}): no scheduler tries it "
+                             "until they are removed")
         if order.size == 0:
             out.message = NO_NODES_AVAILABLE
             return out

@@ -79,8 +79,9 @@ def to_text(
     paint = _Paint(colour)
     e = explanation
     lines = [
-        paint.bold(f"Pod {e.pod}") + f"  (schedulerName {e.scheduler_name}, priority {e.priority})",
-        f"Profile {e.profile}; {source}",
+        paint.bold(f"Pod {e.pod}"),
+        *_wrap(f"schedulerName {e.scheduler_name}, priority {e.priority}; explained with "
+               f"profile {e.profile}; {source}", "  "),
         "",
         paint.bold(e.outcome.capitalize()),
         *_wrap(e.message, "  "),

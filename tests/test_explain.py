@@ -301,12 +301,15 @@ def test_explain_in_loop_times_out_when_nobody_drains() -> None:
 def test_text_fits_100_columns_and_json_round_trips(case: Case) -> None:
     s, intake = build(case.nodes, [*case.pods, case.pending], case.pdbs)
     e = explain(s, intake.pod_info(case.pending))
-    text = to_text(e, "one-shot")
+    source = "one-shot: computed in this process from a listing of the cluster (no running " \
+             "scheduler found)"
+    e.pod = "a-namespace-as-long-as-kubernetes-allows-it-to-be-written-out-here/web"
+    text = to_text(e, source)
     assert max(len(line) for line in text.splitlines()) <= WIDTH
     assert "\033[" not in text
     assert e.message.split(":")[0] in text
-    assert to_text(from_dict(as_dict(e, "one-shot")), "one-shot") == text
-    assert "\033[31mFAIL" in to_text(e, "one-shot", colour=True)
+    assert to_text(from_dict(as_dict(e, source)), source) == text
+    assert "\033[31mFAIL" in to_text(e, source, colour=True)
 
 
 def test_a_budget_that_blocks_preemption_under_strict_pdb_mode() -> None:

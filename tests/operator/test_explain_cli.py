@@ -81,7 +81,7 @@ def test_one_shot_json_through_both_entry_points(
 
     assert kubectl_why(["pod", "web", "--kubeconfig", str(kubeconfig), "--one-shot"]) == 0
     text = capsys.readouterr().out
-    assert "Profile secondary-scheduler; one-shot" in text
+    assert "explained with profile secondary-scheduler; one-shot" in " ".join(text.split())
     assert "cpu: the pod requests 2, 1 free (1 allocatable, 0 requested)" in text
 
 
