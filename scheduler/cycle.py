@@ -40,7 +40,7 @@ from scheduler.plugins.default_binder import OUTCOME_KEY as BIND_OUTCOME_KEY
 from scheduler.ports import BindOutcome
 
 if TYPE_CHECKING:
-    from scheduler.framework.runtime import Framework
+    from scheduler.framework.runtime import FilterOutcome, Framework
     from scheduler.model.pod import PodInfo
     from scheduler.queue.queued_pod import QueuedPodInfo
     from scheduler.scheduler import Scheduler
@@ -213,17 +213,9 @@ def find_nodes_that_fit(
     diagnosis = Diagnosis(
         codes=np.zeros(snapshot.nodes.capacity, dtype=np.uint8), num_all_nodes=int(order.size)
     )
-    pre_result, status, rejectors = framework.run_pre_filter(state, pod, snapshot)
-    if status.code is Code.ERROR:
-        raise SchedulingError(status.message)
-    if not status.is_success():
-        diagnosis.codes[order] = np.uint8(status.code)
-        diagnosis.reasons = [(order, reason, status.plugin) for reason in status.reasons]
-        diagnosis.pre_filter_msg = status.message
-        _record_rejectors(diagnosis, status.code, rejectors)
+    candidates = pre_filter_candidates(s, framework, state, pod, diagnosis)
+    if candidates is None:
         return np.zeros(0, dtype=np.int64), diagnosis, 0
-    # As upstream, the plugins that restricted the nodes count as rejectors if nothing fits.
-    diagnosis.unschedulable_plugins |= rejectors
 
     nominated = s.queue.nominator.all()
     # A pod nominated by an earlier preemption tries its nominated node first.
@@ -239,18 +231,6 @@ def find_nodes_that_fit(
             elif outcome.codes[0] == Code.SUCCESS:
                 return single.idx, diagnosis, 1
 
-    candidates = order
-    if pre_result is not None and pre_result.node_names is not None:
-        rows = (snapshot.row_of(n) for n in pre_result.node_names)
-        allowed = np.asarray([r for r in rows if r is not None], dtype=np.int64)
-        inside = np.isin(order, allowed)
-        absent = order[~inside]
-        if absent.size:
-            plugins = pre_result.plugins
-            reason = f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]"
-            diagnosis.codes[absent] = np.uint8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
-            diagnosis.reasons.append((absent, reason, plugins[0] if plugins else ""))
-        candidates = order[inside]
     n = int(candidates.size)
     if n == 0:
         return np.zeros(0, dtype=np.int64), diagnosis, 0
@@ -273,16 +253,58 @@ def find_nodes_that_fit(
         processed = n
     # Upstream: (nextStartNodeIndex + processed) % len(allNodes), whatever the restriction.
     s.next_start_index = (s.next_start_index + processed) % max(int(order.size), 1)
+    record_rejections(diagnosis, rotated, outcome, processed)
+    return rotated[feasible_positions], diagnosis, processed
+
+
+def pre_filter_candidates(
+    s: Scheduler, framework: Framework, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+) -> IntArray | None:
+    """Run PreFilter: the node rows left to filter, or None when PreFilter rejected the pod.
+
+    The rejection, or the nodes PreFilter's node restriction left out, go to ``diagnosis``.
+    """
+    snapshot = s.snapshot
+    order = snapshot.order()
+    pre_result, status, rejectors = framework.run_pre_filter(state, pod, snapshot)
+    if status.code is Code.ERROR:
+        raise SchedulingError(status.message)
+    if not status.is_success():
+        diagnosis.codes[order] = np.uint8(status.code)
+        diagnosis.reasons = [(order, reason, status.plugin) for reason in status.reasons]
+        diagnosis.pre_filter_msg = status.message
+        _record_rejectors(diagnosis, status.code, rejectors)
+        return None
+    # As upstream, the plugins that restricted the nodes count as rejectors if nothing fits.
+    diagnosis.unschedulable_plugins |= rejectors
+    if pre_result is None or pre_result.node_names is None:
+        return order
+    rows = (snapshot.row_of(n) for n in pre_result.node_names)
+    allowed = np.asarray([r for r in rows if r is not None], dtype=np.int64)
+    inside = np.isin(order, allowed)
+    absent = order[~inside]
+    if absent.size:
+        plugins = pre_result.plugins
+        reason = f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]"
+        diagnosis.codes[absent] = np.uint8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        diagnosis.reasons.append((absent, reason, plugins[0] if plugins else ""))
+    return order[inside]
+
+
+def record_rejections(
+    diagnosis: Diagnosis, rows: IntArray, outcome: FilterOutcome, processed: int
+) -> None:
+    """Record the Filter rejections of the first ``processed`` rows of ``rows`` (the rows
+    ``outcome`` answered for, in order) in ``diagnosis``."""
     rejected = np.flatnonzero(outcome.codes[:processed] != np.uint8(Code.SUCCESS))
-    diagnosis.codes[rotated[rejected]] = outcome.codes[rejected]
+    diagnosis.codes[rows[rejected]] = outcome.codes[rejected]
     for positions, reason, plugin in outcome.reasons:
         kept = positions[positions < processed]
         if kept.size:
-            diagnosis.reasons.append((rotated[kept], reason, plugin))
+            diagnosis.reasons.append((rows[kept], reason, plugin))
     diagnosis.unschedulable_plugins |= outcome.plugins_with(Code.UNSCHEDULABLE)
     diagnosis.unschedulable_plugins |= outcome.plugins_with(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
     diagnosis.pending_plugins |= outcome.plugins_with(Code.PENDING)
-    return rotated[feasible_positions], diagnosis, processed
 
 
 def num_feasible_nodes_to_find(profile_pct: int | None, global_pct: int, num_nodes: int) -> int:

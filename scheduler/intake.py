@@ -94,6 +94,10 @@ class Intake:
     def on_pod(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         self._apply_pod(event_type, obj)
 
+    def pod_info(self, obj: Mapping[str, Any]) -> PodInfo:
+        """The pod as the queue would hold it: parsed, its priority resolved."""
+        return self._resolve_priority(PodInfo.from_pod(_without_managed_fields(obj)))
+
     def _apply_pod(self, event_type: str | None, obj: Mapping[str, Any]) -> str:
         """Apply one pod event; returns the pod's uid."""
         info = PodInfo.from_pod(_without_managed_fields(obj))

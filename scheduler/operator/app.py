@@ -13,6 +13,7 @@ from scheduler.framework.config import SchedulerConfig
 from scheduler.intake import NAMESPACES, PDBS, PRIORITY_CLASSES, Intake
 from scheduler.metrics import Metrics
 from scheduler.operator.api_ports import ApiPorts
+from scheduler.operator.explain_endpoint import ExplainEndpoint
 from scheduler.operator.health import HealthServer
 from scheduler.operator.kubeapi import KubeApi, api_client_from
 from scheduler.operator.reflector import Reflector
@@ -60,7 +61,8 @@ class SchedulerApp:
                       on_event=self.intake.on_pod, on_listed=self.intake.resync_pods),
         ]
         self.health = HealthServer(options.health_port, live=self.live, ready=self.ready,
-                                   metrics=self.metrics.exposition)
+                                   metrics=self.metrics.exposition,
+                                   explain=ExplainEndpoint(self.api, self.scheduler, self.intake))
         self._initial_applied = threading.Event()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []

@@ -4,19 +4,22 @@
 ``/readyz`` answers 200 once the initial listing of every watched resource has been applied
 to the cache, so a rollout does not route work to a scheduler that would decide on a partial
 view of the cluster. ``/metrics`` serves the text exposition format, over plain HTTP like the
-health checks.
+health checks. ``/debug/explain`` answers why a pod is pending (see explain_endpoint).
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
 Check = Callable[[], tuple[bool, dict[str, object]]]
+Explain = Callable[[Mapping[str, Sequence[str]]], tuple[int, dict[str, Any]]]
 
 
 class HealthServer:
@@ -27,15 +30,19 @@ class HealthServer:
         live: Check,
         ready: Check,
         metrics: Callable[[], bytes] | None = None,
+        explain: Explain | None = None,
         host: str = "0.0.0.0",
     ) -> None:
         checks = {"/healthz": live, "/livez": live, "/readyz": ready}
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                path = self.path.split("?")[0]
+                path, _, query = self.path.partition("?")
                 if path == "/metrics" and metrics is not None:
                     self._reply(200, CONTENT_TYPE_LATEST, metrics())
+                    return
+                if path == "/debug/explain" and explain is not None:
+                    self._json(*explain(parse_qs(query)))
                     return
                 check = checks.get(path)
                 if check is None:
@@ -43,8 +50,10 @@ class HealthServer:
                     self.end_headers()
                     return
                 ok, detail = check()
-                payload = json.dumps({"ok": ok, **detail}).encode()
-                self._reply(200 if ok else 503, "application/json", payload)
+                self._json(200 if ok else 503, {"ok": ok, **detail})
+
+            def _json(self, code: int, body: Mapping[str, Any]) -> None:
+                self._reply(code, "application/json", json.dumps(body).encode())
 
             def _reply(self, code: int, content_type: str, payload: bytes) -> None:
                 self.send_response(code)

@@ -13,7 +13,7 @@ import structlog
 from scheduler import logs
 from scheduler.framework.config import default_config, load_config_file
 from scheduler.framework.registry import ConfigError
-from scheduler.operator import handlers
+from scheduler.operator import explain_cli, handlers
 from scheduler.operator.app import Options, SchedulerApp
 from scheduler.plugins.registry import default_registry
 
@@ -21,7 +21,8 @@ from scheduler.plugins.registry import default_registry
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="secondary-scheduler",
-        description="A secondary Kubernetes scheduler with kube-scheduler's semantics.",
+        description="A secondary Kubernetes scheduler with kube-scheduler's semantics. "
+                    "`secondary-scheduler explain NAMESPACE/POD` says why a pod is pending.",
     )
     parser.add_argument("--config", help="KubeSchedulerConfiguration-shaped YAML file")
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: the configuration's "
@@ -35,6 +36,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if list(argv[:1]) == ["explain"]:
+        return explain_cli.main(argv[1:])
     args = parse_args(argv)
     json_logs = {"auto": None, "json": True, "console": False}[args.log_format]
     try:

@@ -79,22 +79,7 @@ class Reflector:
                 backoff = min(backoff * 2, 10.0)
 
     def _list(self) -> str:
-        items: list[dict[str, Any]] = []
-        cont: str | None = None
-        while True:
-            response = self.api.get(self.path, {"limit": str(self.page_size), "continue": cont})
-            if response.status == 410:
-                # The continue token expired mid-listing: start the listing over.
-                items, cont = [], None
-                continue
-            if not response.ok:
-                raise RuntimeError(f"list {self.path}: {response.status} {response.message()}")
-            body = response.body
-            items.extend(body.get("items") or [])
-            cont = (body.get("metadata") or {}).get("continue") or None
-            if cont is None:
-                resource_version = str(body["metadata"]["resourceVersion"])
-                break
+        items, resource_version = list_all(self.api, self.path, self.page_size)
         self.on_listed(items)
         self.relists += 1
         self.listed.set()
@@ -120,3 +105,29 @@ class Reflector:
             self.events += 1
             self.on_event(kind, obj)
         return resource_version
+
+
+class ListError(RuntimeError):
+    def __init__(self, path: str, status: int, message: str) -> None:
+        super().__init__(f"list {path}: {status} {message}")
+        self.status = status
+        self.message = message
+
+
+def list_all(api: KubeApi, path: str, page_size: int = 1000) -> tuple[list[dict[str, Any]], str]:
+    """Every object at ``path``, a page at a time, and the listing's resourceVersion."""
+    items: list[dict[str, Any]] = []
+    cont: str | None = None
+    while True:
+        response = api.get(path, {"limit": str(page_size), "continue": cont})
+        if response.status == 410:
+            # The continue token expired mid-listing: start the listing over.
+            items, cont = [], None
+            continue
+        if not response.ok:
+            raise ListError(path, response.status, response.message())
+        body = response.body
+        items.extend(body.get("items") or [])
+        cont = (body.get("metadata") or {}).get("continue") or None
+        if cont is None:
+            return items, str(body["metadata"]["resourceVersion"])

@@ -173,6 +173,20 @@ class Candidate:
     violated_budgets: set[str] = field(default_factory=set)
 
 
+@dataclass
+class PreemptionPlan:
+    """The outcome of a dry run: what PostFilter answers, every candidate found, why the other
+    potential nodes were no help (rows, reason), and the candidate that would be chosen."""
+
+    result: PostFilterResult | None
+    status: Status
+    candidates: list[Candidate] = field(default_factory=list)
+    rejected: list[tuple[IntArray, str]] = field(default_factory=list)
+    best: Candidate | None = None
+    # The newest version of the preemptor, the one a chosen ``best`` is actuated for.
+    preemptor: PodInfo | None = None
+
+
 NOT_STARTED = datetime.max.replace(tzinfo=UTC)
 
 
@@ -209,60 +223,60 @@ class DefaultPreemption:
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]:
         result, status = self.preempt(state, pod, diagnosis)
-        if status.message:
-            return result, Status(status.code, (f"preemption: {status.message}",))
-        return result, status
+        return result, prefixed(status)
 
     def preempt(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]:
         handle: ProfileHandle = self.handle  # type: ignore[assignment]
+        metrics = handle.scheduler.metrics
+        metrics.preemption_attempts.inc()
+        plan = self.plan(state, pod, diagnosis)
+        if plan.best is not None and plan.preemptor is not None:
+            metrics.preemption_victims.observe(len(plan.best.victims))
+            self.actuate(plan.preemptor, plan.best)
+        return plan.result, plan.status
+
+    def plan(self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis) -> PreemptionPlan:
+        """The dry run: what preempting for ``pod`` would do now. Nothing is changed."""
+        handle: ProfileHandle = self.handle  # type: ignore[assignment]
         scheduler = handle.scheduler
-        scheduler.metrics.preemption_attempts.inc()
         snapshot = scheduler.snapshot
         # As upstream, the newest version of the preemptor: one deleted or bound during its
         # own cycle preempts nobody.
         current = scheduler.pods.get(pod.uid)
         if current is None or current.node_name or current.is_terminating:
-            return None, Status(Code.UNSCHEDULABLE, (GONE,))
+            return PreemptionPlan(None, Status(Code.UNSCHEDULABLE, (GONE,)))
         pod = current
         nominated = scheduler.queue.nominator.node_of(pod.uid) or pod.nominated_node_name
         eligible, reason = self.eligible(pod, nominated, diagnosis, snapshot)
         if not eligible:
-            return None, Status(Code.UNSCHEDULABLE, (reason,))
+            return PreemptionPlan(None, Status(Code.UNSCHEDULABLE, (reason,)))
 
         order = snapshot.order()
         potential = order[diagnosis.codes[order] == np.uint8(Code.UNSCHEDULABLE)]
-        num_all = int(order.size)
         if potential.size == 0:
-            fit = Diagnosis(codes=np.zeros(0, dtype=np.uint8), num_all_nodes=num_all)
-            fit.reasons = [(order, NOT_HELPFUL, NAME)]
-            return PostFilterResult(""), Status(Code.UNSCHEDULABLE, (fit_error_message(fit),))
+            return PreemptionPlan(PostFilterResult(""), no_candidate_status(order, []))
 
         candidates, statuses, errors = self.find_candidates(state, pod, snapshot, potential)
         if not candidates and errors:
             # As upstream: an error on some node with no candidate anywhere is an error (the
             # nomination is left as it is), not a FitError.
-            return None, Status(Code.ERROR, (aggregate_errors(errors),))
+            status = Status(Code.ERROR, (aggregate_errors(errors),))
+            return PreemptionPlan(None, status, rejected=statuses)
         if not candidates:
-            fit = Diagnosis(codes=np.zeros(0, dtype=np.uint8), num_all_nodes=num_all)
-            explained: set[int] = set()
-            for rows, reason in statuses:
-                fit.reasons.append((rows, reason, NAME))
-                explained.update(int(r) for r in rows)
-            absent = np.asarray([r for r in order if int(r) not in explained], dtype=np.int64)
-            if absent.size:
-                fit.reasons.append((absent, NOT_HELPFUL, NAME))
-            return PostFilterResult(""), Status(Code.UNSCHEDULABLE, (fit_error_message(fit),))
+            status = no_candidate_status(order, statuses)
+            return PreemptionPlan(PostFilterResult(""), status, rejected=statuses)
 
         best = select_candidate(candidates)
-        scheduler.metrics.preemption_victims.observe(len(best.victims))
-        self.actuate(pod, best)
         message = (
             f"found a potential placement for pod on node {best.node}, "
             f"preempting {len(best.victims)} victims"
         )
-        return PostFilterResult(best.node), Status(Code.SUCCESS, (message,))
+        return PreemptionPlan(
+            PostFilterResult(best.node), Status(Code.SUCCESS, (message,)), candidates, statuses,
+            best, pod,
+        )
 
     def eligible(
         self, pod: PodInfo, nominated: str, diagnosis: Diagnosis, snapshot: Snapshot
@@ -775,6 +789,27 @@ def aggregate_errors(errors: Sequence[str]) -> str:
     if len(errors) == 1 or len(distinct) == 1:
         return distinct[0]
     return "[" + ", ".join(distinct) + "]"
+
+
+def prefixed(status: Status) -> Status:
+    """The status as PostFilter reports it: its message says it comes from preemption."""
+    if status.message:
+        return Status(status.code, (f"preemption: {status.message}",))
+    return status
+
+
+def no_candidate_status(order: IntArray, statuses: Sequence[tuple[IntArray, str]]) -> Status:
+    """The "0/N nodes are available: ..." status over every node: the reason each potential
+    node was no help, and "Preemption is not helpful" for the others."""
+    fit = Diagnosis(codes=np.zeros(0, dtype=np.uint8), num_all_nodes=int(order.size))
+    explained: set[int] = set()
+    for rows, reason in statuses:
+        fit.reasons.append((rows, reason, NAME))
+        explained.update(int(r) for r in rows)
+    absent = np.asarray([r for r in order if int(r) not in explained], dtype=np.int64)
+    if absent.size:
+        fit.reasons.append((absent, NOT_HELPFUL, NAME))
+    return Status(Code.UNSCHEDULABLE, (fit_error_message(fit),))
 
 
 def select_candidate(candidates: Sequence[Candidate]) -> Candidate:

@@ -414,14 +414,51 @@ def _filter_rows(state: _FilterState, rows: IntArray) -> IntArray:
     """Per row, the reason it fails (``_REASON_*``); the first failing constraint decides."""
     reason = np.zeros(rows.shape[0], dtype=np.int64)
     for i, c in enumerate(state.constraints):
-        ids = state.domain_ids[i][rows]
+        missing, skew = _skew(state, i, rows)
         open_ = reason == _REASON_NONE
-        missing = ids < 0
         reason[open_ & missing] = _REASON_LABEL
-        counts = state.counts[i][np.where(missing, 0, ids)] if state.counts[i].size else 0
-        skew = counts + int(state.self_match[i]) - state.min_match[i]
         reason[open_ & ~missing & (skew > c.max_skew)] = _REASON_SKEW
     return reason
+
+
+def _skew(state: _FilterState, i: int, rows: IntArray) -> tuple[BoolArray, IntArray]:
+    """Per row: whether the node lacks constraint ``i``'s key, and the skew placing the pod
+    there would make (meaningless where the key is missing)."""
+    ids = state.domain_ids[i][rows]
+    missing = ids < 0
+    counts = (
+        state.counts[i][np.where(missing, 0, ids)]
+        if state.counts[i].size
+        else np.zeros(rows.shape[0], dtype=np.int64)
+    )
+    return missing, counts + int(state.self_match[i]) - state.min_match[i]
+
+
+@dataclass(frozen=True)
+class ConstraintSkew:
+    """One DoNotSchedule constraint seen from some node rows, for explanations."""
+
+    topology_key: str
+    max_skew: int
+    min_match: int
+    domains: list[str | None]  # per row: the node's value of the key (None: no such label)
+    skews: IntArray  # per row: the skew the pod would make there (-1 where the key is missing)
+
+
+def filter_skews(state: CycleState, snapshot: Snapshot, rows: IntArray) -> list[ConstraintSkew]:
+    """What PreFilter computed, per constraint, for ``rows``; empty when it did not run."""
+    s: _FilterState | None = state.get(PRE_FILTER_STATE_KEY)
+    if s is None:
+        return []
+    out: list[ConstraintSkew] = []
+    for i, c in enumerate(s.constraints):
+        missing, skew = _skew(s, i, rows)
+        _, values = snapshot.domains(c.topology_key)
+        ids = s.domain_ids[i][rows]
+        domains = [None if m else values[int(d)] for m, d in zip(missing, ids, strict=True)]
+        out.append(ConstraintSkew(c.topology_key, c.max_skew, s.min_match[i], domains,
+                                  np.where(missing, -1, skew).astype(np.int64)))
+    return out
 
 
 # -- score state ----------------------------------------------------------------------------
