@@ -32,8 +32,8 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _micro_time() -> str:
-    return _now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def _micro_time(stamp: datetime) -> str:
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _time() -> str:
@@ -56,11 +56,14 @@ def _pod_path(pod: PodInfo, sub: str = "") -> str:
 
 
 class ApiPorts:
-    """Binder, Reporter and Evictor over one :class:`KubeApi`."""
+    """Binder, Reporter and Evictor over one :class:`KubeApi`; Events over ``events``."""
 
-    def __init__(self, api: KubeApi, *, controller: str = "secondary-scheduler",
-                 workers: int = 8) -> None:
+    def __init__(self, api: KubeApi, *, events: KubeApi | None = None,
+                 controller: str = "secondary-scheduler", workers: int = 8) -> None:
         self.api = api
+        # kube-scheduler posts Events through a client of their own (its own rate limiter),
+        # so that a burst of Events never takes a bind's token.
+        self.events = events or api
         self.controller = controller
         self.instance = f"{controller}-{socket.gethostname()}"
         # One single-threaded lane per shard, chosen by pod uid: a pod's status patches and
@@ -109,8 +112,10 @@ class ApiPorts:
     # -- Reporter -------------------------------------------------------------------------
     def scheduled(self, pod: PodInfo, node: str) -> None:
         note = f"Successfully assigned {pod.namespace}/{pod.name} to {node}"
+        stamp = _now()
         self._background(
-            pod, lambda: self._event(pod, "Normal", "Scheduled", "Binding", note), "event"
+            pod, lambda: self._event(pod, "Normal", "Scheduled", "Binding", note, stamp=stamp),
+            "event",
         )
 
     def failed(self, pod: PodInfo, reason: str, message: str, nominated_node: str | None) -> None:
@@ -162,8 +167,11 @@ class ApiPorts:
         action: str,
         note: str,
         related: PodInfo | None = None,
+        *,
+        stamp: datetime | None = None,
     ) -> None:
-        stamp = _now()
+        # eventTime is when it happened (the caller's stamp), not when the lane got to it.
+        stamp = stamp or _now()
         body: dict[str, Any] = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
@@ -171,7 +179,7 @@ class ApiPorts:
                 "name": f"{pod.name}.{int(stamp.timestamp() * 1e9):x}",
                 "namespace": pod.namespace,
             },
-            "eventTime": _micro_time(),
+            "eventTime": _micro_time(stamp),
             "reportingController": self.controller,
             "reportingInstance": self.instance,
             "action": action,
@@ -182,7 +190,7 @@ class ApiPorts:
         }
         if related is not None:
             body["related"] = _pod_ref(related)
-        response = self.api.request(
+        response = self.events.request(
             "POST", f"/apis/events.k8s.io/v1/namespaces/{pod.namespace}/events", body=body
         )
         if not response.ok:

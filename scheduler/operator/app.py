@@ -39,12 +39,11 @@ class Options:
 class SchedulerApp:
     def __init__(self, config: SchedulerConfig, options: Options) -> None:
         self.options = options
-        self.api = KubeApi(
-            api_client_from(options.kubeconfig),
-            qps=config.client_connection.qps,
-            burst=config.client_connection.burst,
-        )
-        self.ports = ApiPorts(self.api)
+        api_client = api_client_from(options.kubeconfig)
+        qps, burst = config.client_connection.qps, config.client_connection.burst
+        self.api = KubeApi(api_client, qps=qps, burst=burst)
+        # Like kube-scheduler's event client: the same connection settings, its own budget.
+        self.ports = ApiPorts(self.api, events=KubeApi(api_client, qps=qps, burst=burst))
         self.scheduler = Scheduler(
             config, default_registry(), binder=self.ports, reporter=self.ports,
             evictor=self.ports,
