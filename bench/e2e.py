@@ -24,6 +24,7 @@ import itertools
 import json
 import os
 import random
+import re
 import signal
 import statistics
 import subprocess
@@ -53,6 +54,13 @@ PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
 PREEMPTOR_INTERVAL = 0.2
 CHURN_INTERVAL = 0.05
 RUN_TIMEOUT = 600.0
+
+
+# The write calls a scheduler makes, counted by the API server (apiserver_request_total).
+COUNTED_CALLS = {("POST", "pods", "binding"): "binding", ("PATCH", "pods", "status"): "status",
+                 ("POST", "events", ""): "event", ("PATCH", "events", ""): "event_patch",
+                 ("POST", "pods", "eviction"): "eviction"}
+METRIC_LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
 def loadavg() -> list[float]:
@@ -247,7 +255,8 @@ class Run:
     bound: dict[str, float] = field(default_factory=dict)
     started: float = 0.0
 
-    def summary(self, load_before: list[float], load_after: list[float]) -> dict[str, Any]:
+    def summary(self, load_before: list[float], load_after: list[float],
+                calls: dict[str, float]) -> dict[str, Any]:
         times = sorted(self.bound.values())
         span = times[-1] - times[0] if len(times) > 1 else float("nan")
         latencies = sorted(
@@ -265,6 +274,8 @@ class Run:
             "first_bind_s": round(times[0] - self.started, 3) if times else None,
             "p50_ms": round(pct(0.50), 1), "p99_ms": round(pct(0.99), 1),
             "load_before": load_before, "load_after": load_after,
+            # per bound pod; status patches include kwok's (the same for every scheduler)
+            "api_calls_per_pod": {k: round(v / max(len(times), 1), 2) for k, v in calls.items()},
         }
 
 
@@ -276,6 +287,7 @@ class Bench:
         self.api = KubeApi(api_client_from(str(self.kubeconfig)), qps=0, burst=1)
         self.pool = ThreadPoolExecutor(16)
         self.run: Run | None = None
+        self.runs = 0
         self._lock = threading.Lock()
         self._names: dict[str, bool] = {}  # name -> bound, for the current run's live pods
 
@@ -302,9 +314,26 @@ class Bench:
         self.cluster.delete_all_nodes()
         self.cluster.apply_nodes({"groups": groups}, timeout=600)
 
+    def api_calls(self) -> dict[str, float]:
+        raw = self.api.request("GET", "/metrics", limited=False).body
+        totals = dict.fromkeys(COUNTED_CALLS.values(), 0.0)
+        for line in raw.splitlines() if isinstance(raw, str) else []:
+            if not line.startswith("apiserver_request_total{"):
+                continue
+            labels_text, _, value = line.rpartition(" ")
+            labels = dict(METRIC_LABEL.findall(labels_text))
+            what = COUNTED_CALLS.get((labels.get("verb"), labels.get("resource"),
+                                      labels.get("subresource", "")))
+            if what is not None:
+                totals[what] += float(value)
+        return totals
+
     # -- pods -----------------------------------------------------------------------------
     def create(self, pods: list[dict[str, Any]]) -> None:
         def one(body: dict[str, Any]) -> None:
+            # A name never reused across runs: kwok deletes pods by name, late, and would
+            # take a new pod of the next run for the one it was told to delete.
+            body["metadata"]["name"] += f"-r{self.runs}"
             name = body["metadata"]["name"]
             with self._lock:  # before the POST: its bind may be watched before it returns
                 self._names.setdefault(name, False)
@@ -375,6 +404,7 @@ class Bench:
     def run_one(self, workload: Workload, scheduler: str, qps: int, burst: int,
                 repeat: int) -> dict[str, Any]:
         self.clean()
+        self.runs += 1
         run = Run(workload.name, scheduler, qps, burst, repeat)
         self.run = run
         stop, stop_stream = threading.Event(), threading.Event()
@@ -382,6 +412,7 @@ class Bench:
         watcher.start()
         self.create(workload.initial(0))
         load_before = loadavg()
+        calls_before = self.api_calls()
         log_path = self.workdir / f"{scheduler}.log"
         with open(log_path, "ab") as log:
             run.started = time.monotonic()
@@ -416,7 +447,8 @@ class Bench:
                 proc.wait()
             if streamer is not None:
                 streamer.join(10)
-        result = run.summary(load_before, loadavg())
+        calls = {k: v - calls_before[k] for k, v in self.api_calls().items()}
+        result = run.summary(load_before, loadavg(), calls)
         self.run = None
         return result
 
