@@ -74,8 +74,7 @@ class SchedulerApp:
         self.resync_low_volume()
         for reflector in self.reflectors:
             reflector.start()
-        self.scheduler.start()
-        self._spawn(self._mark_ready_when_listed, "readiness")
+        self._spawn(self._schedule_when_listed, "readiness")
         self._spawn(self._resync_loop, "resync")
         log.info("Scheduler started", profiles=sorted(self.scheduler.profiles),
                  health_port=self.health.port)
@@ -114,11 +113,14 @@ class SchedulerApp:
                 log.exception("Periodic resync failed")
 
     # -- health ---------------------------------------------------------------------------
-    def _mark_ready_when_listed(self) -> None:
+    def _schedule_when_listed(self) -> None:
         for reflector in self.reflectors:
             while not reflector.listed.wait(1.0):
                 if self._stop.is_set():
                     return
+        # Like kube-scheduler's WaitForCacheSync: no cycle before nodes and pods are listed, or
+        # the pending pods would first fail on an empty cluster (an Event and a patch each).
+        self.scheduler.start()
         # Ready once the scheduling thread has applied everything listed so far.
         self.scheduler.inbox.put(self._initial_listing_applied)
 
@@ -131,7 +133,8 @@ class SchedulerApp:
 
     def live(self) -> tuple[bool, dict[str, object]]:
         watches = {r.name: r.alive() for r in self.reflectors}
-        thread = self.scheduler.is_running()
+        listing = not all(r.listed.is_set() for r in self.reflectors)
+        thread = self.scheduler.is_running() or listing
         return thread and all(watches.values()), {"scheduling": thread, "watches": watches}
 
     def ready(self) -> tuple[bool, dict[str, object]]:
