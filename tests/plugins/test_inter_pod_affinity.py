@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scheduler.model.pod import PodInfo
 
 from scheduler.framework.events import Action, QueueingHint, Resource
 from scheduler.framework.interface import Code, CycleState, NodeView
 from scheduler.framework.registry import ConfigError
+from scheduler.model.pod import PodInfo
 from scheduler.plugins import inter_pod_affinity as ipa
 from scheduler.plugins.inter_pod_affinity import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,

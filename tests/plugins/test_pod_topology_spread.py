@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scheduler.model.pod import PodInfo
 
 from scheduler.framework.events import Action, QueueingHint, Resource
 from scheduler.framework.interface import Code, CycleState, NodeView
 from scheduler.framework.registry import ConfigError
+from scheduler.model.pod import PodInfo
 from scheduler.plugins import pod_topology_spread as pts
 from scheduler.plugins.pod_topology_spread import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
