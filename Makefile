@@ -9,7 +9,7 @@ NODES ?= e2e/cluster/nodes-default.yaml
 IMAGE ?= secondary-scheduler:dev
 KIND_CLUSTER ?= secondary-scheduler
 
-.PHONY: install unit lint test e2e run image deploy bench demo cluster-bins cluster-up \
+.PHONY: install unit lint test e2e run image deploy bench bench-e2e demo cluster-bins cluster-up \
         cluster-down kind-e2e clean
 
 install: $(VENV)/.installed
@@ -57,6 +57,12 @@ demo: install cluster-bins
 ## bench: in-process benchmarks; JSON results in bench/results/
 bench: install
 	$(PY) bench/run.py
+
+## bench-e2e: kube-scheduler and ours side by side on a local control plane (JSON + PNG in
+## bench/results/; BENCH_E2E_ARGS=--quick for a smoke run, --nodes 5000 for the big one)
+bench-e2e: install cluster-bins
+	$(PY) -c 'import matplotlib' 2>/dev/null || $(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) bench/e2e.py $(BENCH_E2E_ARGS)
 
 image:
 	docker build -t $(IMAGE) .

@@ -131,15 +131,19 @@ def add_nodes(s: Scheduler, n: int, **kwargs: Any) -> None:
         s.known_nodes.add(obj["metadata"]["name"])
 
 
+def owner_reference(i: int) -> dict[str, Any]:
+    """The ReplicaSet of pod ``i``: 500 of them, so 100 replicas each at 50,000 pods."""
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"web-{i % 500}-7d9f8b6c5d",
+            "uid": f"rs-{i % 500}", "controller": True, "blockOwnerDeletion": True}
+
+
 def realistic(obj: dict[str, Any], i: int) -> dict[str, Any]:
     """Dress a pod the way the API returns it: managedFields, status, token volume, owner."""
     meta = obj["metadata"]
     meta.update({
         "generateName": "web-7d9f8b6c5d-",
         "creationTimestamp": "2026-01-01T00:00:00Z",
-        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                             "name": "web-7d9f8b6c5d", "uid": f"rs-{i % 500}",
-                             "controller": True, "blockOwnerDeletion": True}],
+        "ownerReferences": [owner_reference(i)],
         "labels": {**meta["labels"], "app": f"web-{i % 500}",
                    "pod-template-hash": "7d9f8b6c5d"},
         "managedFields": [
@@ -198,6 +202,13 @@ def build_realistic(s: Scheduler, nodes: int, init: int, measured: int) -> list[
     return [PodInfo.from_pod(pod(f"p-{i}")) for i in range(measured)]
 
 
+def build_owned(s: Scheduler, nodes: int, init: int, measured: int) -> list[PodInfo]:
+    """The realistic cluster; each measured pod is one more replica of one of its ReplicaSets,
+    so the system default topology spreading counts its siblings (as for most real pods)."""
+    build_realistic(s, nodes, init, 0)
+    return [PodInfo.from_pod(realistic(pod(f"p-{i}"), i)) for i in range(measured)]
+
+
 def build_basic(s: Scheduler, nodes: int, init: int, measured: int) -> list[PodInfo]:
     add_nodes(s, nodes)
     for i in range(init):
@@ -240,6 +251,7 @@ SCENARIOS = {
         Scenario("basic-5000", 5000, 5000, 3000, build_basic),
         Scenario("spread-antiaffinity-5000", 5000, 10000, 1000, build_spread),
         Scenario("cache-memory-5000x50000", 5000, 50000, 200, build_realistic),
+        Scenario("replicaset-pods-5000x50000", 5000, 50000, 1000, build_owned),
         Scenario("preemption-5000", 5000, 20000, 300, build_preemption, metric="preemptions"),
     )
 }

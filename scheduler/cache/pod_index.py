@@ -29,6 +29,8 @@ class PodLabelIndex:
         # Pods whose own terms constrain others (symmetry of anti-affinity, scoring).
         self.with_required_anti_affinity: dict[str, PodInfo] = {}
         self.with_affinity_terms: dict[str, PodInfo] = {}
+        # Pods by (namespace, controller kind, controller name): the default spreading's siblings.
+        self.by_owner: dict[tuple[str, str, str], dict[str, PodInfo]] = {}
 
     def __len__(self) -> int:
         return len(self.by_uid)
@@ -50,6 +52,8 @@ class PodLabelIndex:
             or pod.preferred_anti_affinity
         ):
             self.with_affinity_terms[pod.uid] = pod
+        if pod.owner_kind and pod.owner_name:
+            self.by_owner.setdefault((ns, pod.owner_kind, pod.owner_name), {})[pod.uid] = pod
 
     def remove(self, uid: str) -> PodInfo | None:
         pod = self.by_uid.pop(uid, None)
@@ -58,6 +62,12 @@ class PodLabelIndex:
         ns = pod.namespace
         self.with_required_anti_affinity.pop(uid, None)
         self.with_affinity_terms.pop(uid, None)
+        owner = (ns, pod.owner_kind, pod.owner_name)
+        siblings = self.by_owner.get(owner)
+        if siblings is not None:
+            siblings.pop(uid, None)
+            if not siblings:
+                del self.by_owner[owner]
         _discard(self._by_ns, ns, uid)
         for key, value in pod.labels.items():
             _discard(self._by_key, (ns, key), uid)

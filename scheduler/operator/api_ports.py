@@ -32,8 +32,8 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _micro_time() -> str:
-    return _now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def _micro_time(stamp: datetime) -> str:
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _time() -> str:
@@ -56,10 +56,14 @@ def _pod_path(pod: PodInfo, sub: str = "") -> str:
 
 
 class ApiPorts:
-    """Binder, Reporter and Evictor over one :class:`KubeApi`."""
+    """Binder, Reporter and Evictor over one :class:`KubeApi`; Events over ``events``."""
 
-    def __init__(self, api: KubeApi, *, workers: int = 8) -> None:
+    def __init__(self, api: KubeApi, *, events: KubeApi | None = None,
+                 workers: int = 8) -> None:
         self.api = api
+        # kube-scheduler posts Events through a client of their own (its own rate limiter),
+        # so that a burst of Events never takes a bind's token.
+        self.events = events or api
         self.hostname = socket.gethostname()
         # One single-threaded lane per shard, chosen by pod uid: a pod's status patches and
         # Events land in the order the scheduler decided them, while pods run in parallel.
@@ -112,8 +116,10 @@ class ApiPorts:
     # -- Reporter -------------------------------------------------------------------------
     def scheduled(self, pod: PodInfo, node: str) -> None:
         note = f"Successfully assigned {pod.namespace}/{pod.name} to {node}"
+        stamp = _now()
         self._background(
-            pod, lambda: self._event(pod, "Normal", "Scheduled", "Binding", note), "event"
+            pod, lambda: self._event(pod, "Normal", "Scheduled", "Binding", note, stamp=stamp),
+            "event",
         )
 
     def failed(self, pod: PodInfo, reason: str, message: str, nominated_node: str | None) -> None:
@@ -197,8 +203,11 @@ class ApiPorts:
         action: str,
         note: str,
         related: PodInfo | None = None,
+        *,
+        stamp: datetime | None = None,
     ) -> None:
-        stamp = _now()
+        # eventTime is when it happened (the caller's stamp), not when the lane got to it.
+        stamp = stamp or _now()
         # As upstream, each profile records its Events under its own schedulerName: the
         # profile of the pod scheduled, or of the preemptor for a victim's Event.
         controller = (related or pod).scheduler_name
@@ -209,7 +218,7 @@ class ApiPorts:
                 "name": f"{pod.name}.{int(stamp.timestamp() * 1e9):x}",
                 "namespace": pod.namespace,
             },
-            "eventTime": _micro_time(),
+            "eventTime": _micro_time(stamp),
             "reportingController": controller,
             "reportingInstance": f"{controller}-{self.hostname}",
             "action": action,
@@ -220,7 +229,7 @@ class ApiPorts:
         }
         if related is not None:
             body["related"] = _pod_ref(related)
-        response = self.api.request(
+        response = self.events.request(
             "POST", f"/apis/events.k8s.io/v1/namespaces/{pod.namespace}/events", body=body
         )
         if not response.ok:

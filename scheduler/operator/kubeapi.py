@@ -2,9 +2,10 @@
 
 The client's typed models cost ~6x more per object than ``json.loads`` on large lists and
 choke on some responses (a binding answers with a ``Status``), so we keep its configuration,
-authentication and connection pool and exchange plain dicts. Every write goes through one
-token bucket (kube-scheduler's client defaults: 50 QPS, burst 100) and retries only what is
-transient: connection errors, 429 (honouring Retry-After) and 5xx.
+authentication and connection pool and exchange plain dicts. Every write of one instance goes
+through its token bucket (kube-scheduler's client defaults: 50 QPS, burst 100; Events use an
+instance of their own) and retries only what is transient: connection errors, 429 (honouring
+Retry-After) and 5xx.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class TransientError(Exception):
 
 
 class TokenBucket:
-    """Client-side rate limit shared by all writes (client-go's flowcontrol equivalent)."""
+    """Client-side rate limit shared by one client's writes (client-go's flowcontrol)."""
 
     def __init__(
         self,
@@ -255,11 +256,17 @@ def _is_multiple_pdbs(response: Response) -> bool:
     return "more than one PodDisruptionBudget" in str(body.get("message", ""))
 
 
-def api_client_from(kubeconfig: str | None) -> k8s.ApiClient:
-    """In-cluster credentials when running in a pod, else the kubeconfig."""
+def api_client_from(kubeconfig: str | None, *, connections: int = 32) -> k8s.ApiClient:
+    """In-cluster credentials when running in a pod, else the kubeconfig.
+
+    ``connections`` is the kept-alive pool size: a thread that finds the pool empty opens a
+    connection (a TLS handshake) and throws it away afterwards, so it should cover every
+    thread that makes requests.
+    """
     from kubernetes import config
 
     configuration = k8s.Configuration()
+    configuration.connection_pool_maxsize = connections
     if kubeconfig is None:
         try:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
@@ -269,5 +276,4 @@ def api_client_from(kubeconfig: str | None) -> k8s.ApiClient:
     config.load_kube_config(  # type: ignore[no-untyped-call]
         config_file=kubeconfig, client_configuration=configuration
     )
-    configuration.connection_pool_maxsize = 32
     return k8s.ApiClient(configuration)

@@ -160,7 +160,7 @@ def matched_pods(
         if found is not None:
             return found
     pods = snapshot.matching_pods(key[0], selector)
-    out = MatchedPods(pods=pods, rows=_rows_of(snapshot, pods))
+    out = MatchedPods(pods=pods, rows=rows_of(snapshot, pods))
     if memo is not None:
         memo[key] = out
     return out
@@ -204,7 +204,7 @@ def _resolve(snapshot: Snapshot, pod: PodInfo, term: AffinityTerm) -> _Term:
     )
 
 
-def _rows_of(snapshot: Snapshot, pods: Iterable[PodInfo]) -> IntArray:
+def rows_of(snapshot: Snapshot, pods: Iterable[PodInfo]) -> IntArray:
     get = snapshot.nodes.index.get
     return np.asarray([get(p.node_name, -1) for p in pods], dtype=np.int64)
 
@@ -405,7 +405,7 @@ class PodGroups:
         version = snapshot.nodes.membership_generation
         cached = self._rows.get(key)
         if cached is None or cached[0] != version:
-            cached = (version, _rows_of(snapshot, self.members[key].values()))
+            cached = (version, rows_of(snapshot, self.members[key].values()))
             self._rows[key] = cached
         return cached[1]
 

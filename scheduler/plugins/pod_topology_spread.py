@@ -27,9 +27,10 @@ PreFilter (same namespace, not terminating, non-empty selector); upstream's Remo
 decrements for terminating victims that PreFilter never counted.
 
 Cost: the pods matching a selector come from the cache's label index once per cycle, shared with
-InterPodAffinity (``MatchedPods`` in the CycleState); pods are kept grouped by controller owner
-across cycles (``PodGroups``) for the default constraints; node-affinity and taint masks are
-cached in the snapshot's node masks. Nothing loops over nodes in Python on the fast path.
+InterPodAffinity (``MatchedPods`` in the CycleState); the default constraints' pods come from
+the cache's index by controller owner (a lookup, then their node rows), never a pass over all
+pods; node-affinity and taint masks are cached in the snapshot's node masks. Nothing loops over
+nodes in Python on the fast path.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.registry import ConfigError, Handle, PluginSpec
-from scheduler.plugins.inter_pod_affinity import PodGroups, matched_pods
+from scheduler.plugins.inter_pod_affinity import matched_pods, rows_of
 
 if TYPE_CHECKING:
     from scheduler.cache.snapshot import Snapshot
@@ -323,39 +324,20 @@ def _cached_mask(snapshot: Snapshot, key: Hashable, compute: Callable[[], BoolAr
     return snapshot.node_mask(key, compute)
 
 
-def _owner_key(pod: PodInfo) -> Hashable:
-    return (pod.namespace, pod.owner_kind, pod.owner_name)
-
-
 class _CountedPods:
     """Node rows of the pods each constraint counts (same namespace, not terminating)."""
 
-    def __init__(
-        self, state: CycleState, snapshot: Snapshot, namespace: str, owners: PodGroups
-    ) -> None:
+    def __init__(self, state: CycleState, snapshot: Snapshot, namespace: str) -> None:
         self.state = state
         self.snapshot = snapshot
         self.namespace = namespace
-        self._owners = owners
-        self._owners_fresh = False
 
     def rows(self, c: _Constraint) -> IntArray:
         """Rows of the counted pods' nodes, only nodes the table holds."""
         if c.selector is None:
             assert c.owner is not None
-            if not self._owners_fresh:
-                index = self.snapshot.cache.pods
-                self._owners.refresh(index, index.by_uid.values())
-                self._owners_fresh = True
-            key = (self.namespace, *c.owner)
-            if key not in self._owners.members:
-                return np.zeros(0, dtype=np.int64)
-            group = self._owners.members[key]
-            rows = self._owners.rows(key, self.snapshot)
-            terminating = np.fromiter(
-                (p.is_terminating for p in group.values()), dtype=np.bool_, count=len(group)
-            )
-            rows = rows[~terminating]
+            siblings = self.snapshot.cache.pods.by_owner.get((self.namespace, *c.owner), {})
+            rows = rows_of(self.snapshot, (p for p in siblings.values() if not p.is_terminating))
             return rows[rows >= 0]
         if c.counts_nothing:
             return np.zeros(0, dtype=np.int64)
@@ -493,7 +475,6 @@ class PodTopologySpread:
             else tuple(merged["defaultConstraints"] or ())
         )
         # Pods by controller owner, for the default constraints' selector.
-        self._owner_groups = PodGroups(_owner_key)
 
     # -- constraints ------------------------------------------------------------------------
     def constraints(self, pod: PodInfo, action: str) -> tuple[_Constraint, ...]:
@@ -540,7 +521,7 @@ class PodTopologySpread:
             num_domains.append(len(values))
             all_keys &= ids >= 0
         affinity = taints = None
-        pods = _CountedPods(state, snapshot, pod.namespace, self._owner_groups)
+        pods = _CountedPods(state, snapshot, pod.namespace)
         eligible: list[BoolArray] = []
         counts: list[IntArray] = []
         present: list[BoolArray] = []
@@ -618,7 +599,7 @@ class PodTopologySpread:
         ignored = ~all_keys if require_all else np.zeros(table.capacity, dtype=np.bool_)
         scored = rows[~ignored[rows]]
         affinity = taints = None
-        pods = _CountedPods(state, snapshot, pod.namespace, self._owner_groups)
+        pods = _CountedPods(state, snapshot, pod.namespace)
         has_key: list[BoolArray] = []
         domain_ids: list[IntArray] = []
         counts: list[IntArray] = []

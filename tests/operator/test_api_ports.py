@@ -144,6 +144,17 @@ def test_the_scheduled_event_names_pod_and_node(api: FakeApi) -> None:
     assert event.body["regarding"]["uid"] == web().uid
 
 
+def test_events_take_tokens_from_their_own_bucket_not_the_binds(api: FakeApi) -> None:
+    api.on("POST", "/apis/events.k8s.io/v1/namespaces/default/events", Reply(201, {}))
+    binds, events = api.kube_api(qps=50), api.kube_api(qps=50)
+    ports = ApiPorts(binds, events=events)
+    ports.scheduled(web(), "n1")
+    ports.close()
+    assert len(api.calls("POST", "/apis/events.k8s.io/v1/namespaces/default/events")) == 1
+    assert binds.bucket.tokens == binds.bucket.capacity
+    assert events.bucket.tokens < events.bucket.capacity
+
+
 def test_the_preempted_event_names_the_preemptor_uid(api: FakeApi) -> None:
     api.on("POST", "/apis/events.k8s.io/v1/namespaces/default/events", Reply(201, {}))
     ports = ApiPorts(api.kube_api())

@@ -1,0 +1,570 @@
+"""End-to-end throughput, side by side: upstream kube-scheduler and ours on one real control plane.
+
+The local control plane (``e2e/cluster/cluster.py``, kube-scheduler built from the same
+Kubernetes version) gets N kwok nodes. For each workload (shaped like upstream's
+scheduler_perf) and each client QPS/burst setting, the same pending pods are created, one
+scheduler is started cold, every bind is timed by a watch in this process, then the pods are
+deleted and the other scheduler gets the same pods. The two alternate run by run (same
+conditions), and the binding ceiling (a trivial round-robin binder with no decisions and no
+rate limit) runs on the same cluster. JSON lands in bench/results/, a PNG next to it.
+
+Per run: steady pods/s from the first to the last bind, time from process start to the first
+bind, p50/p99 latency from ``max(pod created, scheduler started)`` to bind, and the machine's
+load average before and after (this benchmark shares its cores with whatever else runs).
+
+    python bench/e2e.py                 # 1,000 nodes, every workload, QPS 50/100 and 1000/1000
+    python bench/e2e.py --quick         # smoke: 100 nodes, a tenth of the pods, one repeat
+    python bench/e2e.py --nodes 5000 --workloads basic,spread
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import random
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "e2e" / "cluster"))
+
+from cluster import Cluster  # noqa: E402
+
+from scheduler.operator.kubeapi import KubeApi, api_client_from  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results"
+NAMESPACE = "bench"
+SCHEDULER_NAME = "bench-scheduler"
+ZONES = 10
+PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
+# The fixed arrival rate of high-priority preemptors (scheduler_perf: one per 200 ms).
+PREEMPTOR_INTERVAL = 0.2
+CHURN_INTERVAL = 0.05
+RUN_TIMEOUT = 600.0
+
+
+# The write calls a scheduler makes, counted by the API server (apiserver_request_total).
+COUNTED_CALLS = {("POST", "pods", "binding"): "binding", ("PATCH", "pods", "status"): "status",
+                 ("POST", "events", ""): "event", ("PATCH", "events", ""): "event_patch",
+                 ("POST", "pods", "eviction"): "eviction"}
+METRIC_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def loadavg() -> list[float]:
+    return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+
+
+# ----------------------------------------------------------------------------- pods
+def pod(name: str, *, cpu: str = "10m", priority_class: str | None = None,
+        labels: dict[str, str] | None = None,
+        extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "schedulerName": SCHEDULER_NAME,
+        # kwok honours grace periods: a victim would hold its node for 30 s (no kubelet in
+        # scheduler_perf, where victims go at once)
+        "terminationGracePeriodSeconds": 0,
+        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"requests": {"cpu": cpu, "memory": "10Mi"}}}],
+    }
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    spec.update(extra or {})
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels or {}},
+            "spec": spec}
+
+
+def spread_pod(name: str) -> dict[str, Any]:
+    labels = {"app": "spread"}
+    return pod(name, labels=labels, extra={"topologySpreadConstraints": [{
+        "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+        "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": labels}}]})
+
+
+def anti_affinity_pod(name: str) -> dict[str, Any]:
+    labels = {"app": "anti"}
+    return pod(name, labels=labels, extra={"affinity": {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": labels},
+            "topologyKey": "kubernetes.io/hostname"}]}}})
+
+
+def node_affinity_pod(name: str) -> dict[str, Any]:
+    zones = [f"zone-{i}" for i in range(ZONES // 2)]
+    return pod(name, extra={"affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
+            "matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In",
+                                  "values": zones}]}]}}}})
+
+
+# The preemption nodes are tainted so that only the low/high-priority pods land there.
+PREEMPT_TAINT = {"key": "bench/preempt", "value": "yes", "effect": "NoSchedule"}
+PREEMPT_SELECTOR = {"nodeSelector": {"bench/preempt": "yes"},
+                    "tolerations": [dict(PREEMPT_TAINT, operator="Equal")]}
+
+
+def low_priority_pod(name: str) -> dict[str, Any]:
+    return pod(name, cpu="1", priority_class="bench-low", extra=PREEMPT_SELECTOR)
+
+
+def high_priority_pod(name: str) -> dict[str, Any]:
+    return pod(name, cpu="1", priority_class="bench-high", extra=PREEMPT_SELECTOR)
+
+
+# ----------------------------------------------------------------------------- workloads
+@dataclass
+class Workload:
+    """Pods created before the scheduler starts, plus an optional stream while it runs."""
+
+    name: str
+    initial: Callable[[int], list[dict[str, Any]]]
+    # (cluster state, api) -> runs until stop is set; creates/deletes pods while scheduling
+    stream: Callable[[Bench, threading.Event], None] | None = None
+    # the stream stops once this many pods are bound (else it ends by itself)
+    churn_until: int | None = None
+
+
+def _many(make: Callable[[str], dict[str, Any]], prefix: str, n: int) -> list[dict[str, Any]]:
+    return [make(f"{prefix}-{i}") for i in range(n)]
+
+
+def workloads(scale: float, nodes: int) -> dict[str, Workload]:
+    def n(count: int) -> int:
+        return max(10, int(count * scale))
+
+    preempt_nodes = max(1, nodes // 10)
+
+    def preemption_initial(_: int) -> list[dict[str, Any]]:
+        # Low-priority pods fill the preemption nodes exactly (4 cpu, 1 cpu each); the
+        # measured default pods fit anywhere.
+        return _many(low_priority_pod, "low", 4 * preempt_nodes) + _many(pod, "p", n(500))
+
+    def preemptors(bench: Bench, stop: threading.Event) -> None:
+        # High-priority pods arrive at a fixed rate once the fill is placed: each one must
+        # preempt a low-priority pod.
+        bench.wait_bound(prefix="low-", stop=stop)
+        for i in range(max(5, preempt_nodes // 2)):
+            if stop.wait(PREEMPTOR_INTERVAL):
+                return
+            bench.create([high_priority_pod(f"high-{i}")])
+
+    def churn(bench: Bench, stop: threading.Event) -> None:
+        # Delete a bound pod and create a new pending one every CHURN_INTERVAL.
+        counter = itertools.count()
+        rng = random.Random(1)
+        while not stop.wait(CHURN_INTERVAL):
+            bound = bench.bound_names()
+            if bound:
+                bench.delete(rng.choice(bound))
+            bench.create([pod(f"churn-{next(counter)}")])
+
+    return {
+        "SchedulingBasic": Workload("SchedulingBasic", lambda c: _many(pod, "p", n(1500))),
+        "TopologySpreading": Workload("TopologySpreading",
+                                      lambda c: _many(spread_pod, "p", n(1000))),
+        "PodAntiAffinity": Workload("PodAntiAffinity", lambda c: _many(
+            anti_affinity_pod, "p", min(n(500), nodes))),
+        "NodeAffinity": Workload("NodeAffinity", lambda c: _many(node_affinity_pod, "p", n(1000))),
+        "PreemptionAsync": Workload("PreemptionAsync", preemption_initial, preemptors),
+        "Churn": Workload("Churn", lambda c: _many(pod, "p", n(1000)), churn, n(1000)),
+    }
+
+
+# ----------------------------------------------------------------------------- schedulers
+def kube_scheduler_argv(bench: Bench, qps: int, burst: int) -> list[str]:
+    cfg = bench.workdir / f"kube-scheduler-{qps}.yaml"
+    cfg.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        f"clientConnection: {{kubeconfig: {bench.kubeconfig}, qps: {qps}, burst: {burst}}}\n"
+        "leaderElection: {leaderElect: false}\n"
+        f"profiles: [{{schedulerName: {SCHEDULER_NAME}}}]\n")
+    binary = bench.cluster.bin_dir(with_kube_scheduler=True) / "kube-scheduler"
+    return [str(binary), f"--config={cfg}", f"--kubeconfig={bench.kubeconfig}",
+            f"--authentication-kubeconfig={bench.kubeconfig}",
+            f"--authorization-kubeconfig={bench.kubeconfig}", "--bind-address=127.0.0.1",
+            "--secure-port=0", f"--cert-dir={bench.workdir / 'certs'}", "--v=1"]
+
+
+def ours_argv(bench: Bench, qps: int, burst: int) -> list[str]:
+    cfg = bench.workdir / f"ours-{qps}.yaml"
+    cfg.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        f"clientConnection: {{qps: {qps}, burst: {burst}}}\n"
+        f"profiles: [{{schedulerName: {SCHEDULER_NAME}}}]\n")
+    return [sys.executable, "-m", "scheduler", "--kubeconfig", str(bench.kubeconfig),
+            "--config", str(cfg), "--health-port", "0", "--log-level", "warning",
+            "--log-format", "json"]
+
+
+def ceiling_argv(bench: Bench, qps: int, burst: int) -> list[str]:
+    return [sys.executable, str(Path(__file__).resolve()), "--trivial-binder",
+            str(bench.kubeconfig)]
+
+
+SCHEDULERS: dict[str, Callable[[Bench, int, int], list[str]]] = {
+    "kube-scheduler": kube_scheduler_argv,
+    "ours": ours_argv,
+    "ceiling": ceiling_argv,
+}
+
+
+def trivial_binder(kubeconfig: str) -> None:
+    """The binding ceiling: every pending bench pod to the next node, no decisions, no limit."""
+    api = KubeApi(api_client_from(kubeconfig), qps=0, burst=1)
+    nodes = [n["metadata"]["name"] for n in api.get("/api/v1/nodes").body["items"]]
+    ring = itertools.cycle(nodes)
+    query = {"fieldSelector": f"spec.schedulerName={SCHEDULER_NAME},spec.nodeName="}
+
+    def bind(item: dict[str, Any], node: str) -> None:
+        meta = item["metadata"]
+        api.request("POST", f"{PODS}/{meta['name']}/binding", body={
+            "apiVersion": "v1", "kind": "Binding",
+            "metadata": {"name": meta["name"], "namespace": NAMESPACE, "uid": meta["uid"]},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
+
+    with ThreadPoolExecutor(16) as pool:
+        while True:
+            items = api.get(PODS, query).body.get("items") or []
+            list(pool.map(bind, items, [next(ring) for _ in items]))
+            if not items:
+                time.sleep(0.05)
+
+
+# ----------------------------------------------------------------------------- harness
+@dataclass
+class Run:
+    workload: str
+    scheduler: str
+    qps: int
+    burst: int
+    repeat: int
+    created: dict[str, float] = field(default_factory=dict)
+    bound: dict[str, float] = field(default_factory=dict)
+    started: float = 0.0
+
+    def summary(self, load_before: list[float], load_after: list[float],
+                calls: dict[str, float]) -> dict[str, Any]:
+        times = sorted(self.bound.values())
+        span = times[-1] - times[0] if len(times) > 1 else float("nan")
+        latencies = sorted(
+            (t - max(self.created.get(name, self.started), self.started)) * 1000
+            for name, t in self.bound.items())
+
+        def pct(q: float) -> float:
+            return latencies[min(len(latencies) - 1, int(q * len(latencies)))] if latencies \
+                else float("nan")
+
+        return {
+            "workload": self.workload, "scheduler": self.scheduler, "qps": self.qps,
+            "burst": self.burst, "repeat": self.repeat, "pods_bound": len(times),
+            "pods_per_s": round((len(times) - 1) / span, 1) if span and span > 0 else None,
+            "first_bind_s": round(times[0] - self.started, 3) if times else None,
+            "p50_ms": round(pct(0.50), 1), "p99_ms": round(pct(0.99), 1),
+            "load_before": load_before, "load_after": load_after,
+            # per bound pod; status patches include kwok's (the same for every scheduler)
+            "api_calls_per_pod": {k: round(v / max(len(times), 1), 2) for k, v in calls.items()},
+        }
+
+
+class Bench:
+    def __init__(self, cluster: Cluster, workdir: Path) -> None:
+        self.cluster = cluster
+        self.kubeconfig = cluster.kubeconfig_path
+        self.workdir = workdir
+        self.api = KubeApi(api_client_from(str(self.kubeconfig)), qps=0, burst=1)
+        self.pool = ThreadPoolExecutor(16)
+        self.run: Run | None = None
+        self.runs = 0
+        self._lock = threading.Lock()
+        self._names: dict[str, bool] = {}  # name -> bound, for the current run's live pods
+
+    # -- cluster setup --------------------------------------------------------------------
+    def setup(self, nodes: int) -> None:
+        self.api.request("POST", "/api/v1/namespaces", body={
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+        for name, value in (("bench-low", 10), ("bench-high", 1000)):
+            self.api.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body={
+                "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                "metadata": {"name": name}, "value": value})
+        existing = self.api.get("/api/v1/nodes", {"labelSelector": "type=kwok"}).body["items"]
+        if len(existing) == nodes:
+            return
+        preempt = max(1, nodes // 10)
+        groups = [{"count": preempt, "namePrefix": "bench-pre", "zone": "zone-0", "cpu": "4",
+                   "memory": "16Gi", "pods": 110, "labels": {"bench/preempt": "yes"},
+                   "taints": [PREEMPT_TAINT]}]
+        rest = nodes - preempt
+        for z in range(ZONES):
+            count = rest // ZONES + (1 if z < rest % ZONES else 0)
+            groups.append({"count": count, "namePrefix": f"bench-z{z}", "zone": f"zone-{z}",
+                           "cpu": "4", "memory": "16Gi", "pods": 110})
+        self.cluster.delete_all_nodes()
+        self.cluster.apply_nodes({"groups": groups}, timeout=600)
+
+    def api_calls(self) -> dict[str, float]:
+        raw = self.api.request("GET", "/metrics", limited=False).body
+        totals = dict.fromkeys(COUNTED_CALLS.values(), 0.0)
+        for line in raw.splitlines() if isinstance(raw, str) else []:
+            if not line.startswith("apiserver_request_total{"):
+                continue
+            labels_text, _, value = line.rpartition(" ")
+            labels = dict(METRIC_LABEL.findall(labels_text))
+            what = COUNTED_CALLS.get((labels.get("verb"), labels.get("resource"),
+                                      labels.get("subresource", "")))
+            if what is not None:
+                totals[what] += float(value)
+        return totals
+
+    # -- pods -----------------------------------------------------------------------------
+    def create(self, pods: list[dict[str, Any]]) -> None:
+        def one(body: dict[str, Any]) -> None:
+            # A name never reused across runs: kwok deletes pods by name, late, and would
+            # take a new pod of the next run for the one it was told to delete.
+            body["metadata"]["name"] += f"-r{self.runs}"
+            name = body["metadata"]["name"]
+            with self._lock:  # before the POST: its bind may be watched before it returns
+                self._names.setdefault(name, False)
+                if self.run is not None:
+                    self.run.created[name] = time.monotonic()
+            response = self.api.request("POST", PODS, body=body)
+            if not response.ok:
+                raise RuntimeError(f"create pod: {response.status} {response.message()}")
+
+        list(self.pool.map(one, pods))
+
+    def delete(self, name: str) -> None:
+        with self._lock:
+            self._names.pop(name, None)
+        self.api.request("DELETE", f"{PODS}/{name}", body={"gracePeriodSeconds": 0})
+
+    def bound_names(self) -> list[str]:
+        with self._lock:
+            return [n for n, b in self._names.items() if b]
+
+    def pending(self) -> int:
+        with self._lock:
+            return sum(1 for b in self._names.values() if not b)
+
+    def wait_bound(self, prefix: str, stop: threading.Event) -> None:
+        while not stop.wait(0.1):
+            with self._lock:
+                if all(b for n, b in self._names.items() if n.startswith(prefix)):
+                    return
+
+    def clean(self) -> None:
+        self.api.request("DELETE", PODS, body={"gracePeriodSeconds": 0})
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if not self.api.get(PODS, {"limit": "1"}).body.get("items"):
+                break
+            time.sleep(0.5)
+        with self._lock:
+            self._names.clear()
+
+    def watch_binds(self, stop: threading.Event) -> None:
+        """Record the first moment each pod is seen with a node (and forget deleted pods)."""
+        rv = self.api.get(PODS, {"limit": "1"}).body["metadata"]["resourceVersion"]
+        while not stop.is_set():
+            for event in self.api.watch(PODS, rv, timeout_seconds=int(RUN_TIMEOUT)):
+                if stop.is_set():
+                    return
+                obj = event.get("object") or {}
+                if event.get("type") == "ERROR":
+                    print(f"  watch error: {obj.get('message')}", file=sys.stderr)
+                    rv = self.api.get(PODS, {"limit": "1"}).body["metadata"]["resourceVersion"]
+                    break
+                rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
+                self._observe(event["type"], obj)
+
+    def _observe(self, kind: str, obj: dict[str, Any]) -> None:
+        now = time.monotonic()
+        name = (obj.get("metadata") or {}).get("name")
+        with self._lock:
+            if kind == "DELETED":
+                self._names.pop(name, None)
+            elif (obj.get("spec") or {}).get("nodeName") and self.run is not None \
+                    and name not in self.run.bound and name in self._names:
+                self.run.bound[name] = now
+                self._names[name] = True
+
+    # -- one run --------------------------------------------------------------------------
+    def run_one(self, workload: Workload, scheduler: str, qps: int, burst: int,
+                repeat: int) -> dict[str, Any]:
+        self.clean()
+        self.runs += 1
+        run = Run(workload.name, scheduler, qps, burst, repeat)
+        self.run = run
+        stop, stop_stream = threading.Event(), threading.Event()
+        watcher = threading.Thread(target=self.watch_binds, args=(stop,), daemon=True)
+        watcher.start()
+        self.create(workload.initial(0))
+        load_before = loadavg()
+        calls_before = self.api_calls()
+        log_path = self.workdir / f"{scheduler}.log"
+        with open(log_path, "ab") as log:
+            run.started = time.monotonic()
+            proc = subprocess.Popen(SCHEDULERS[scheduler](self, qps, burst), cwd=ROOT,
+                                    stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        streamer = None
+        if workload.stream is not None:
+            streamer = threading.Thread(target=workload.stream, args=(self, stop_stream),
+                                        daemon=True)
+            streamer.start()
+        try:
+            deadline = run.started + RUN_TIMEOUT
+            while time.monotonic() < deadline:
+                time.sleep(0.1)
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{scheduler} exited with {proc.returncode}; see {log_path}")
+                if workload.churn_until is not None and len(run.bound) >= workload.churn_until:
+                    stop_stream.set()
+                if self.pending() == 0 and (streamer is None or not streamer.is_alive()):
+                    break
+            else:
+                print(f"  timeout: {self.pending()} pods still pending", file=sys.stderr)
+        finally:
+            stop.set()
+            stop_stream.set()
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            if streamer is not None:
+                streamer.join(10)
+        calls = {k: v - calls_before[k] for k, v in self.api_calls().items()}
+        result = run.summary(load_before, loadavg(), calls)
+        self.run = None
+        return result
+
+
+# ----------------------------------------------------------------------------- report
+def ratios(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def median(workload: str, qps: int, scheduler: str, key: str) -> float | None:
+        values = [r[key] for r in results if r["workload"] == workload and r["qps"] == qps
+                  and r["scheduler"] == scheduler and r[key] is not None]
+        return statistics.median(values) if values else None
+
+    rows = []
+    for workload, qps in dict.fromkeys((r["workload"], r["qps"]) for r in results):
+        row: dict[str, Any] = {"workload": workload, "qps": qps}
+        for scheduler in SCHEDULERS:
+            for key in ("pods_per_s", "first_bind_s", "p50_ms", "p99_ms"):
+                row[f"{scheduler}_{key}"] = median(workload, qps, scheduler, key)
+        ours, kube = row["ours_pods_per_s"], row["kube-scheduler_pods_per_s"]
+        row["ratio"] = round(ours / kube, 2) if ours and kube else None
+        ceiling = row["ceiling_pods_per_s"]
+        row["of_ceiling"] = round(ours / ceiling, 2) if ours and ceiling else None
+        rows.append(row)
+    return rows
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{r['workload']}\nQPS {r['qps']}" for r in rows]
+    fig, axes = plt.subplots(3, 1, figsize=(max(8, 1.4 * len(rows)), 11))
+    width = 0.27
+    for ax, key, title in zip(axes, ("pods_per_s", "p50_ms", "p99_ms"),
+                              ("pods/s (first to last bind)", "p50 latency (ms)",
+                               "p99 latency (ms)"), strict=True):
+        for i, scheduler in enumerate(SCHEDULERS):
+            values = [r[f"{scheduler}_{key}"] or 0 for r in rows]
+            ax.bar([x + (i - 1) * width for x in range(len(rows))], values, width,
+                   label=scheduler)
+        ax.set_title(title)
+        ax.set_xticks(range(len(rows)), labels, fontsize=7)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print("| workload | QPS | kube-scheduler pods/s | ours pods/s | ours/kube | ceiling pods/s |"
+          " ours/ceiling | first bind kube/ours (s) | p99 kube/ours (ms) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['workload']} | {r['qps']} | {r['kube-scheduler_pods_per_s']} | "
+              f"{r['ours_pods_per_s']} | {r['ratio']} | {r['ceiling_pods_per_s'] or '-'} | "
+              f"{r['of_ceiling'] or '-'} | {r['kube-scheduler_first_bind_s']} / "
+              f"{r['ours_first_bind_s']} | {r['kube-scheduler_p99_ms']} / {r['ours_p99_ms']} |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke: 100 nodes, a tenth of the pods, one repeat, QPS 50 only")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply the pod counts")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--qps", default="50/100,1000/1000", help="QPS/burst settings")
+    parser.add_argument("--workloads", default="all")
+    parser.add_argument("--keep-cluster", action="store_true")
+    parser.add_argument("--trivial-binder", metavar="KUBECONFIG", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.trivial_binder:
+        trivial_binder(args.trivial_binder)
+        return 0
+    if args.quick:
+        args.nodes, args.scale, args.repeats, args.qps = 100, 0.1, 1, "50/100"
+    settings = [tuple(int(x) for x in s.split("/")) for s in args.qps.split(",")]
+    table = workloads(args.scale, args.nodes)
+    names = list(table) if args.workloads == "all" else args.workloads.split(",")
+    cluster = Cluster(os.environ.get("BENCH_CLUSTER_DIR") or ROOT / ".cluster-bench")
+    cluster.up()
+    workdir = cluster.state_dir / "bench"
+    workdir.mkdir(exist_ok=True)
+    results: list[dict[str, Any]] = []
+    started = time.strftime("%Y%m%d-%H%M%S")
+    try:
+        bench = Bench(cluster, workdir)
+        bench.setup(args.nodes)
+        for name, (qps, burst), repeat in itertools.product(names, settings,
+                                                            range(args.repeats)):
+            # Alternate who goes first, so neither always runs on the fresher cluster.
+            order = ["kube-scheduler", "ours"] if repeat % 2 == 0 else ["ours", "kube-scheduler"]
+            if name == "SchedulingBasic" and repeat == 0 and (qps, burst) == settings[0]:
+                order.append("ceiling")
+            for scheduler in order:
+                result = bench.run_one(table[name], scheduler, qps, burst, repeat)
+                results.append(result)
+                print(json.dumps(result), flush=True)
+        bench.clean()
+    finally:
+        if not args.keep_cluster:
+            cluster.down()
+    rows = ratios(results)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"e2e-{started}.json"
+    out.write_text(json.dumps({"nodes": args.nodes, "scale": args.scale, "repeats":
+                               args.repeats, "runs": results, "summary": rows}, indent=1))
+    print_table(rows)
+    try:
+        plot(rows, out.with_suffix(".png"))
+    except ImportError:
+        print("matplotlib is not installed (pip install -e '.[bench]'): no plot", file=sys.stderr)
+    print(f"results: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
