@@ -348,6 +348,7 @@ def scheduler(
         local = LocalScheduler(kubeconfig, log_dir / "scheduler.log",
                                config_path if config_path.exists() else None)
     _state["scheduler"] = local
+    kube.ensure_namespace(DEPLOYED_NS)  # where manifests/config.yaml keeps the lease
     local.start()
     try:
         local.wait_ready()

@@ -360,6 +360,7 @@ def main(argv: list[str] | None = None) -> int:
               "demo-low (100), demo-high (1000).", flush=True)
         print(f"{BOLD}Starting the scheduler{RESET} (log: {log_path})", flush=True)
         config = None if str(args.config) == "none" else args.config
+        kube.ensure_namespace("secondary-scheduler")  # manifests/config.yaml's lease is there
         proc, port = start_scheduler(kubeconfig, log_path, config)
         print(f"scheduler ready: http://127.0.0.1:{port}/readyz", flush=True)
         timeline.start()

@@ -117,6 +117,13 @@ class Kube:
         status, body = self.request("GET", path, query=query)
         return list(self._ok("GET", path, status, body).get("items") or [])
 
+    def ensure_namespace(self, name: str) -> None:
+        """Create the namespace unless it exists (the scheduler's lease lives in one)."""
+        status, body = self.request("POST", "/api/v1/namespaces", {
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        if status != 409:
+            self._ok("POST", "/api/v1/namespaces", status, body)
+
     def create(self, path: str, obj: Mapping[str, Any]) -> dict[str, Any]:
         status, body = self.request("POST", path, obj)
         return dict(self._ok("POST", path, status, body))

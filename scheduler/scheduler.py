@@ -35,6 +35,8 @@ from scheduler.queue.scheduling_queue import SchedulingQueue
 log = structlog.get_logger("scheduler")
 
 # Extension points whose plugins can reject a pod (upstream's shouldHaveEnqueueExtensions).
+# How often a standby's loop applies the watch deltas it has not popped pods for.
+STANDBY_REFRESH_SECONDS = 0.2
 _REJECTING_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
 
 
@@ -160,6 +162,7 @@ class Scheduler:
         self._bindings: set[Future[Any]] = set()
         self._bindings_lock = threading.Lock()
         self._stop = threading.Event()
+        self._scheduling = threading.Event()
         self._thread: threading.Thread | None = None
 
     def _build_framework(
@@ -232,6 +235,11 @@ class Scheduler:
 
     def run_until_stopped(self) -> None:
         while not self._stop.is_set():
+            if not self._scheduling.is_set():
+                # A standby keeps its cache warm: watch deltas applied, nothing popped.
+                self.refresh()
+                self._scheduling.wait(STANDBY_REFRESH_SECONDS)
+                continue
             try:
                 schedule_one(self, timeout=0.5)
             except Exception:  # the loop must survive any single pod
@@ -240,12 +248,23 @@ class Scheduler:
     def is_running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def start(self) -> None:
+    def start(self, *, scheduling: bool = True) -> None:
+        """Start the loop; with ``scheduling=False`` it only applies watch deltas until
+        :meth:`allow_scheduling` (a standby replica under leader election)."""
+        if scheduling:
+            self._scheduling.set()
         self.queue.start()
         self._thread = threading.Thread(
             target=self.run_until_stopped, name="scheduling", daemon=True
         )
         self._thread.start()
+
+    def allow_scheduling(self) -> None:
+        self._scheduling.set()
+
+    @property
+    def scheduling(self) -> bool:
+        return self._scheduling.is_set()
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop scheduling; in-flight bindings and evictions get ``timeout`` seconds to end.

@@ -327,3 +327,22 @@ def test_queueing_hints_are_those_of_the_pods_own_profile() -> None:
     h.s.queue.flush_backoff_completed()
     h.cycle()
     assert h.ports.binds == [("default/p", "n2")]
+
+
+def test_a_standby_keeps_its_cache_warm_and_schedules_only_once_allowed(
+    running: Callable[..., Harness],
+) -> None:
+    h = running(NO_PREEMPTION)
+    h.s.start(scheduling=False)
+    h.nodes(node("n1", cpu="4"))
+    h.intake.on_pod(ADDED, pod("running", cpu="1", node_name="n1"))
+    h.intake.on_pod(ADDED, pod("pending", cpu="1"))
+    # The loop applies the watch deltas on its own (the inbox empties) but pops nothing.
+    assert wait_until(lambda: len(h.s.inbox) == 0)
+    assert h.where("pending") == ACTIVE
+    assert h.ports.binds == []
+    assert not h.s.scheduling
+    h.s.allow_scheduling()
+    assert wait_until(lambda: len(h.ports.binds) == 1)
+    assert h.ports.binds[0][0] == "default/pending"
+    h.s.stop(timeout=5)

@@ -8,6 +8,7 @@ need PersistentVolume and ResourceClaim watches this scheduler does not have.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,6 +94,19 @@ class ClientConnection:
 
 
 @dataclass(frozen=True)
+class LeaderElection:
+    """Upstream's LeaderElectionConfiguration; durations in seconds. Defaults are
+    kube-scheduler's, except the lease's name, which must not be the default scheduler's."""
+
+    leader_elect: bool = True
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    resource_name: str = DEFAULT_SCHEDULER_NAME
+    resource_namespace: str = "kube-system"
+
+
+@dataclass(frozen=True)
 class SchedulerConfig:
     profiles: tuple[ProfileConfig, ...]
     percentage_of_nodes_to_score: int = 0
@@ -102,6 +116,7 @@ class SchedulerConfig:
     # and scores run vectorised, so it has nothing to bound there).
     parallelism: int = 16
     client_connection: ClientConnection = field(default_factory=ClientConnection)
+    leader_election: LeaderElection = field(default_factory=LeaderElection)
 
     def profile(self, scheduler_name: str) -> ProfileConfig | None:
         return next((p for p in self.profiles if p.scheduler_name == scheduler_name), None)
@@ -162,6 +177,7 @@ def parse_config(raw: Any, registry: Registry) -> SchedulerConfig:
         burst=int(_number(client.get("burst", 100), "clientConnection.burst", 0)),
         kubeconfig=kubeconfig,
     )
+    leader_election = _parse_leader_election(raw.get("leaderElection") or {})
     raw_profiles = raw.get("profiles") or [{}]
     if not isinstance(raw_profiles, list):
         raise ConfigError("profiles: must be a list")
@@ -183,7 +199,63 @@ def parse_config(raw: Any, registry: Registry) -> SchedulerConfig:
         pod_max_backoff_seconds=maximum,
         parallelism=parallelism,
         client_connection=connection,
+        leader_election=leader_election,
     )
+
+
+# client-go's leaderelection.JitterFactor: a standby waits up to 1.2 retry periods.
+JITTER_FACTOR = 1.2
+_LEADER_FIELDS = {
+    "leaderElect", "leaseDuration", "renewDeadline", "retryPeriod", "resourceLock",
+    "resourceName", "resourceNamespace",
+}
+
+
+def _parse_leader_election(raw: Any) -> LeaderElection:
+    path = "leaderElection"
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: must be a mapping")
+    _no_unknown(raw, _LEADER_FIELDS, path)
+    default = LeaderElection()
+    elect = raw.get("leaderElect", default.leader_elect)
+    if not isinstance(elect, bool):
+        raise ConfigError(f"{path}.leaderElect: must be true or false")
+    lock = raw.get("resourceLock", "leases")
+    if lock != "leases":
+        raise ConfigError(f"{path}.resourceLock: only 'leases' is supported, got {lock!r}")
+    names = {}
+    for key, fallback in (("resourceName", default.resource_name),
+                          ("resourceNamespace", default.resource_namespace)):
+        value = raw.get(key, fallback)
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{path}.{key}: must be a non-empty string")
+        names[key] = value
+    lease = _duration(raw.get("leaseDuration", "15s"), f"{path}.leaseDuration")
+    renew = _duration(raw.get("renewDeadline", "10s"), f"{path}.renewDeadline")
+    retry = _duration(raw.get("retryPeriod", "2s"), f"{path}.retryPeriod")
+    # client-go's NewLeaderElector checks (made even when leaderElect is off, since the flag
+    # may turn it on), so a replica gives up renewing before the others may take over.
+    if lease <= renew:
+        raise ConfigError(f"{path}: leaseDuration must be greater than renewDeadline")
+    if renew <= JITTER_FACTOR * retry:
+        raise ConfigError(f"{path}: renewDeadline must be greater than retryPeriod*{JITTER_FACTOR}")
+    return LeaderElection(
+        leader_elect=elect, lease_duration=lease, renew_deadline=renew, retry_period=retry,
+        resource_name=names["resourceName"], resource_namespace=names["resourceNamespace"],
+    )
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s)")
+_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def _duration(value: Any, path: str) -> float:
+    """A metav1.Duration as Go prints it ("15s", "1m30s", "500ms"), in seconds, > 0."""
+    if isinstance(value, str) and value and _DURATION_PART.sub("", value) == "":
+        seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(value))
+        if seconds > 0:
+            return seconds
+    raise ConfigError(f"{path}: must be a positive duration such as '15s', got {value!r}")
 
 
 def _parse_profile(raw: Any, path: str, registry: Registry, *, single: bool) -> ProfileConfig:

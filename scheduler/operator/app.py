@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ from scheduler.operator.api_ports import ApiPorts
 from scheduler.operator.explain_endpoint import ExplainEndpoint
 from scheduler.operator.health import HealthServer
 from scheduler.operator.kubeapi import KubeApi, api_client_from
+from scheduler.operator.leader import ApiLeaseStore, LeaderElector, new_identity
 from scheduler.operator.reflector import Reflector
 from scheduler.plugins.registry import default_registry
 from scheduler.scheduler import Scheduler
@@ -29,6 +31,9 @@ LIST_PATHS = {
 }
 # kopf relists these without reporting deletions it missed; reconcile them this often.
 RESYNC_SECONDS = 60.0
+# A failed initial listing of a low-volume kind is retried this often; nothing is scheduled
+# until every kind has been listed.
+LIST_RETRY_SECONDS = 2.0
 # Binds in flight: a bind is ~all waiting on the API server, so throughput is this many over
 # its latency. 64 measured best on the local control plane (16: 0.6x, 128: 0.8x of 64;
 # bench/e2e.py, SchedulingBasic, QPS 1000).
@@ -53,10 +58,11 @@ class SchedulerApp:
         qps, burst = config.client_connection.qps, config.client_connection.burst
         self.api = KubeApi(api_client, qps=qps, burst=burst, metrics=self.metrics)
         # Like kube-scheduler's event client: the same connection settings, its own budget.
-        self.ports = ApiPorts(
-            self.api, events=KubeApi(api_client, qps=qps, burst=burst, metrics=self.metrics),
-            workers=API_LANES,
-        )
+        events = KubeApi(api_client, qps=qps, burst=burst, metrics=self.metrics)
+        self.ports = ApiPorts(self.api, events=events, workers=API_LANES)
+        self.elector = self._elector(config, api_client)
+        if self.elector is not None:
+            self.api.may_write = events.may_write = self.elector.may_write
         self.scheduler = Scheduler(
             config, default_registry(), binder=self.ports, reporter=self.ports,
             evictor=self.ports, metrics=self.metrics, binding_workers=BINDING_WORKERS,
@@ -72,28 +78,60 @@ class SchedulerApp:
                                    metrics=self.metrics.exposition,
                                    explain=ExplainEndpoint(self.api, self.scheduler, self.intake))
         self._initial_applied = threading.Event()
+        self._leading = threading.Event()
+        if self.elector is None:
+            self._leading.set()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+
+    def _elector(self, config: SchedulerConfig, api_client: Any) -> LeaderElector | None:
+        election = config.leader_election
+        if not election.leader_elect:
+            return None
+        # Its own client (kube-scheduler's leader-election client): no shared token bucket,
+        # so a burst of binds never delays a renewal, and no write gate of course.
+        lease_api = KubeApi(api_client, qps=0, burst=0, metrics=self.metrics)
+        store = ApiLeaseStore(lease_api, election.resource_namespace, election.resource_name,
+                              timeout=election.retry_period)
+        return LeaderElector(
+            store, election, identity=new_identity(), on_started=self._became_leader,
+            on_lost=self._leadership_lost,
+            on_status=lambda leading: self.metrics.set_leader(election.resource_name, leading),
+        )
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
         self.health.start()
-        self.resync_low_volume()
-        for reflector in self.reflectors:
-            reflector.start()
-        self._spawn(self._schedule_when_listed, "readiness")
+        self._spawn(self._sync, "sync")
         self._spawn(self._resync_loop, "resync")
+        if self.elector is not None:
+            self.elector.start()
         log.info("Scheduler started", profiles=sorted(self.scheduler.profiles),
-                 health_port=self.health.port)
+                 health_port=self.health.port,
+                 leader_election=self.elector.identity if self.elector else "off")
 
     def stop(self) -> None:
         self._stop.set()
         for reflector in self.reflectors:
             reflector.stop()
+        # Bindings in flight end while the lease is still held; then it is given up.
         self.scheduler.stop()
         self.ports.close()
+        if self.elector is not None:
+            self.elector.release()
         self.health.stop()
         log.info("Scheduler stopped")
+
+    def _became_leader(self) -> None:
+        self._leading.set()
+        if self._initial_applied.is_set():
+            self.scheduler.allow_scheduling()
+
+    def _leadership_lost(self) -> None:
+        # Writes are already fenced. As kube-scheduler, exit and come back as a standby: a
+        # clean restart is simpler to reason about than a leader turned standby in place.
+        log.critical("Exiting: leadership lost")
+        os._exit(1)
 
     def _spawn(self, target: Any, name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -101,17 +139,21 @@ class SchedulerApp:
         self._threads.append(thread)
 
     # -- the low-volume kinds -------------------------------------------------------------
-    def resync_low_volume(self) -> None:
+    def resync_low_volume(self) -> bool:
+        """List and reconcile namespaces, PriorityClasses and PDBs; False if a list failed."""
+        complete = True
         for kind, path in LIST_PATHS.items():
             response = self.api.get(path)
             if not response.ok:
                 log.warning("Listing failed", resource=kind, status=response.status,
                             reason=response.message())
+                complete = False
                 continue
             gone = self.intake.resync(kind, response.body.get("items") or [],
                                       (response.body.get("metadata") or {}).get("resourceVersion"))
             if gone:
                 log.info("Removed objects deleted while unobserved", resource=kind, keys=gone)
+        return complete
 
     def _resync_loop(self) -> None:
         while not self._stop.wait(self.options.resync_seconds):
@@ -121,15 +163,22 @@ class SchedulerApp:
                 log.exception("Periodic resync failed")
 
     # -- health ---------------------------------------------------------------------------
-    def _schedule_when_listed(self) -> None:
+    def _sync(self) -> None:
+        """Like kube-scheduler's WaitForCacheSync: no cycle before every initial listing is
+        in the cache, or a pod could be bound onto a node whose pods are not yet seen."""
+        # PriorityClasses first: a pending pod's priority is resolved when it arrives.
+        while not self.resync_low_volume():
+            if self._stop.wait(LIST_RETRY_SECONDS):
+                return
+        for reflector in self.reflectors:
+            reflector.start()
         for reflector in self.reflectors:
             while not reflector.listed.wait(1.0):
                 if self._stop.is_set():
                     return
-        # Like kube-scheduler's WaitForCacheSync: no cycle before nodes and pods are listed, or
-        # the pending pods would first fail on an empty cluster (an Event and a patch each).
-        self.scheduler.start()
-        # Ready once the scheduling thread has applied everything listed so far.
+        # The loop runs on a standby too, applying watch deltas: its cache stays warm.
+        self.scheduler.start(scheduling=False)
+        # Everything listed is in the inbox; the loop applies it before this marker.
         self.scheduler.inbox.put(self._initial_listing_applied)
 
     def _initial_listing_applied(self) -> None:
@@ -138,14 +187,20 @@ class SchedulerApp:
         gc.collect()
         gc.freeze()
         self._initial_applied.set()
+        if self._leading.is_set():
+            self.scheduler.allow_scheduling()
 
     def live(self) -> tuple[bool, dict[str, object]]:
+        if not self._initial_applied.is_set():
+            # Still syncing (a listing that fails is retried and logged): restarting the
+            # process would not help it.
+            return not self._stop.is_set(), {"syncing": True}
         watches = {r.name: r.alive() for r in self.reflectors}
-        listing = not all(r.listed.is_set() for r in self.reflectors)
-        thread = self.scheduler.is_running() or listing
+        thread = self.scheduler.is_running()
         return thread and all(watches.values()), {"scheduling": thread, "watches": watches}
 
     def ready(self) -> tuple[bool, dict[str, object]]:
+        """Ready once every initial listing is in the cache, leader or standby."""
         listed = {r.name: r.listed.is_set() for r in self.reflectors}
         ok = self._initial_applied.is_set()
-        return ok, {"listed": listed, "applied": ok}
+        return ok, {"listed": listed, "applied": ok, "leading": self._leading.is_set()}

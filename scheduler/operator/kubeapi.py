@@ -35,6 +35,9 @@ log = structlog.get_logger("scheduler.api")
 
 JSON = "application/json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+# The answer to a write this replica did not send: it does not hold the leader lease.
+FENCED = "not sent: this replica is not the leader"
+FENCED_STATUS = 503
 
 
 @dataclass
@@ -112,6 +115,9 @@ class KubeApi:
         metrics: Metrics | None = None,
     ) -> None:
         self.client = api_client
+        # Leader election's fence: checked right before every write leaves the process, after
+        # any wait for a token, so a replica that lost its lease sends nothing more.
+        self.may_write: Callable[[], bool] | None = None
         self.bucket = TokenBucket(qps, burst)
         self.metrics = metrics or Metrics()
         # The rest_client_* host label, as client-go: the server's host:port.
@@ -142,6 +148,8 @@ class KubeApi:
                 waited = time.perf_counter()
                 self.bucket.acquire()
                 self.metrics.rate_limited(method, self.host, time.perf_counter() - waited)
+            if method != "GET" and self.may_write is not None and not self.may_write():
+                return Response(FENCED_STATUS, {"message": FENCED}, {})
             try:
                 raw = self._call(method, path, body, query, content_type, timeout)
             except (urllib3.exceptions.HTTPError, OSError, k8s.ApiException) as exc:

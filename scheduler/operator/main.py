@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Sequence
@@ -30,9 +31,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         "~/.kube/config)")
     parser.add_argument("--health-port", type=int, default=10259,
                         help="port of /healthz and /readyz (default 10259)")
+    parser.add_argument("--leader-elect", type=_flag_bool, nargs="?", const=True, default=None,
+                        metavar="true|false",
+                        help="run leader election (default: the configuration's "
+                        "leaderElection.leaderElect, true unless set)")
     parser.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info"))
     parser.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
     return parser.parse_args(argv)
+
+
+def _flag_bool(value: str) -> bool:
+    lowered = value.lower()
+    if lowered in ("true", "1", "t"):
+        return True
+    if lowered in ("false", "0", "f"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -55,6 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"secondary-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return 2
+    if args.leader_elect is not None:
+        # The flag wins over the file, as kube-scheduler's --leader-elect does.
+        config = dataclasses.replace(config, leader_election=dataclasses.replace(
+            config.leader_election, leader_elect=args.leader_elect))
     kubeconfig = args.kubeconfig or config.client_connection.kubeconfig
     app = SchedulerApp(config, Options(kubeconfig=kubeconfig, health_port=args.health_port))
     operator_registry = kopf.OperatorRegistry()

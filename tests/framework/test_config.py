@@ -141,3 +141,51 @@ def test_config_fields_that_cannot_be_honoured_are_refused(raw: dict[str, Any],
     with pytest.raises(ConfigError) as excinfo:
         parse_config(raw, default_registry())
     assert str(excinfo.value).startswith(message), str(excinfo.value)
+
+
+@pytest.mark.parametrize(
+    ("raw", "want"),
+    [
+        pytest.param({}, (True, 15.0, 10.0, 2.0, "secondary-scheduler", "kube-system"),
+                     id="kube-scheduler's defaults, under our own lease name"),
+        pytest.param({"leaderElect": False, "leaseDuration": "1m30s", "renewDeadline": "1m",
+                      "retryPeriod": "500ms", "resourceLock": "leases", "resourceName": "s",
+                      "resourceNamespace": "ops"},
+                     (False, 90.0, 60.0, 0.5, "s", "ops"), id="every field honoured"),
+    ],
+)
+def test_leader_election_is_honoured(raw: dict[str, Any], want: tuple[Any, ...]) -> None:
+    le = parse_config({"leaderElection": raw}, default_registry()).leader_election
+    got = (le.leader_elect, le.lease_duration, le.renew_deadline, le.retry_period,
+           le.resource_name, le.resource_namespace)
+    assert got == want
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        pytest.param({"resourceLock": "endpointsleases"},
+                     "leaderElection.resourceLock: only 'leases' is supported",
+                     id="only the Lease lock"),
+        pytest.param({"leaseDuration": "10s", "renewDeadline": "10s"},
+                     "leaderElection: leaseDuration must be greater than renewDeadline",
+                     id="the renewal must give up before the lease can expire elsewhere"),
+        pytest.param({"renewDeadline": "2s", "retryPeriod": "2s"},
+                     "leaderElection: renewDeadline must be greater than retryPeriod*1.2",
+                     id="room for at least one retry"),
+        pytest.param({"leaseDuration": "15"}, "leaderElection.leaseDuration: must be a "
+                     "positive duration", id="a duration needs its unit"),
+        pytest.param({"retryPeriod": "0s"}, "leaderElection.retryPeriod: must be a positive",
+                     id="zero is not a period"),
+        pytest.param({"leaderElect": "yes"}, "leaderElection.leaderElect: must be true or false",
+                     id="a boolean"),
+        pytest.param({"resourceName": ""}, "leaderElection.resourceName: must be a non-empty",
+                     id="a lease needs a name"),
+        pytest.param({"leaseNamespace": "x"}, "leaderElection.leaseNamespace: unknown field",
+                     id="unknown fields are refused"),
+    ],
+)
+def test_bad_leader_election_is_refused(raw: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as excinfo:
+        parse_config({"leaderElection": raw}, default_registry())
+    assert str(excinfo.value).startswith(message), str(excinfo.value)

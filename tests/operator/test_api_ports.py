@@ -294,3 +294,20 @@ def test_events_carry_the_schedulername_of_their_profile(api: FakeApi) -> None:
     assert sorted((e.body["reason"], e.body["reportingController"]) for e in events) == [
         ("FailedScheduling", "gpu"), ("Preempted", "gpu"), ("Scheduled", "gpu")]
     assert all(e.body["reportingInstance"].startswith("gpu-") for e in events)
+
+
+def test_a_fenced_replica_sends_no_write_but_still_reads(api: FakeApi) -> None:
+    api.on("POST", f"{POD}/binding", Reply(201, {}))
+    api.on("GET", POD, Reply(200, {"metadata": {"name": "web"}}))
+    kube = api.kube_api()
+    leading = [True]
+    kube.may_write = lambda: leading[0]
+    ports = ApiPorts(kube)
+    assert ports.bind(web(), "n1").outcome is BindOutcome.BOUND
+    leading[0] = False
+    result = ports.bind(pod_info("other", cpu="1"), "n1")
+    assert result.outcome is BindOutcome.FAILED and "not the leader" in result.message
+    assert kube.get(POD).ok
+    assert len(api.calls("POST", f"{POD}/binding")) == 1
+    assert all(r.path != "/api/v1/namespaces/default/pods/other/binding" for r in api.requests)
+    ports.close()

@@ -36,3 +36,39 @@ def test_the_kubeconfig_comes_from_the_flag_else_the_configuration(
     with pytest.raises(StartedError):
         entry.main(["--config", str(config), "--log-format", "json", *flags])
     assert seen[0].kubeconfig == want
+
+
+@pytest.mark.parametrize(
+    ("file", "flags", "want"),
+    [
+        pytest.param("", [], True, id="on by default, as kube-scheduler"),
+        pytest.param("leaderElection: {leaderElect: false}\n", [], False, id="the file"),
+        pytest.param("leaderElection: {leaderElect: false}\n", ["--leader-elect"], True,
+                     id="the bare flag wins"),
+        pytest.param("", ["--leader-elect=false"], False, id="the flag with a value wins"),
+    ],
+)
+def test_leader_election_comes_from_the_flag_else_the_configuration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file: str, flags: list[str], want: bool
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(file)
+    seen: list[Any] = []
+
+    def app(cfg: Any, options: Any) -> None:
+        seen.append(cfg)
+        raise StartedError
+
+    monkeypatch.setattr(entry, "SchedulerApp", app)
+    with pytest.raises(StartedError):
+        entry.main(["--config", str(config), "--log-format", "json", *flags])
+    assert seen[0].leader_election.leader_elect is want
+
+
+def test_a_leader_elect_flag_that_is_not_a_boolean_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        entry.main(["--leader-elect=maybe"])
+    assert exit_info.value.code == 2
+    assert "expected true or false" in capsys.readouterr().err
