@@ -55,6 +55,7 @@ from e2e.kube import (
     NAMESPACES,
     NODES,
     PRIORITY_CLASSES,
+    SCHEDULER_NAME,
     TEST_LABEL,
     Kube,
     Recorder,
@@ -174,16 +175,20 @@ class ReferenceScheduler(LocalScheduler):
     ``secondary-scheduler``: E2E_SCHEDULER=kube-scheduler runs the suite against it, which
     tells a test whose expectation is not kube-scheduler's from a bug of ours."""
 
-    def __init__(self, kubeconfig: Path, log_path: Path, binary: Path) -> None:
+    def __init__(self, kubeconfig: Path, log_path: Path, binary: Path, *,
+                 leader_elect: bool = False, scheduler_name: str = SCHEDULER_NAME) -> None:
         super().__init__(kubeconfig, log_path, None)
         self.binary = binary
-        self.config = log_path.parent / "kube-scheduler-config.yaml"
+        self.config = log_path.parent / f"{log_path.stem}-config.yaml"
+        election = (f"{{leaderElect: true, resourceNamespace: {DEPLOYED_NS}, "
+                    f"resourceName: secondary-scheduler}}" if leader_elect
+                    else "{leaderElect: false}")
         self.config.write_text(
             "apiVersion: kubescheduler.config.k8s.io/v1\n"
             "kind: KubeSchedulerConfiguration\n"
             f"clientConnection: {{kubeconfig: {kubeconfig}}}\n"
-            "leaderElection: {leaderElect: false}\n"
-            "profiles: [{schedulerName: secondary-scheduler}]\n")
+            f"leaderElection: {election}\n"
+            f"profiles: [{{schedulerName: {scheduler_name}}}]\n")
 
     def start(self) -> None:
         argv = [str(self.binary), f"--config={self.config}", f"--kubeconfig={self.kubeconfig}",

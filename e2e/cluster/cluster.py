@@ -396,6 +396,7 @@ class Cluster:
             logf.close()
         st = proc_start_time(p.pid) or ""
         self._pidfile(comp).write_text(f"{p.pid} {st}\n")
+        (self.pids / f"{comp}.argv").write_text(json.dumps(argv))
         self._popen = getattr(self, "_popen", {})
         self._popen[comp] = p  # keeps the Popen so it can be reaped (no zombies in-process)
 
@@ -432,6 +433,15 @@ class Cluster:
             with contextlib.suppress(Exception):
                 popen.wait(timeout=1)
         self._pidfile(comp).unlink(missing_ok=True)
+
+    def restart(self, comp: str, timeout: float = 60.0) -> None:
+        """Stop one component and start it again with the same command line (chaos tests)."""
+        argv = json.loads((self.pids / f"{comp}.argv").read_text())
+        self._stop(comp)
+        self._start(comp, argv)
+        if comp == "kube-apiserver":
+            self._wait("kube-apiserver /readyz", lambda: self._get("/readyz")[0] == 200,
+                       timeout, [comp])
 
     def _check_alive(self, comps: Iterable[str]) -> None:
         for comp in comps:
