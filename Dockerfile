@@ -1,5 +1,7 @@
-# syntax=docker/dockerfile:1
-FROM python:3.12-slim AS build
+# The official slim Python image by default; `make image` passes a base built from Debian's
+# packages (image/debian-base.sh) where that image cannot be pulled. Same steps either way.
+ARG BASE_IMAGE=python:3.12-slim
+FROM ${BASE_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/venv
 WORKDIR /src
@@ -10,7 +12,7 @@ RUN mkdir scheduler && touch scheduler/__init__.py \
 COPY scheduler ./scheduler
 RUN /opt/venv/bin/pip install --no-deps . && /opt/venv/bin/python -m compileall -q /opt/venv
 
-FROM python:3.12-slim
+FROM ${BASE_IMAGE}
 ENV PATH=/opt/venv/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 COPY --from=build /opt/venv /opt/venv
 # Numeric non-root user so runAsNonRoot can verify it; nothing is written at run time,

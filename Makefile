@@ -7,6 +7,9 @@ CLUSTER_DIR ?= $(CURDIR)/.cluster
 LOCAL_KUBECONFIG := $(CLUSTER_DIR)/kubeconfig
 NODES ?= e2e/cluster/nodes-default.yaml
 IMAGE ?= secondary-scheduler:dev
+OFFICIAL_BASE := python:3.12-slim
+LOCAL_BASE := secondary-scheduler-base:bookworm
+BASE_IMAGE ?=
 KIND_CLUSTER ?= secondary-scheduler
 
 .PHONY: install unit lint test e2e run image deploy bench bench-e2e demo cluster-bins cluster-up \
@@ -64,8 +67,20 @@ bench-e2e: install cluster-bins
 	$(PY) -c 'import matplotlib' 2>/dev/null || $(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) bench/e2e.py $(BENCH_E2E_ARGS)
 
+## image: the Dockerfile; on the official python base where it can be pulled, else on one built
+## here from Debian's packages (image/debian-base.sh)
 image:
-	docker build -t $(IMAGE) .
+	@command -v docker >/dev/null || { echo "make image: docker is missing; install it with: apt-get install -y docker.io" >&2; exit 1; }
+	@base=$(BASE_IMAGE); \
+	if [ -z "$$base" ]; then \
+	  base=$(OFFICIAL_BASE); \
+	  docker image inspect $$base >/dev/null 2>&1 || docker pull -q $$base >/dev/null 2>&1 || { \
+	    base=$(LOCAL_BASE); \
+	    echo "make image: $(OFFICIAL_BASE) cannot be pulled; using $$base from Debian's packages"; \
+	    docker image inspect $$base >/dev/null 2>&1 || bash image/debian-base.sh $$base; }; \
+	fi; \
+	docker build --network host --build-arg BASE_IMAGE=$$base -t $(IMAGE) . >/dev/null && \
+	echo "make image: $(IMAGE) on $$base, $$(docker image inspect -f '{{.Size}}' $(IMAGE) | awk '{printf "%.0f MB", $$1/1e6}')"
 
 deploy:
 	kubectl apply -k manifests/

@@ -53,6 +53,8 @@ class Options:
 class SchedulerApp:
     def __init__(self, config: SchedulerConfig, options: Options) -> None:
         self.options = options
+        # One name per process, for the Lease and for kopf (see main).
+        self.identity = new_identity()
         self.metrics = Metrics(process=True)
         api_client = api_client_from(options.kubeconfig, connections=CONNECTIONS)
         qps, burst = config.client_connection.qps, config.client_connection.burst
@@ -94,7 +96,7 @@ class SchedulerApp:
         store = ApiLeaseStore(lease_api, election.resource_namespace, election.resource_name,
                               timeout=election.retry_period)
         return LeaderElector(
-            store, election, identity=new_identity(), on_started=self._became_leader,
+            store, election, identity=self.identity, on_started=self._became_leader,
             on_lost=self._leadership_lost,
             on_status=lambda leading: self.metrics.set_leader(election.resource_name, leading),
         )

@@ -78,6 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     operator_registry = kopf.OperatorRegistry()
     handlers.register(operator_registry, app)
     log.info("Starting", profiles=[p.scheduler_name for p in config.profiles])
+    # kopf names itself after the OS user unless POD_ID is set (its documented switch), and
+    # the image's uid 65532 has no passwd entry: getpass would raise before any watch starts.
+    os.environ.setdefault("POD_ID", app.identity)
     kopf.run(
         registry=operator_registry,
         settings=handlers.settings(),

@@ -72,3 +72,36 @@ def test_a_leader_elect_flag_that_is_not_a_boolean_is_refused(
         entry.main(["--leader-elect=maybe"])
     assert exit_info.value.code == 2
     assert "expected true or false" in capsys.readouterr().err
+
+
+def test_kopf_is_given_a_name_when_the_uid_has_no_passwd_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The image runs as uid 65532, which has no passwd entry: kopf's own naming calls
+    getpass.getuser(), which raises there, unless POD_ID names the process."""
+    import getpass
+
+    from kopf._core.engines import peering
+
+    def no_passwd_entry() -> str:
+        raise KeyError("getpwuid(): uid not found: 65532")
+
+    monkeypatch.setattr(getpass, "getuser", no_passwd_entry)
+    monkeypatch.setenv("POD_ID", "")
+    monkeypatch.delenv("POD_ID")
+    names: list[str] = []
+
+    class App:
+        identity = "host_1234"
+
+        def __init__(self, cfg: Any, options: Any) -> None:
+            pass
+
+    def run(**_: Any) -> None:
+        names.append(peering.detect_own_id(manual=False))
+
+    monkeypatch.setattr(entry, "SchedulerApp", App)
+    monkeypatch.setattr(entry.handlers, "register", lambda registry, app: None)
+    monkeypatch.setattr(entry.kopf, "run", run)
+    assert entry.main(["--log-format", "json"]) == 0
+    assert names == ["host_1234"]
