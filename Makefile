@@ -13,7 +13,7 @@ BASE_IMAGE ?=
 KIND_CLUSTER ?= secondary-scheduler
 
 .PHONY: install unit lint test e2e run image deploy bench bench-e2e demo cluster-bins cluster-up \
-        cluster-down kind-e2e clean
+        cluster-down deploy-e2e kind-e2e clean
 
 install: $(VENV)/.installed
 
@@ -85,13 +85,17 @@ image:
 deploy:
 	kubectl apply -k manifests/
 
+## deploy-e2e: the image built here, deployed with kubectl onto a real kubelet node of the local
+## control plane, then the whole e2e suite against it (E2E_SCHEDULER=deployed)
+deploy-e2e: install
+	$(PY) e2e/deploy/deploy.py
+
 ## kind-e2e: what the GitHub workflow does, on a machine with Docker and kind
 kind-e2e: install image
 	kind get clusters | grep -qx $(KIND_CLUSTER) || kind create cluster --name $(KIND_CLUSTER) --wait 120s
 	bash e2e/kind-setup.sh
 	kind load docker-image $(IMAGE) --name $(KIND_CLUSTER)
-	kubectl apply -k manifests/
-	kubectl -n secondary-scheduler set image deployment/secondary-scheduler scheduler=$(IMAGE)
+	kubectl apply -k e2e/deploy/overlay
 	kubectl -n secondary-scheduler rollout status deployment/secondary-scheduler --timeout=180s
 	E2E_KUBECONFIG=$${KUBECONFIG:-$$HOME/.kube/config} E2E_SCHEDULER=deployed $(PY) -m pytest -q e2e
 

@@ -76,6 +76,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEPLOYED_NS = "secondary-scheduler"
 DEPLOYED_SELECTOR = "app.kubernetes.io/name=secondary-scheduler"
 DEFAULT_TEST_TIMEOUT = 240
+HEALTH_PORT = 10259  # the Deployment's
 
 _state: dict[str, Any] = {}
 
@@ -242,6 +243,12 @@ class DeployedScheduler:
 
     def ready(self) -> bool:
         return self.alive()
+
+    def direct_url(self) -> str | None:
+        """The Ready pod's health port, where the test can reach it: a host-network pod on the
+        local real node has a loopback IP (which the API server's pod proxy refuses)."""
+        ip = ((self._ready_pod() or {}).get("status") or {}).get("podIP", "")
+        return f"http://{ip}:{HEALTH_PORT}" if ip.startswith("127.") else None
 
     def wait_ready(self, timeout: float = 180.0) -> None:
         wait_until(self._ready_pod, timeout, "a Ready secondary-scheduler pod", interval=1.0,

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from e2e.conftest import REPO, Env, LocalScheduler, ReferenceScheduler
+from e2e.conftest import REPO, DeployedScheduler, Env, LocalScheduler, ReferenceScheduler
 from e2e.kube import condition, nominated, pod_manifest, pods_path, wait_until
 from e2e.test_preemption import assert_preempted, assert_untouched, running_pod, wait_pdb_settled
 
@@ -34,8 +34,10 @@ def sources(env: Env) -> dict[str, list[str]]:
     sched = env.scheduler
     if isinstance(sched, LocalScheduler) and not isinstance(sched, ReferenceScheduler):
         out["live"] = ["--scheduler-url", f"http://127.0.0.1:{sched.port}"]
-    elif getattr(sched, "deployed", False):
-        out["live"] = []  # found through the API server's pod proxy
+    elif isinstance(sched, DeployedScheduler):
+        url = sched.direct_url()
+        # Else the CLI finds it through the API server's pod proxy.
+        out["live"] = ["--scheduler-url", url] if url else []
     return out
 
 

@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from e2e.conftest import Env, ReferenceScheduler
+from e2e.conftest import DeployedScheduler, Env, ReferenceScheduler
 from e2e.kube import SCHEDULER_NAME, wait_until
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -23,11 +23,15 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 def scrape(env: Env) -> Samples:
     scheduler = env.scheduler
-    if scheduler.deployed:
-        pytest.skip("the deployed scheduler's port is not reachable from the test")
     reference = isinstance(scheduler, ReferenceScheduler)
     context = ssl._create_unverified_context() if reference else None
-    url = f"{'https' if reference else 'http'}://127.0.0.1:{scheduler.port}/metrics"
+    if isinstance(scheduler, DeployedScheduler):
+        base = scheduler.direct_url()
+        if base is None:
+            pytest.skip("the deployed scheduler's port is not reachable from the test")
+        url = f"{base}/metrics"
+    else:
+        url = f"{'https' if reference else 'http'}://127.0.0.1:{scheduler.port}/metrics"
     with urllib.request.urlopen(url, timeout=10, context=context) as response:
         text = response.read().decode()
     return {

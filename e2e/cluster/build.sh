@@ -4,7 +4,9 @@
 # kwok and kube-scheduler (kube-scheduler adds only ~11 s to a cold build, since it
 # shares almost all packages with the other two, so it is built by default).
 #
-# Usage: e2e/cluster/build.sh [--no-kube-scheduler | --only-kube-scheduler]
+# Usage: e2e/cluster/build.sh [--no-kube-scheduler | --only-kube-scheduler] [--with-node]
+#   --with-node: also kubelet and kubectl (the real node of e2e/cluster/node.py, make deploy-e2e)
+#   and the pause binary of its sandbox image.
 #   The last line on stdout is the bin dir. Everything else goes to stderr.
 #   Idempotent: a warm run finds the cached binaries and returns in well under a second.
 # Env: SECONDARY_SCHEDULER_CACHE (default ~/.cache/secondary-scheduler)
@@ -17,12 +19,14 @@ source "$HERE/versions.env"
 
 WANT_CORE=1
 WANT_SCHED="${BUILD_KUBE_SCHEDULER:-1}"
+WANT_NODE=0
 for a in "$@"; do
   case "$a" in
     --with-kube-scheduler) WANT_SCHED=1 ;;   # the default; kept for compatibility
     --no-kube-scheduler) WANT_SCHED=0 ;;
     --only-kube-scheduler) WANT_SCHED=1; WANT_CORE=0 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    --with-node) WANT_NODE=1 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "unknown argument: $a" >&2; exit 2 ;;
   esac
 done
@@ -144,6 +148,23 @@ build_k8s_sched() {
   stamp kube-scheduler
 }
 
+# kubelet and kubectl: their packages are already in the wrapper module's graph, so this is
+# mostly linking (~1 min warm). The version ldflags matter: without them the node reports
+# kubeletVersion v0.0.0-master. pause: the sandbox image's only binary, a static Go program.
+build_node() {
+  if have kubelet kubectl pause; then log "kubelet, kubectl, pause: cached"; return; fi
+  k8s_module
+  log "kubelet + kubectl: building"
+  build_pkgs "$WORK/k8s" "$(k8s_ldflags)" \
+    kubelet=k8s.io/kubernetes/cmd/kubelet kubectl=k8s.io/kubernetes/cmd/kubectl
+  log "pause: building"
+  local d="$WORK/pause"; rm -rf "$d"; mkdir -p "$d"
+  cp "$HERE/pause/main.go" "$d/"
+  ( cd "$d" && go mod init local/secondary-scheduler/pause && go mod edit -go=1.26.0 ) >&2
+  build_pkgs "$d" "-s -w" pause=.
+  stamp kubelet kubectl pause
+}
+
 t0=$SECONDS
 if [[ "$WANT_CORE" == 1 ]]; then
   s=$SECONDS; build_etcd;       log "etcd step: $((SECONDS-s))s"
@@ -152,6 +173,9 @@ if [[ "$WANT_CORE" == 1 ]]; then
 fi
 if [[ "$WANT_SCHED" == 1 ]]; then
   s=$SECONDS; build_k8s_sched;  log "kube-scheduler step: $((SECONDS-s))s"
+fi
+if [[ "$WANT_NODE" == 1 ]]; then
+  s=$SECONDS; build_node;       log "node step: $((SECONDS-s))s"
 fi
 log "done in $((SECONDS-t0))s"
 echo "$BIN"

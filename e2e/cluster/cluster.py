@@ -4,6 +4,7 @@ kube-controller-manager + kwok (+ optional kube-scheduler), all on 127.0.0.1.
 
 CLI:
     python3 e2e/cluster/cluster.py up [--nodes SPEC.yaml] [--with-kube-scheduler]
+                                      [--with-node IMAGE ...]
     python3 e2e/cluster/cluster.py down
     python3 e2e/cluster/cluster.py status
     python3 e2e/cluster/cluster.py nodes SPEC.yaml | --delete-all | (no arg: list)
@@ -49,7 +50,9 @@ KWOK_LABEL = "type"  # label type=kwok on every fake node, used by --delete-all
 SERVICE_CIDR = "10.0.0.0/24"
 SERVICE_IP = "10.0.0.1"
 # Start order; down() stops in reverse.
-COMPONENTS = ["etcd", "kube-apiserver", "kube-controller-manager", "kwok", "kube-scheduler"]
+# containerd and kubelet: the optional real node (node.py).
+COMPONENTS = ["etcd", "kube-apiserver", "kube-controller-manager", "kwok", "kube-scheduler",
+              "containerd", "kubelet"]
 
 
 def log(msg: str) -> None:
@@ -518,6 +521,18 @@ class Cluster:
         self._guarded(lambda: self._up(nodes, with_kube_scheduler, timeout))
         return self
 
+    def start_node(self, images: list[str], timeout: float = 180.0) -> None:
+        """The real kubelet node (node.py), with these local Docker images loaded."""
+        from e2e.cluster.node import RealNode
+
+        if self.running().get("kubelet"):
+            log("the real node is already up")
+            return
+        t0 = time.monotonic()
+        self._guarded(lambda: RealNode(self).up(images, timeout),
+                      only=["kubelet", "containerd"])
+        log(f"real node {images} up in {time.monotonic() - t0:.1f}s")
+
     def _guarded(self, fn, only: list[str] | None = None) -> None:
         """Run fn; on ANY exception (incl. KeyboardInterrupt/SIGTERM) stop what it started."""
         old = {}
@@ -726,8 +741,12 @@ class Cluster:
 
     def down(self) -> None:
         """Stop our processes (by pid / process group, never by name) and remove the state."""
+        from e2e.cluster.node import RealNode
+
         t0 = time.monotonic()
         errors = []
+        if self.running().get("kubelet"):
+            RealNode(self).drain()
         for comp in reversed(COMPONENTS):
             try:
                 self._stop(comp)
@@ -735,6 +754,7 @@ class Cluster:
                 errors.append(str(e))
         if errors:
             raise ClusterError("; ".join(errors))
+        RealNode(self).cleanup()
         if self.state_dir.exists():
             import shutil
 
@@ -858,6 +878,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also run the default kube-scheduler (builds it on demand)",
     )
+    p_up.add_argument(
+        "--with-node",
+        metavar="IMAGE",
+        action="append",
+        help="also start the real kubelet node with this local Docker image loaded (repeatable)",
+    )
     p_up.add_argument("--timeout", type=float, default=180.0)
     sub.add_parser("down", help="stop everything and remove the state dir")
     sub.add_parser("status", help="print JSON status; exit 0 if up and ready")
@@ -872,6 +898,8 @@ def main(argv: list[str] | None = None) -> int:
             c.up(
                 nodes=args.nodes, with_kube_scheduler=args.with_kube_scheduler, timeout=args.timeout
             )
+            if args.with_node:
+                c.start_node(args.with_node, timeout=args.timeout)
             print(c.kubeconfig_path)
         elif args.cmd == "down":
             c.down()
@@ -903,4 +931,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(REPO))  # run as a script: e2e.cluster.node is imported by name
     sys.exit(main())
