@@ -244,10 +244,24 @@ class DeployedScheduler:
     def ready(self) -> bool:
         return self.alive()
 
+    def leader(self) -> dict[str, Any] | None:
+        """The pod that holds the lease: the one whose log says it became the leader last."""
+        for pod in self.pods():
+            name = pod["metadata"]["name"]
+            if pod["metadata"].get("deletionTimestamp") or pod["metadata"]["uid"] in self.killed:
+                continue
+            status, body = self.kube.request("GET", pods_path(DEPLOYED_NS, name) + "/log",
+                                             accept="*/*")
+            if status == 200 and '"event": "Became the leader"' in str(body):
+                return pod
+        return None
+
     def direct_url(self) -> str | None:
-        """The Ready pod's health port, where the test can reach it: a host-network pod on the
+        """The leader's health port, where the test can reach it: a host-network pod on a
         local real node has a loopback IP (which the API server's pod proxy refuses)."""
-        ip = ((self._ready_pod() or {}).get("status") or {}).get("podIP", "")
+        wait_until(self.leader, 60, "a leading secondary-scheduler pod", interval=0.5,
+                   diagnose=self.describe)
+        ip = ((self.leader() or {}).get("status") or {}).get("podIP", "")
         return f"http://{ip}:{HEALTH_PORT}" if ip.startswith("127.") else None
 
     def wait_ready(self, timeout: float = 180.0) -> None:

@@ -8,6 +8,7 @@ workflow run the suite).
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ import yaml
 
 from e2e.conftest import DEPLOYED_NS, REPO, DeployedScheduler, Env
 from e2e.kube import condition, node_of, ns_path, pods_path, wait_until
+from e2e.test_ha import burst, check_outcome, figure, first_bind_after
 
 CLUSTER_ROLE = "/apis/rbac.authorization.k8s.io/v1/clusterroles/secondary-scheduler"
 deployed_only = pytest.mark.skipif(os.environ.get("E2E_SCHEDULER") != "deployed",
@@ -55,21 +57,51 @@ def test_the_running_pod_is_the_shipped_one(env: Env) -> None:
     scheduler = env.scheduler
     assert isinstance(scheduler, DeployedScheduler)
     scheduler.wait_ready()
-    (pod,) = [p for p in scheduler.pods() if not p["metadata"].get("deletionTimestamp")]
-    spec = pod["spec"]
-    (container,) = spec["containers"]
-    assert spec["securityContext"]["runAsUser"] == 65532
-    assert spec["securityContext"]["runAsNonRoot"] is True
-    assert container["securityContext"]["readOnlyRootFilesystem"] is True
-    assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
-    assert container["readinessProbe"]["httpGet"]["port"] == "health"
-    assert spec["serviceAccountName"] == "secondary-scheduler"
-    statuses = pod["status"]["containerStatuses"]
-    assert [s["restartCount"] for s in statuses] == [0], statuses
-    assert (condition(pod, "Ready") or {}).get("status") == "True"
+    pods = [p for p in scheduler.pods() if not p["metadata"].get("deletionTimestamp")]
+    assert pods
+    for pod in pods:
+        spec = pod["spec"]
+        (container,) = spec["containers"]
+        assert spec["securityContext"]["runAsUser"] == 65532
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        assert container["securityContext"]["readOnlyRootFilesystem"] is True
+        assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
+        assert container["readinessProbe"]["httpGet"]["port"] == "health"
+        assert spec["serviceAccountName"] == "secondary-scheduler"
+        statuses = pod["status"]["containerStatuses"]
+        assert [s["restartCount"] for s in statuses] == [0], statuses
+        # Leader or standby: ready once synced, as kube-scheduler.
+        assert (condition(pod, "Ready") or {}).get("status") == "True"
     lease = env.kube.get(ns_path(DEPLOYED_NS, "leases", "secondary-scheduler",
                                  group="coordination.k8s.io/v1"))
     assert lease is not None and lease["spec"].get("holderIdentity")
+
+
+@deployed_only
+@pytest.mark.timeout(420)
+def test_the_standby_takes_over_when_the_leaders_pod_is_deleted(env: Env) -> None:
+    """Two replicas: the leader's pod deleted (grace 0) mid-burst of 300; the standby takes the
+    lease once it lapses and binds the rest: nothing lost, nothing bound twice, no node over
+    allocatable."""
+    scheduler = env.scheduler
+    assert isinstance(scheduler, DeployedScheduler)
+    wait_until(lambda: len([p for p in scheduler.pods()
+                            if (condition(p, "Ready") or {}).get("status") == "True"]) >= 2,
+               180, "two Ready replicas", interval=1.0, diagnose=scheduler.describe)
+    leader = wait_until(scheduler.leader, 60, "a leading replica", interval=0.5)
+    names, node_names, bound, _ = burst(env, 300, 15)
+    wait_until(lambda: bound() >= 60, 120, "60 pods bound before the deletion", interval=0.05)
+    at_deletion = bound()
+    scheduler.killed.add(leader["metadata"]["uid"])
+    env.kube.delete(pods_path(DEPLOYED_NS, leader["metadata"]["name"]), grace=0)
+    deleted_at = time.monotonic()
+    check_outcome(env, names, node_names, timeout=240)
+    resumed = first_bind_after(env, names, deleted_at + 0.5)
+    assert resumed is not None, "nothing bound after the deletion"
+    taken_over = resumed - deleted_at
+    assert taken_over < 60, f"the standby's first bind came {taken_over:.1f} s after"
+    figure(f"the leader's pod deleted with {at_deletion}/300 bound: the standby's first bind "
+           f"{taken_over:.1f} s after (lease 15 s)")
 
 
 @deployed_only

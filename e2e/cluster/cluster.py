@@ -4,7 +4,7 @@ kube-controller-manager + kwok (+ optional kube-scheduler), all on 127.0.0.1.
 
 CLI:
     python3 e2e/cluster/cluster.py up [--nodes SPEC.yaml] [--with-kube-scheduler]
-                                      [--with-node IMAGE ...]
+                                      [--with-node IMAGE ... [--real-nodes 2]]
     python3 e2e/cluster/cluster.py down
     python3 e2e/cluster/cluster.py status
     python3 e2e/cluster/cluster.py nodes SPEC.yaml | --delete-all | (no arg: list)
@@ -50,9 +50,9 @@ KWOK_LABEL = "type"  # label type=kwok on every fake node, used by --delete-all
 SERVICE_CIDR = "10.0.0.0/24"
 SERVICE_IP = "10.0.0.1"
 # Start order; down() stops in reverse.
-# containerd and kubelet: the optional real node (node.py).
+# containerd-i and kubelet-i: the optional real nodes (node.py).
 COMPONENTS = ["etcd", "kube-apiserver", "kube-controller-manager", "kwok", "kube-scheduler",
-              "containerd", "kubelet"]
+              "containerd-0", "kubelet-0", "containerd-1", "kubelet-1"]
 
 
 def log(msg: str) -> None:
@@ -521,17 +521,21 @@ class Cluster:
         self._guarded(lambda: self._up(nodes, with_kube_scheduler, timeout))
         return self
 
-    def start_node(self, images: list[str], timeout: float = 180.0) -> None:
-        """The real kubelet node (node.py), with these local Docker images loaded."""
-        from e2e.cluster.node import RealNode
+    def start_nodes(self, images: list[str], count: int = 1, timeout: float = 180.0) -> None:
+        """``count`` real kubelet nodes (node.py), each with these local Docker images."""
+        from e2e.cluster.node import MAX_NODES, RealNode
 
-        if self.running().get("kubelet"):
-            log("the real node is already up")
-            return
-        t0 = time.monotonic()
-        self._guarded(lambda: RealNode(self).up(images, timeout),
-                      only=["kubelet", "containerd"])
-        log(f"real node {images} up in {time.monotonic() - t0:.1f}s")
+        if not 1 <= count <= MAX_NODES:
+            raise ClusterError(f"1 to {MAX_NODES} real nodes, not {count}")
+        for index in range(count):
+            node = RealNode(self, index)
+            if self.running().get(node.kubelet):
+                log(f"{node.name} is already up")
+                continue
+            t0 = time.monotonic()
+            self._guarded(lambda node=node: node.up(images, timeout),
+                          only=[node.kubelet, node.containerd])
+            log(f"{node.name} with {images} up in {time.monotonic() - t0:.1f}s")
 
     def _guarded(self, fn, only: list[str] | None = None) -> None:
         """Run fn; on ANY exception (incl. KeyboardInterrupt/SIGTERM) stop what it started."""
@@ -741,12 +745,14 @@ class Cluster:
 
     def down(self) -> None:
         """Stop our processes (by pid / process group, never by name) and remove the state."""
-        from e2e.cluster.node import RealNode
+        from e2e.cluster.node import MAX_NODES, RealNode
 
         t0 = time.monotonic()
         errors = []
-        if self.running().get("kubelet"):
-            RealNode(self).drain()
+        nodes = [RealNode(self, i) for i in range(MAX_NODES)]
+        for node in nodes:
+            if self.running().get(node.kubelet):
+                node.drain()
         for comp in reversed(COMPONENTS):
             try:
                 self._stop(comp)
@@ -754,7 +760,8 @@ class Cluster:
                 errors.append(str(e))
         if errors:
             raise ClusterError("; ".join(errors))
-        RealNode(self).cleanup()
+        for node in nodes:
+            node.cleanup()
         if self.state_dir.exists():
             import shutil
 
@@ -882,8 +889,9 @@ def main(argv: list[str] | None = None) -> int:
         "--with-node",
         metavar="IMAGE",
         action="append",
-        help="also start the real kubelet node with this local Docker image loaded (repeatable)",
+        help="also start real kubelet nodes with this local Docker image loaded (repeatable)",
     )
+    p_up.add_argument("--real-nodes", type=int, default=1, help="how many (default 1, max 2)")
     p_up.add_argument("--timeout", type=float, default=180.0)
     sub.add_parser("down", help="stop everything and remove the state dir")
     sub.add_parser("status", help="print JSON status; exit 0 if up and ready")
@@ -899,7 +907,7 @@ def main(argv: list[str] | None = None) -> int:
                 nodes=args.nodes, with_kube_scheduler=args.with_kube_scheduler, timeout=args.timeout
             )
             if args.with_node:
-                c.start_node(args.with_node, timeout=args.timeout)
+                c.start_nodes(args.with_node, args.real_nodes, timeout=args.timeout)
             print(c.kubeconfig_path)
         elif args.cmd == "down":
             c.down()

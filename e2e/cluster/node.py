@@ -1,16 +1,20 @@
-"""A real kubelet node beside the kwok nodes: containerd + runc from Debian, kubelet built
+"""Real kubelet nodes beside the kwok nodes: containerd + runc from Debian, kubelet built
 like the other components, host networking only, every address on loopback.
 
-The scheduler's own pod runs here (make deploy-e2e); the node is tainted so that nothing else
-lands on it, and the kwok nodes stay the scheduling targets. The recipe, and the reason for
-each setting, is ../shared/reference/local-kubelet-node.md; the short version:
+The scheduler's own pods run here (make deploy-e2e); the nodes are tainted so that nothing
+else lands on them, and the kwok nodes stay the scheduling targets. Node i is
+``real-node-i`` at 127.0.0.(i+1), with its own containerd, state directory and kubelet ports,
+so that two host-network replicas can each listen on their own node's address. The recipe,
+and the reason for each setting, is ../shared/reference/local-kubelet-node.md; in short:
 
 - containerd clamps every oom_score_adj to its own (``restrict_oom_score_adj``): root here has
   no CAP_SYS_RESOURCE, so runc would fail on the kubelet's -998 for pod sandboxes;
 - the CNI config is loopback only (the CRI plugin needs one; host-network pods never use it);
 - the kubelet refuses a loopback node IP, so the node's address is published once by hand
   (InternalIP 127.0.0.1 only: a Hostname address would send the API server to DNS);
-- the sandbox image is a local ``FROM scratch`` image of a static pause binary (build.sh).
+- the sandbox image is a local ``FROM scratch`` image of a static pause binary (build.sh);
+- no QoS cgroups (cgroupsPerQOS false): two kubelets on one host would otherwise share
+  /kubepods, and each removes the pod cgroups it does not know.
 """
 
 from __future__ import annotations
@@ -29,10 +33,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from e2e.cluster.cluster import Cluster
 
-NAME = "real-node"
-TAINT_KEY = "secondary-scheduler.io/real-node"
+# Taint and label of every real node: only pods that tolerate it land there, and they select it.
+NODE_KEY = "secondary-scheduler.io/real-node"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
-KUBELET_PORT, KUBELET_HEALTHZ_PORT = 10350, 10348
+KUBELET_PORT, KUBELET_HEALTHZ_PORT = 10350, 10348  # node i adds 10 * i
+MAX_NODES = 2
+
+
+def components(index: int) -> tuple[str, str]:
+    """The cluster's process names for node ``index``: its containerd and its kubelet."""
+    return f"containerd-{index}", f"kubelet-{index}"
 CNI_BIN = Path("/usr/lib/cni")
 PACKAGES = {  # what the node needs from Debian, by the command or file that shows it is there
     "containerd": "containerd", "runc": "runc", "ctr": "containerd",
@@ -60,9 +70,13 @@ def require_packages() -> None:
 
 
 class RealNode:
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster, index: int = 0) -> None:
         self.cluster = cluster
-        self.dir = cluster.state_dir / "node"
+        self.name = f"real-node-{index}"
+        self.ip = f"127.0.0.{index + 1}"
+        self.ports = (KUBELET_PORT + 10 * index, KUBELET_HEALTHZ_PORT + 10 * index)
+        self.containerd, self.kubelet = components(index)
+        self.dir = cluster.state_dir / self.name
         self.sock = self.dir / "containerd.sock"
 
     # -- up -------------------------------------------------------------------------------
@@ -76,22 +90,23 @@ class RealNode:
         for sub in ("cni", "manifests", "podlogs", "kubelet", "pki", "containerd"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
         self._write_configs()
-        self.cluster._start("containerd", ["containerd", "--config",
-                                           str(self.dir / "containerd.toml")])
-        self.cluster._wait("containerd", lambda: self._ctr("version").returncode == 0,
-                           timeout, ["containerd"])
+        self.cluster._start(self.containerd, ["containerd", "--config",
+                                              str(self.dir / "containerd.toml")])
+        self.cluster._wait(self.containerd, lambda: self._ctr("version").returncode == 0,
+                           timeout, [self.containerd])
         self._load_images([*images, self._pause_image(bins)])
-        self.cluster._start("kubelet", [
+        self.cluster._start(self.kubelet, [
             str(bins / "kubelet"), "--config", str(self.dir / "kubelet.yaml"),
             "--kubeconfig", str(self.cluster.kubeconfig_path),
-            "--hostname-override", NAME, "--root-dir", str(self.dir / "kubelet"),
-            "--cert-dir", str(self.dir / "pki"), "--node-ip", "127.0.0.1", "--v=1"])
+            "--hostname-override", self.name, "--root-dir", str(self.dir / "kubelet"),
+            "--node-labels", f"{NODE_KEY}=true",
+            "--cert-dir", str(self.dir / "pki"), "--node-ip", self.ip, "--v=1"])
         api = self.cluster.core_api()
-        self.cluster._wait("the real node Ready", lambda: self._ready(api), timeout,
-                           ["containerd", "kubelet"])
-        api.patch_node_status(NAME, [{"op": "replace", "path": "/status/addresses",
-                                      "value": [{"type": "InternalIP",
-                                                 "address": "127.0.0.1"}]}])
+        self.cluster._wait(f"{self.name} Ready", lambda: self._ready(api), timeout,
+                           [self.containerd, self.kubelet])
+        api.patch_node_status(self.name, [{"op": "replace", "path": "/status/addresses",
+                                           "value": [{"type": "InternalIP",
+                                                      "address": self.ip}]}])
 
     def _write_configs(self) -> None:
         d = self.dir
@@ -119,17 +134,17 @@ state = "{d / 'containerd' / 'state'}"
 """)
         kubelet: dict[str, Any] = {
             "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
-            "failCgroupV1": False, "cgroupDriver": "cgroupfs", "cgroupsPerQOS": True,
-            "enforceNodeAllocatable": ["pods"],
+            "failCgroupV1": False, "cgroupDriver": "cgroupfs", "cgroupsPerQOS": False,
+            "enforceNodeAllocatable": [],
             "containerRuntimeEndpoint": f"unix://{self.sock}",
             # The API server reaches the kubelet (logs, exec) without a client certificate;
-            # acceptable only because the kubelet listens on 127.0.0.1.
+            # acceptable only because the kubelet listens on a loopback address.
             "authentication": {"anonymous": {"enabled": True}, "webhook": {"enabled": False}},
             "authorization": {"mode": "AlwaysAllow"},
-            "address": "127.0.0.1", "port": KUBELET_PORT,
-            "healthzBindAddress": "127.0.0.1", "healthzPort": KUBELET_HEALTHZ_PORT,
+            "address": self.ip, "port": self.ports[0],
+            "healthzBindAddress": self.ip, "healthzPort": self.ports[1],
             "readOnlyPort": 0, "failSwapOn": False,
-            "registerWithTaints": [{"key": TAINT_KEY, "effect": "NoSchedule"}],
+            "registerWithTaints": [{"key": NODE_KEY, "effect": "NoSchedule"}],
             "staticPodPath": str(d / "manifests"), "podLogsDir": str(d / "podlogs"),
             "evictionHard": {}, "localStorageCapacityIsolation": False,
         }
@@ -156,10 +171,9 @@ state = "{d / 'containerd' / 'state'}"
             if result.returncode != 0:
                 raise NodeError(f"ctr images import: {result.stderr.decode(errors='replace')}")
 
-    @staticmethod
-    def _ready(api: Any) -> bool:
+    def _ready(self, api: Any) -> bool:
         try:
-            node = api.read_node(NAME)
+            node = api.read_node(self.name)
         except Exception:
             return False
         return any(c.type == "Ready" and c.status == "True"
@@ -171,8 +185,10 @@ state = "{d / 'containerd' / 'state'}"
         container outlives the node (containerd's shims are not its children)."""
         with contextlib.suppress(Exception):
             api = self.cluster.core_api()
+            # Cordoned first, so that no replacement pod is placed here meanwhile.
+            api.patch_node(self.name, {"spec": {"unschedulable": True}})
             for pod in api.list_pod_for_all_namespaces(
-                    field_selector=f"spec.nodeName={NAME}").items:
+                    field_selector=f"spec.nodeName={self.name}").items:
                 with contextlib.suppress(Exception):
                     api.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace,
                                               grace_period_seconds=0)
@@ -185,8 +201,7 @@ state = "{d / 'containerd' / 'state'}"
 
     def cleanup(self) -> None:
         """After the kubelet and containerd are stopped: any shim of ours still running (and
-        its containers), the mounts left under the state directory (deepest first) and the
-        QoS cgroups the kubelet made."""
+        its containers) and the mounts left under the state directory (deepest first)."""
         if not self.dir.exists():
             return
         self._kill_shims()
@@ -195,12 +210,6 @@ state = "{d / 'containerd' / 'state'}"
             points = [line.split()[1] for line in mounts]
         for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
             subprocess.run(["umount", "-l", point], capture_output=True, check=False)
-        cgroups = Path("/sys/fs/cgroup")
-        for controller in cgroups.iterdir() if cgroups.exists() else ():
-            for path in ("kubepods/besteffort", "kubepods/burstable", "kubepods"):
-                with contextlib.suppress(OSError):
-                    os.rmdir(controller / path)
-
 
     def _kill_shims(self) -> None:
         """Shims started by this node's containerd (its socket is on their command line),

@@ -26,8 +26,7 @@ REPO = HERE.parent.parent
 sys.path.insert(0, str(REPO))
 
 from e2e.cluster.cluster import Cluster, log  # noqa: E402
-from e2e.cluster.node import NAME as NODE_NAME  # noqa: E402
-from e2e.cluster.node import missing_packages  # noqa: E402
+from e2e.cluster.node import MAX_NODES, NODE_KEY, missing_packages  # noqa: E402
 
 IMAGE = os.environ.get("IMAGE", "secondary-scheduler:dev")
 NAMESPACE = "secondary-scheduler"
@@ -61,7 +60,7 @@ def ensure_dockerd(state: Path) -> subprocess.Popen[bytes] | None:
 
 
 def local_overlay(cluster: Cluster) -> Path:
-    """The e2e overlay plus what only this machine needs: the pod on the real node, and the
+    """The e2e overlay plus what only this machine needs: the pods on the real nodes, and the
     API server's address (no kube-proxy, so the kubernetes Service's ClusterIP leads nowhere)."""
     server = urllib.parse.urlsplit(cluster.status()["server"])
     out = cluster.state_dir / "overlay"
@@ -79,7 +78,7 @@ patches:
       spec:
         template:
           spec:
-            nodeSelector: {{kubernetes.io/hostname: {NODE_NAME}}}
+            nodeSelector: {{{NODE_KEY}: "true"}}
             containers:
               - name: scheduler
                 env:
@@ -111,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run(["make", "-C", str(REPO), "image", f"IMAGE={IMAGE}"], check=True)
         t0 = time.monotonic()
         cluster.up(with_kube_scheduler=True)
-        cluster.start_node([IMAGE])
+        cluster.start_nodes([IMAGE], MAX_NODES)
         kubectl(cluster, "apply", "-k", str(local_overlay(cluster)))
         kubectl(cluster, "-n", NAMESPACE, "rollout", "status", "deployment/secondary-scheduler",
                 "--timeout=180s")

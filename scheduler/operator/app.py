@@ -47,6 +47,7 @@ CONNECTIONS = BINDING_WORKERS + API_LANES + 8
 class Options:
     kubeconfig: str | None = None
     health_port: int = 10259
+    bind_address: str = "0.0.0.0"
     resync_seconds: float = RESYNC_SECONDS
 
 
@@ -76,7 +77,8 @@ class SchedulerApp:
             Reflector(self.api, "/api/v1/pods", name="pods",
                       on_event=self.intake.on_pod, on_listed=self.intake.resync_pods),
         ]
-        self.health = HealthServer(options.health_port, live=self.live, ready=self.ready,
+        self.health = HealthServer(options.health_port, host=options.bind_address,
+                                   live=self.live, ready=self.ready,
                                    metrics=self.metrics.exposition,
                                    explain=ExplainEndpoint(self.api, self.scheduler, self.intake))
         self._initial_applied = threading.Event()

@@ -31,6 +31,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         "~/.kube/config)")
     parser.add_argument("--health-port", type=int, default=10259,
                         help="port of /healthz and /readyz (default 10259)")
+    parser.add_argument("--bind-address", default="0.0.0.0",
+                        help="address the health port listens on (default 0.0.0.0, every "
+                             "interface), as kube-scheduler's flag")
     parser.add_argument("--leader-elect", type=_flag_bool, nargs="?", const=True, default=None,
                         metavar="true|false",
                         help="run leader election (default: the configuration's "
@@ -74,7 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = dataclasses.replace(config, leader_election=dataclasses.replace(
             config.leader_election, leader_elect=args.leader_elect))
     kubeconfig = args.kubeconfig or config.client_connection.kubeconfig
-    app = SchedulerApp(config, Options(kubeconfig=kubeconfig, health_port=args.health_port))
+    app = SchedulerApp(config, Options(kubeconfig=kubeconfig, health_port=args.health_port,
+                                         bind_address=args.bind_address))
     operator_registry = kopf.OperatorRegistry()
     handlers.register(operator_registry, app)
     log.info("Starting", profiles=[p.scheduler_name for p in config.profiles])

@@ -105,3 +105,25 @@ def test_kopf_is_given_a_name_when_the_uid_has_no_passwd_entry(
     monkeypatch.setattr(entry.kopf, "run", run)
     assert entry.main(["--log-format", "json"]) == 0
     assert names == ["host_1234"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "want"),
+    [
+        pytest.param([], "0.0.0.0", id="every interface by default, as kube-scheduler"),
+        pytest.param(["--bind-address", "127.0.0.2"], "127.0.0.2", id="the flag"),
+    ],
+)
+def test_the_health_port_listens_on_the_bind_address(
+    monkeypatch: pytest.MonkeyPatch, flags: list[str], want: str
+) -> None:
+    seen: list[Any] = []
+
+    def app(cfg: Any, options: Any) -> None:
+        seen.append(options)
+        raise StartedError
+
+    monkeypatch.setattr(entry, "SchedulerApp", app)
+    with pytest.raises(StartedError):
+        entry.main(["--log-format", "json", *flags])
+    assert seen[0].bind_address == want
