@@ -272,6 +272,9 @@ def run_scenario(scenario: Scenario) -> dict[str, Any]:
     preemptions = 0
     start = time.perf_counter()
     for info in pending:
+        # As the intake does: the newest version the watch delivered, which preemption and
+        # failure handling read back (without it every preemptor counts as deleted).
+        s.pods[info.uid] = info
         s.queue.add(info)
         t0 = time.perf_counter()
         schedule_one(s, timeout=0)
