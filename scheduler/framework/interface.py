@@ -23,18 +23,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
-import numpy.typing as npt
+
+# Plugins take the array types from here, with the rest of the framework's vocabulary.
+from scheduler.model.arrays import BoolArray as BoolArray
+from scheduler.model.arrays import CodeArray as CodeArray
+from scheduler.model.arrays import IntArray as IntArray
 
 if TYPE_CHECKING:
-    from scheduler.cache.snapshot import Snapshot
     from scheduler.framework.events import ClusterEventWithHint
+    from scheduler.framework.snapshot import ClusterSnapshot
     from scheduler.model.pod import PodInfo
 
 MAX_NODE_SCORE = 100
 
-BoolArray = npt.NDArray[np.bool_]
-IntArray = npt.NDArray[np.int64]
-CodeArray = npt.NDArray[np.uint8]
 
 
 class Code(enum.IntEnum):
@@ -125,7 +126,7 @@ class NodeView:
     the fast path of an ordinary cycle).
     """
 
-    snapshot: Snapshot
+    snapshot: ClusterSnapshot
     idx: IntArray
     requested: IntArray
     pod_count: IntArray
@@ -248,7 +249,7 @@ class PreFilterResult:
 
 class PreFilterPlugin(Plugin, Protocol):
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+        self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot
     ) -> tuple[PreFilterResult | None, Status]: ...
 
 
@@ -305,7 +306,9 @@ class PreBindPlugin(Plugin, Protocol):
 
 class BindPlugin(Plugin, Protocol):
     def bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        """Return SKIP to let the next Bind plugin try."""
+        """SUCCESS once bound; SKIP to let the next Bind plugin try; ERROR to retry the pod
+        after its backoff; UNSCHEDULABLE_AND_UNRESOLVABLE when no retry can help (the pod
+        was deleted or bound by someone else meanwhile): the pod is then dropped."""
         ...
 
 

@@ -49,6 +49,7 @@ from scheduler.framework.events import (
     QueueingHint,
     Resource,
 )
+from scheduler.framework.handle import Handle
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SUCCESS,
@@ -60,7 +61,7 @@ from scheduler.framework.interface import (
     PreFilterResult,
     Status,
 )
-from scheduler.framework.registry import ConfigError, Handle, PluginSpec
+from scheduler.framework.registry import ConfigError, PluginSpec
 from scheduler.model.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -72,7 +73,7 @@ from scheduler.model.resources import (
 )
 
 if TYPE_CHECKING:
-    from scheduler.cache.snapshot import Snapshot
+    from scheduler.framework.snapshot import ClusterSnapshot
     from scheduler.model.pod import PodInfo
 
 NAME = "NodeResourcesFit"
@@ -568,7 +569,7 @@ class NodeResourcesFit:
         )
 
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+        self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot
     ) -> tuple[PreFilterResult | None, Status]:
         state.write(PRE_FILTER_STATE_KEY, self._request(pod))
         return None, SUCCESS

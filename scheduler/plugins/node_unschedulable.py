@@ -19,8 +19,9 @@ from scheduler.framework.events import (
     QueueingHint,
     Resource,
 )
+from scheduler.framework.handle import Handle
 from scheduler.framework.interface import Code, CycleState, FilterResult, NodeView
-from scheduler.framework.registry import Handle, PluginSpec
+from scheduler.framework.registry import PluginSpec
 from scheduler.model.taints import Taint
 
 if TYPE_CHECKING:

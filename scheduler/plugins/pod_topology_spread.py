@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +52,7 @@ from scheduler.framework.events import (
     QueueingHint,
     Resource,
 )
+from scheduler.framework.handle import Handle
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SKIP,
@@ -65,11 +66,11 @@ from scheduler.framework.interface import (
     PreFilterResult,
     Status,
 )
-from scheduler.framework.registry import ConfigError, Handle, PluginSpec
+from scheduler.framework.registry import ConfigError, PluginSpec
 from scheduler.plugins.inter_pod_affinity import matched_pods, rows_of
 
 if TYPE_CHECKING:
-    from scheduler.cache.snapshot import Snapshot
+    from scheduler.framework.snapshot import ClusterSnapshot
     from scheduler.model.pod import PodInfo, SpreadConstraint
     from scheduler.model.selectors import LabelSelector
 
@@ -275,7 +276,7 @@ def _default_owner(pod: PodInfo) -> tuple[str, str] | None:
 _NOSCHEDULE_EFFECTS = ("NoSchedule", "NoExecute")
 
 
-def node_affinity_mask(snapshot: Snapshot, pod: PodInfo) -> BoolArray:
+def node_affinity_mask(snapshot: ClusterSnapshot, pod: PodInfo) -> BoolArray:
     """Per node row: the node matches the pod's nodeSelector and required node affinity."""
     nodes = snapshot.nodes
     selector = dict(pod.node_selector or {})
@@ -294,11 +295,11 @@ def node_affinity_mask(snapshot: Snapshot, pod: PodInfo) -> BoolArray:
             out[row] = True
         return out
 
-    return _cached_mask(snapshot, (NAME, "affinity", tuple(sorted(selector.items())), required),
+    return snapshot.node_mask((NAME, "affinity", tuple(sorted(selector.items())), required),
                         compute)
 
 
-def node_taints_mask(snapshot: Snapshot, pod: PodInfo) -> BoolArray:
+def node_taints_mask(snapshot: ClusterSnapshot, pod: PodInfo) -> BoolArray:
     """Per node row: the pod tolerates every NoSchedule/NoExecute taint of the node."""
     nodes = snapshot.nodes
     tolerations = tuple(pod.tolerations)
@@ -313,21 +314,13 @@ def node_taints_mask(snapshot: Snapshot, pod: PodInfo) -> BoolArray:
             )
         return out
 
-    return _cached_mask(snapshot, (NAME, "taints", tolerations), compute)
-
-
-def _cached_mask(snapshot: Snapshot, key: Hashable, compute: Callable[[], BoolArray]) -> BoolArray:
-    try:
-        hash(key)
-    except TypeError:
-        return compute()
-    return snapshot.node_mask(key, compute)
+    return snapshot.node_mask((NAME, "taints", tolerations), compute)
 
 
 class _CountedPods:
     """Node rows of the pods each constraint counts (same namespace, not terminating)."""
 
-    def __init__(self, state: CycleState, snapshot: Snapshot, namespace: str) -> None:
+    def __init__(self, state: CycleState, snapshot: ClusterSnapshot, namespace: str) -> None:
         self.state = state
         self.snapshot = snapshot
         self.namespace = namespace
@@ -336,7 +329,7 @@ class _CountedPods:
         """Rows of the counted pods' nodes, only nodes the table holds."""
         if c.selector is None:
             assert c.owner is not None
-            siblings = self.snapshot.cache.pods.by_owner.get((self.namespace, *c.owner), {})
+            siblings = self.snapshot.pods_of_owner(self.namespace, *c.owner)
             rows = rows_of(self.snapshot, (p for p in siblings.values() if not p.is_terminating))
             return rows[rows >= 0]
         if c.counts_nothing:
@@ -427,7 +420,9 @@ class ConstraintSkew:
     skews: IntArray  # per row: the skew the pod would make there (-1 where the key is missing)
 
 
-def filter_skews(state: CycleState, snapshot: Snapshot, rows: IntArray) -> list[ConstraintSkew]:
+def filter_skews(
+    state: CycleState, snapshot: ClusterSnapshot, rows: IntArray
+) -> list[ConstraintSkew]:
     """What PreFilter computed, per constraint, for ``rows``; empty when it did not run."""
     s: _FilterState | None = state.get(PRE_FILTER_STATE_KEY)
     if s is None:
@@ -496,7 +491,7 @@ class PodTopologySpread:
 
     # -- PreFilter / Filter -----------------------------------------------------------------
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+        self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot
     ) -> tuple[PreFilterResult | None, Status]:
         constraints = self.constraints(pod, DO_NOT_SCHEDULE)
         if not constraints:
@@ -507,7 +502,7 @@ class PodTopologySpread:
     def _filter_state(
         self,
         state: CycleState,
-        snapshot: Snapshot,
+        snapshot: ClusterSnapshot,
         pod: PodInfo,
         constraints: tuple[_Constraint, ...],
     ) -> _FilterState:

@@ -28,6 +28,7 @@ from scheduler.framework.events import (
     QueueingHint,
     Resource,
 )
+from scheduler.framework.handle import Handle
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SUCCESS,
@@ -39,12 +40,11 @@ from scheduler.framework.interface import (
     NodeView,
     Status,
 )
-from scheduler.framework.registry import Handle, PluginSpec
+from scheduler.framework.registry import PluginSpec
 from scheduler.model.taints import Taint, parse_taints
 
 if TYPE_CHECKING:
-    from scheduler.cache.node_table import NodeTable
-    from scheduler.cache.snapshot import Snapshot
+    from scheduler.framework.snapshot import ClusterSnapshot, NodeTableView
     from scheduler.model.pod import PodInfo
     from scheduler.model.taints import Toleration
 
@@ -106,7 +106,7 @@ class TaintToleration:
         self._groups: _TaintGroups | None = None
 
     # -- shared per-row data --------------------------------------------------------------
-    def _taint_groups(self, nodes: NodeTable) -> _TaintGroups:
+    def _taint_groups(self, nodes: NodeTableView) -> _TaintGroups:
         version = (
             id(nodes),
             nodes.taints_generation,
@@ -125,7 +125,7 @@ class TaintToleration:
         return cached
 
     def untolerated_mask(
-        self, snapshot: Snapshot, tolerations: tuple[Toleration, ...]
+        self, snapshot: ClusterSnapshot, tolerations: tuple[Toleration, ...]
     ) -> BoolArray:
         """Per node row: some NoSchedule/NoExecute taint is not tolerated."""
         nodes = snapshot.nodes
@@ -144,7 +144,7 @@ class TaintToleration:
             return compute()
 
     def intolerable_counts(
-        self, snapshot: Snapshot, tolerations: tuple[Toleration, ...]
+        self, snapshot: ClusterSnapshot, tolerations: tuple[Toleration, ...]
     ) -> IntArray:
         """Per node row: PreferNoSchedule taints not tolerated by ``tolerations``."""
         groups = self._taint_groups(snapshot.nodes)
