@@ -64,6 +64,7 @@ from scheduler.framework.registry import ConfigError, PluginSpec
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import ClusterSnapshot
+    from scheduler.model.node import NodeSummary
     from scheduler.model.pod import AffinityTerm, PodInfo
     from scheduler.model.selectors import LabelSelector
 
@@ -699,10 +700,12 @@ class InterPodAffinity:
         except AttributeError:
             return QueueingHint.QUEUE
 
-    def _after_node_change(self, pod: Any, old: Any, new: Any) -> QueueingHint:
+    def _after_node_change(
+        self, pod: Any, old: NodeSummary | None, new: NodeSummary
+    ) -> QueueingHint:
         try:
-            old_labels = None if old is None else _node_labels(old)
-            new_labels = _node_labels(new)
+            old_labels = None if old is None else old.labels
+            new_labels = new.labels
             affinity = pod.required_affinity
             anti = pod.required_anti_affinity
         except (AttributeError, TypeError, KeyError):
@@ -748,12 +751,6 @@ def _term_matches(term: AffinityTerm, owner: Any, target: Any) -> bool:
         namespace_ok = target.namespace == owner.namespace
     return namespace_ok and term.selector.matches(target.labels)
 
-
-def _node_labels(node: Any) -> Mapping[str, str]:
-    if isinstance(node, Mapping):
-        return node.get("metadata", {}).get("labels") or {}
-    labels: Mapping[str, str] = node.labels
-    return labels
 
 
 def _delta_rows(

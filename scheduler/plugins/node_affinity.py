@@ -62,6 +62,7 @@ from scheduler.plugins.taint_toleration import default_normalize_score
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import ClusterSnapshot
+    from scheduler.model.node import NodeSummary
     from scheduler.model.pod import PodInfo
 
 NAME = "NodeAffinity"
@@ -275,19 +276,21 @@ class NodeAffinity:
             )
         ]
 
-    def _after_node_change(self, pod: Any, old: Any, new: Any) -> QueueingHint:
+    def _after_node_change(
+        self, pod: PodInfo, old: NodeSummary | None, new: NodeSummary | None
+    ) -> QueueingHint:
         """Queue when a node starts to match the pod's required affinity (and the added one)."""
         if new is None:
             return QueueingHint.SKIP
-        name = _node_name(new)
-        new_labels = _node_labels(new)
+        name = new.name
+        new_labels = new.labels
         if self.added_required is not None and not self.added_required.matches(new_labels, name):
             return QueueingHint.SKIP
         if not _matches_required(pod, new_labels, name):
             return QueueingHint.SKIP
         if old is None:
             return QueueingHint.QUEUE
-        if _matches_required(pod, _node_labels(old), name):
+        if _matches_required(pod, old.labels, name):
             return QueueingHint.SKIP
         return QueueingHint.QUEUE
 
@@ -309,17 +312,6 @@ def _matches_required(pod: Any, labels: Mapping[str, str], name: str) -> bool:
     return required is None or required.matches(labels, name)
 
 
-def _node_labels(node: Any) -> Mapping[str, str]:
-    if isinstance(node, Mapping):
-        return (node.get("metadata") or {}).get("labels") or {}
-    labels: Mapping[str, str] = getattr(node, "labels", None) or {}
-    return labels
-
-
-def _node_name(node: Any) -> str:
-    if isinstance(node, Mapping):
-        return str((node.get("metadata") or {}).get("name") or "")
-    return str(getattr(node, "name", "") or "")
 
 
 def new(args: Mapping[str, Any], handle: Handle) -> NodeAffinity:

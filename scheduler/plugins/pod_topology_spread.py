@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -67,10 +66,12 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.registry import ConfigError, PluginSpec
+from scheduler.model.validation import label_key_error
 from scheduler.plugins.inter_pod_affinity import matched_pods, rows_of
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import ClusterSnapshot
+    from scheduler.model.node import NodeSummary
     from scheduler.model.pod import PodInfo, SpreadConstraint
     from scheduler.model.selectors import LabelSelector
 
@@ -109,24 +110,6 @@ DEFAULT_ARGS: Mapping[str, Any] = {"defaultingType": SYSTEM_DEFAULTING, "default
 
 
 # -- arguments ------------------------------------------------------------------------------
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-def _label_name_errors(value: str) -> list[str]:
-    """metav1validation.ValidateLabelName: an optional DNS-subdomain prefix and a name."""
-    prefix, _, name = value.rpartition("/")
-    errors: list[str] = []
-    if "/" in value and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
-        errors.append("prefix part must be a lowercase RFC 1123 subdomain")
-    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
-        errors.append(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
-            "start and end with an alphanumeric character (at most 63 characters)"
-        )
-    return errors
-
-
 def validate_args(args: Mapping[str, Any], path: str) -> None:
     """ValidatePodTopologySpreadArgs; raises :class:`ConfigError` naming every bad field."""
     merged = {**DEFAULT_ARGS, **args}
@@ -166,8 +149,8 @@ def validate_args(args: Mapping[str, Any], path: str) -> None:
         elif not isinstance(topology_key, str):
             errors.append(f"{p}.topologyKey: Invalid value: {topology_key!r}: must be a string")
         else:
-            errors.extend(f"{p}.topologyKey: Invalid value: {topology_key!r}: {e}"
-                          for e in _label_name_errors(topology_key))
+            if (why := label_key_error(topology_key)) is not None:
+                errors.append(f"{p}.topologyKey: Invalid value: {topology_key!r}: {why}")
         action = c.get("whenUnsatisfiable")
         if not action:
             errors.append(f"{p}.whenUnsatisfiable: Required value: can not be empty")
@@ -732,12 +715,14 @@ class PodTopologySpread:
         except AttributeError:
             return QueueingHint.QUEUE
 
-    def _after_node_change(self, pod: Any, old: Any, new: Any) -> QueueingHint:
+    def _after_node_change(
+        self, pod: PodInfo, old: NodeSummary | None, new: NodeSummary | None
+    ) -> QueueingHint:
         try:
             constraints = self.constraints(pod, DO_NOT_SCHEDULE)
             keys = [c.topology_key for c in constraints]
-            old_labels = None if old is None else _node_labels(old)
-            new_labels = None if new is None else _node_labels(new)
+            old_labels = None if old is None else old.labels
+            new_labels = None if new is None else new.labels
         except (AttributeError, TypeError, KeyError):
             return QueueingHint.QUEUE
         old_match = old_labels is not None and all(k in old_labels for k in keys)
@@ -747,7 +732,7 @@ class PodTopologySpread:
                 return QueueingHint.QUEUE
             if new_match and (
                 any(old_labels.get(k) != new_labels.get(k) for k in keys)
-                or _node_taints(old) != _node_taints(new)
+                or (old is not None and new is not None and old.taints != new.taints)
             ):
                 return QueueingHint.QUEUE
             return QueueingHint.SKIP
@@ -788,17 +773,6 @@ def _label_change_hint(
     return QueueingHint.SKIP
 
 
-def _node_labels(node: Any) -> Mapping[str, str]:
-    if isinstance(node, Mapping):
-        return node.get("metadata", {}).get("labels") or {}
-    labels: Mapping[str, str] = node.labels
-    return labels
-
-
-def _node_taints(node: Any) -> Any:
-    if isinstance(node, Mapping):
-        return node.get("spec", {}).get("taints") or []
-    return getattr(node, "taints", None)
 
 
 def new(args: Mapping[str, Any], handle: Handle) -> PodTopologySpread:

@@ -41,10 +41,11 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.registry import PluginSpec
-from scheduler.model.taints import Taint, parse_taints
+from scheduler.model.taints import Taint
 
 if TYPE_CHECKING:
     from scheduler.framework.snapshot import ClusterSnapshot, NodeTableView
+    from scheduler.model.node import NodeSummary
     from scheduler.model.pod import PodInfo
     from scheduler.model.taints import Toleration
 
@@ -210,19 +211,16 @@ def default_normalize_score(scores: IntArray, *, reverse: bool) -> IntArray:
     return out.astype(np.int64, copy=False)
 
 
-def _node_taints(node: Any) -> Sequence[Taint]:
-    if isinstance(node, Mapping):
-        return parse_taints(node)
-    return tuple(getattr(node, "taints", ()) or ())
 
-
-def _after_node_change(pod: Any, old: Any, new: Any) -> QueueingHint:
+def _after_node_change(
+    pod: PodInfo, old: NodeSummary | None, new: NodeSummary | None
+) -> QueueingHint:
     """Queue when the change turns the node from untolerated to tolerated for the pod."""
     if new is None:
         return QueueingHint.SKIP
     tolerations = tuple(pod.tolerations)
-    was_untolerated = old is None or has_untolerated(_node_taints(old), tolerations)
-    is_untolerated = has_untolerated(_node_taints(new), tolerations)
+    was_untolerated = old is None or has_untolerated(old.taints, tolerations)
+    is_untolerated = has_untolerated(new.taints, tolerations)
     if was_untolerated and not is_untolerated:
         return QueueingHint.QUEUE
     return QueueingHint.SKIP
