@@ -18,7 +18,7 @@ node X without these pods?".
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -139,6 +139,16 @@ class NodeView:
     @property
     def has_deltas(self) -> bool:
         return self.added is not None or self.removed is not None
+
+    def delta_rows(self) -> Iterator[tuple[int, int, Sequence[PodInfo], Sequence[PodInfo]]]:
+        """(position, node row, added, removed) for the rows carrying hypothetical pods."""
+        if not self.has_deltas:
+            return
+        for pos in range(len(self)):
+            added = self.added[pos] if self.added is not None else ()
+            removed = self.removed[pos] if self.removed is not None else ()
+            if added or removed:
+                yield pos, int(self.idx[pos]), added, removed
 
     def subset(self, rows: IntArray) -> NodeView:
         """The rows ``rows`` (positions in this view) as a new view."""

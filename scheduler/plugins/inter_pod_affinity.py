@@ -559,7 +559,7 @@ class InterPodAffinity:
             )
             return result
         reason = _filter_rows(s, nodes.idx)
-        for pos, row, added, removed in _delta_rows(nodes):
+        for pos, row, added, removed in nodes.delta_rows():
             adjusted = s.with_pods(nodes.snapshot, row, added, removed)
             reason[pos] = _filter_rows(adjusted, nodes.idx[pos : pos + 1])[0]
         result.reject(
@@ -752,18 +752,6 @@ def _term_matches(term: AffinityTerm, owner: Any, target: Any) -> bool:
     return namespace_ok and term.selector.matches(target.labels)
 
 
-
-def _delta_rows(
-    nodes: NodeView,
-) -> Iterable[tuple[int, int, Sequence[PodInfo], Sequence[PodInfo]]]:
-    """(position, node row, added, removed) for the view rows carrying hypothetical pods."""
-    if not nodes.has_deltas:
-        return
-    for pos in range(len(nodes)):
-        added = nodes.added[pos] if nodes.added is not None else ()
-        removed = nodes.removed[pos] if nodes.removed is not None else ()
-        if added or removed:
-            yield pos, int(nodes.idx[pos]), added, removed
 
 
 def new(args: Mapping[str, Any], handle: Handle) -> InterPodAffinity:

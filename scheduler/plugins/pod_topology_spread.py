@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -548,7 +548,7 @@ class PodTopologySpread:
         if not s.constraints:
             return result
         reason = _filter_rows(s, nodes.idx)
-        for pos, row, added, removed in _delta_rows(nodes):
+        for pos, row, added, removed in nodes.delta_rows():
             adjusted = s.with_pods(row, added, removed)
             reason[pos] = _filter_rows(adjusted, nodes.idx[pos : pos + 1])[0]
         result.reject(
@@ -740,18 +740,6 @@ class PodTopologySpread:
             return QueueingHint.QUEUE if new_match else QueueingHint.SKIP
         return QueueingHint.QUEUE if old_match else QueueingHint.SKIP
 
-
-def _delta_rows(
-    nodes: NodeView,
-) -> Iterable[tuple[int, int, Sequence[PodInfo], Sequence[PodInfo]]]:
-    """(position, node row, added, removed) for the view rows carrying hypothetical pods."""
-    if not nodes.has_deltas:
-        return
-    for pos in range(len(nodes)):
-        added = nodes.added[pos] if nodes.added is not None else ()
-        removed = nodes.removed[pos] if nodes.removed is not None else ()
-        if added or removed:
-            yield pos, int(nodes.idx[pos]), added, removed
 
 
 def _involved(other: Any, pod: Any) -> bool:
