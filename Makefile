@@ -29,7 +29,7 @@ unit: install
 
 ## lint: ruff, mypy --strict on scheduler/, and the import layering contracts
 lint: install
-	$(VENV)/bin/ruff check scheduler tests e2e bench
+	$(VENV)/bin/ruff check scheduler tests e2e bench examples
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 

@@ -20,11 +20,11 @@ from kubernetes import client as k8s
 
 from scheduler import logs
 from scheduler.framework.config import default_config
+from scheduler.framework.ports import NullPorts
 from scheduler.intake import Intake
 from scheduler.operator.kubeapi import KubeApi
 from scheduler.operator.reflector import Reflector
 from scheduler.plugins.registry import default_registry
-from scheduler.ports import NullPorts
 from scheduler.scheduler import Scheduler
 
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import structlog
@@ -36,14 +37,19 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.metrics import ERROR, PLUGIN_METRICS_SAMPLE_PERCENT, SCHEDULED, UNSCHEDULABLE
-from scheduler.plugins.default_binder import OUTCOME_KEY as BIND_OUTCOME_KEY
-from scheduler.ports import BindOutcome
 
 if TYPE_CHECKING:
+    from scheduler.cache.cache import Cache
+    from scheduler.cache.inbox import Inbox
+    from scheduler.framework.config import SchedulerConfig
+    from scheduler.framework.ports import Reporter
     from scheduler.framework.runtime import FilterOutcome, Framework
+    from scheduler.framework.snapshot import ClusterSnapshot
+    from scheduler.framework.waiting import WaitingPods
+    from scheduler.metrics import Metrics
     from scheduler.model.pod import PodInfo
     from scheduler.queue.queued_pod import QueuedPodInfo
-    from scheduler.scheduler import Scheduler
+    from scheduler.queue.scheduling_queue import SchedulingQueue
 
 log = structlog.get_logger("scheduler.cycle")
 
@@ -74,6 +80,42 @@ class SchedulingError(Exception):
     """A plugin error or an internal failure: SchedulerError, retried after error backoff."""
 
 
+class CycleHost(Protocol):
+    """What a cycle needs of the scheduler that runs it (``scheduler.scheduler.Scheduler``):
+    the cycle reads and updates these, and nothing else of it."""
+
+    config: SchedulerConfig
+    queue: SchedulingQueue[PodInfo]
+    cache: Cache
+    inbox: Inbox
+    waiting: WaitingPods
+    metrics: Metrics
+    reporter: Reporter
+    rng: np.random.Generator
+    clock: Callable[[], float]
+    # Where the next Filter pass starts in the node order (upstream's nextStartNodeIndex).
+    next_start_index: int
+
+    @property
+    def snapshot(self) -> ClusterSnapshot: ...
+
+    @property
+    def profiles(self) -> Mapping[str, Framework]: ...
+
+    @property
+    def pods(self) -> Mapping[str, PodInfo]:
+        """The watch's newest version of every pod, by uid."""
+        ...
+
+    def refresh(self) -> None:
+        """Apply the watch's deltas to the cache."""
+        ...
+
+    def node_exists(self, name: str) -> bool: ...
+
+    def submit_binding(self, fn: Callable[..., None], *args: Any) -> None: ...
+
+
 @dataclass
 class ScheduleResult:
     node: str
@@ -81,7 +123,7 @@ class ScheduleResult:
     feasible_nodes: int
 
 
-def schedule_one(s: Scheduler, timeout: float | None = None) -> bool:
+def schedule_one(s: CycleHost, timeout: float | None = None) -> bool:
     """Schedule the next pod; returns False when no pod arrived within ``timeout``."""
     qpi = s.queue.pop(timeout)
     s.refresh()
@@ -111,7 +153,7 @@ def schedule_one(s: Scheduler, timeout: float | None = None) -> bool:
 
 
 def scheduling_cycle(
-    s: Scheduler, framework: Framework, state: CycleState, qpi: QueuedPodInfo[PodInfo], start: float
+    s: CycleHost, framework: Framework, state: CycleState, qpi: QueuedPodInfo[PodInfo], start: float
 ) -> ScheduleResult | None:
     pod = qpi.pod
     try:
@@ -150,7 +192,7 @@ def scheduling_cycle(
 
 
 def _schedule_or_handle_failure(
-    s: Scheduler, framework: Framework, state: CycleState, qpi: QueuedPodInfo[PodInfo], start: float
+    s: CycleHost, framework: Framework, state: CycleState, qpi: QueuedPodInfo[PodInfo], start: float
 ) -> ScheduleResult | None:
     """The scheduling algorithm, with PostFilter and the failure handling when it finds no
     node; None when the pod went back to the queue."""
@@ -187,7 +229,7 @@ def _schedule_or_handle_failure(
 
 
 def schedule_pod(
-    s: Scheduler, framework: Framework, state: CycleState, pod: PodInfo
+    s: CycleHost, framework: Framework, state: CycleState, pod: PodInfo
 ) -> ScheduleResult:
     snapshot = s.snapshot
     if snapshot.num_nodes == 0:
@@ -205,7 +247,7 @@ def schedule_pod(
 
 
 def find_nodes_that_fit(
-    s: Scheduler, framework: Framework, state: CycleState, pod: PodInfo
+    s: CycleHost, framework: Framework, state: CycleState, pod: PodInfo
 ) -> tuple[IntArray, Diagnosis, int]:
     """Feasible node rows, the diagnosis of the rejected ones, and how many were evaluated."""
     snapshot = s.snapshot
@@ -258,7 +300,7 @@ def find_nodes_that_fit(
 
 
 def pre_filter_candidates(
-    s: Scheduler, framework: Framework, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    s: CycleHost, framework: Framework, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
 ) -> IntArray | None:
     """Run PreFilter: the node rows left to filter, or None when PreFilter rejected the pod.
 
@@ -329,7 +371,7 @@ def prioritize(framework: Framework, state: CycleState, pod: PodInfo, view: Node
     return totals
 
 
-def select_host(s: Scheduler, view: NodeView, totals: IntArray) -> str:
+def select_host(s: CycleHost, view: NodeView, totals: IntArray) -> str:
     """The node with the highest total; ties are broken uniformly at random."""
     best = np.flatnonzero(totals == totals.max())
     pick = int(best[0]) if best.size == 1 else int(s.rng.choice(best))
@@ -337,7 +379,7 @@ def select_host(s: Scheduler, view: NodeView, totals: IntArray) -> str:
 
 
 def binding_cycle(
-    s: Scheduler,
+    s: CycleHost,
     framework: Framework,
     state: CycleState,
     qpi: QueuedPodInfo[PodInfo],
@@ -348,6 +390,7 @@ def binding_cycle(
     pod = qpi.pod
     node = result.node
     at_permit = True
+    at_bind = False
     try:
         status = s.waiting.wait(pod.uid)
         if status.is_success():
@@ -356,6 +399,7 @@ def binding_cycle(
         if status.is_success() and not s.node_exists(node):
             status = Status.error(f"node {node!r} was deleted before the binding")
         if status.is_success():
+            at_bind = True
             status = framework.run_bind(state, pod, node)
     except Exception as exc:  # a binding thread must always release the pod
         log.exception("Binding cycle failed", pod=pod.key, node=node)
@@ -375,16 +419,15 @@ def binding_cycle(
             duration_ms=round((time.perf_counter() - start) * 1000, 3),
         )
         return
-    outcome = BindOutcome.FAILED if at_permit else state.get(BIND_OUTCOME_KEY, BindOutcome.FAILED)
     try:
         framework.run_unreserve(state, pod, node)
     finally:
         s.inbox.put(lambda: s.cache.forget(pod.uid))
     # Forgetting the assumed pod frees its room: an AssignedPodDelete for the others.
     assumed = dataclasses.replace(pod, node_name=node)
-    if outcome in (BindOutcome.GONE, BindOutcome.CONFLICT):
+    if at_bind and status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
         # Deleted, or bound by someone else: nothing to retry.
-        log.info("Dropped pod after binding", pod=pod.key, node=node, reason=outcome.value)
+        log.info("Dropped pod after binding", pod=pod.key, node=node, reason=status.message)
         s.metrics.profile(framework.profile_name).attempt(ERROR, time.perf_counter() - start)
         s.queue.delete(pod.uid)
         s.queue.done(pod.uid)
@@ -414,7 +457,7 @@ def binding_cycle(
 
 
 def handle_scheduling_failure(
-    s: Scheduler,
+    s: CycleHost,
     framework: Framework,
     qpi: QueuedPodInfo[PodInfo],
     reason: str,
@@ -455,7 +498,7 @@ def handle_scheduling_failure(
 
 
 def _fail_after_assume(
-    s: Scheduler, framework: Framework, qpi: QueuedPodInfo[PodInfo], status: Status, start: float
+    s: CycleHost, framework: Framework, qpi: QueuedPodInfo[PodInfo], status: Status, start: float
 ) -> None:
     if status.is_rejected():
         diagnosis = _single_node_diagnosis(status)
@@ -471,7 +514,7 @@ def _fail_after_assume(
 
 
 def _record_scheduled(
-    s: Scheduler, framework: Framework, qpi: QueuedPodInfo[PodInfo], start: float
+    s: CycleHost, framework: Framework, qpi: QueuedPodInfo[PodInfo], start: float
 ) -> None:
     s.metrics.profile(framework.profile_name).attempt(SCHEDULED, time.perf_counter() - start)
     queued = qpi.initial_attempt_timestamp
@@ -497,6 +540,6 @@ def _record_rejectors(diagnosis: Diagnosis, code: Code, plugins: set[str]) -> No
         diagnosis.unschedulable_plugins |= plugins
 
 
-def _view(s: Scheduler, rows: IntArray) -> NodeView:
+def _view(s: CycleHost, rows: IntArray) -> NodeView:
     nodes = s.snapshot.nodes
     return NodeView(s.snapshot, rows, nodes.requested[rows], nodes.pod_count[rows])

@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.cache.node_table import ports_conflict
 from scheduler.cycle import (
     NO_NODES_AVAILABLE,
     SchedulingError,
@@ -42,9 +41,10 @@ from scheduler.cycle import (
 from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.fit_error import fit_error_message
 from scheduler.framework.interface import Code, CycleState, Diagnosis, IntArray, NodeView
+from scheduler.framework.ports import NullPorts
 from scheduler.framework.registry import Registry
 from scheduler.intake import NAMESPACES, PDBS, PRIORITY_CLASSES, Intake
-from scheduler.model.pod import PodInfo
+from scheduler.model.pod import PodInfo, ports_conflict
 from scheduler.model.resources import CPU, MEMORY
 from scheduler.model.taints import NO_EXECUTE, NO_SCHEDULE, Taint, tolerates_any
 from scheduler.plugins import (
@@ -61,7 +61,6 @@ from scheduler.plugins.default_preemption import (
     prefixed,
     select_candidate,
 )
-from scheduler.ports import NullPorts
 from scheduler.scheduler import Scheduler
 
 SKIPPED = "Skip"

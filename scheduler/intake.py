@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -33,9 +32,8 @@ from scheduler.framework.events import (
     Resource,
 )
 from scheduler.model.errors import InvalidSpecError
+from scheduler.model.node import NodeSummary
 from scheduler.model.pod import PodInfo
-from scheduler.model.resources import node_allocatable
-from scheduler.model.taints import parse_taints
 
 if TYPE_CHECKING:
     from scheduler.scheduler import Scheduler
@@ -64,19 +62,11 @@ def _parse_version(value: object) -> int | None:
         return None
 
 
-@dataclass(frozen=True)
-class _NodeSummary:
-    labels: Mapping[str, str]
-    taints: tuple[Any, ...]
-    allocatable: Mapping[str, int]
-    unschedulable: bool
-
-
 class Intake:
     def __init__(self, scheduler: Scheduler) -> None:
         self.s = scheduler
         self.scheduler_names = scheduler.config.scheduler_names
-        self._nodes: dict[str, _NodeSummary] = {}
+        self._nodes: dict[str, NodeSummary] = {}
         # The last seen version of every pod we know, by uid (shared with the scheduler).
         self._pods = scheduler.pods
         self._priority_classes: dict[str, tuple[int, bool, str]] = {}
@@ -243,18 +233,13 @@ class Intake:
     def on_node(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         name = obj["metadata"]["name"]
         if event_type == DELETED:
-            self._nodes.pop(name, None)
+            gone = self._nodes.pop(name, None)
             self.s.known_nodes.discard(name)
             self.s.inbox.put(lambda: self.s.cache.remove_node(name))
-            self.s.queue.move_all_to_active_or_backoff(NODE_DELETE, obj, None)
+            self.s.queue.move_all_to_active_or_backoff(NODE_DELETE, gone, None)
             return
         try:
-            summary = _NodeSummary(
-                labels=dict(obj["metadata"].get("labels") or {}),
-                taints=parse_taints(obj),
-                allocatable=node_allocatable(obj),
-                unschedulable=bool((obj.get("spec") or {}).get("unschedulable", False)),
-            )
+            summary = NodeSummary.from_object(obj)
         except InvalidSpecError as exc:
             log.error("Node has an invalid spec; ignored", node=name, reason=str(exc))
             return
@@ -265,7 +250,8 @@ class Intake:
         self.s.inbox.put(lambda: self._upsert_node(node))
         event = _node_event(old, summary)
         if event is not None:
-            self.s.queue.move_all_to_active_or_backoff(event, old, obj)
+            # Hints get one parsed type per kind, old and new alike.
+            self.s.queue.move_all_to_active_or_backoff(event, old, summary)
 
     def _upsert_node(self, node: Mapping[str, Any]) -> None:
         self.s.cache.upsert_node(node)
@@ -414,7 +400,7 @@ def _without_managed_fields(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
 
 
-def _node_event(old: _NodeSummary | None, new: _NodeSummary) -> ClusterEvent | None:
+def _node_event(old: NodeSummary | None, new: NodeSummary) -> ClusterEvent | None:
     if old is None:
         return NODE_ADD
     action = Action(0)

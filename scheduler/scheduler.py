@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
@@ -24,12 +24,14 @@ from scheduler.cache.snapshot import Snapshot
 from scheduler.cycle import schedule_one
 from scheduler.framework.config import ProfileConfig, SchedulerConfig
 from scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
-from scheduler.framework.interface import SUCCESS, Code, Plugin, Status
+from scheduler.framework.interface import Plugin
+from scheduler.framework.ports import Binder, Evictor, Reporter
 from scheduler.framework.registry import POINT_METHODS, Registry
 from scheduler.framework.runtime import Framework, PluginSets
+from scheduler.framework.waiting import WaitingPods
 from scheduler.metrics import Metrics
 from scheduler.model.pod import PodInfo
-from scheduler.ports import Binder, Evictor, Reporter
+from scheduler.queue.nominator import Nominator
 from scheduler.queue.scheduling_queue import SchedulingQueue
 
 log = structlog.get_logger("scheduler")
@@ -42,10 +44,41 @@ _REJECTING_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
 
 @dataclass
 class ProfileHandle:
-    """What plugins of one profile may reach: the scheduler's ports and shared state."""
+    """The framework's :class:`~scheduler.framework.handle.Handle` for one profile: what its
+    plugins may reach of the scheduler, and nothing else."""
 
     profile_name: str
     scheduler: Scheduler
+
+    @property
+    def snapshot(self) -> Snapshot:
+        return self.scheduler.snapshot
+
+    @property
+    def framework(self) -> Framework:
+        return self.scheduler.profiles[self.profile_name]
+
+    def framework_of(self, scheduler_name: str) -> Framework | None:
+        return self.scheduler.profiles.get(scheduler_name)
+
+    @property
+    def nominator(self) -> Nominator[PodInfo]:
+        return self.scheduler.queue.nominator
+
+    @property
+    def waiting_pods(self) -> WaitingPods:
+        return self.scheduler.waiting
+
+    def get_pod(self, uid: str) -> PodInfo | None:
+        return self.scheduler.pods.get(uid)
+
+    @property
+    def rng(self) -> np.random.Generator:
+        return self.scheduler.rng
+
+    @property
+    def parallelism(self) -> int:
+        return self.scheduler.config.parallelism
 
     @property
     def binder(self) -> Binder:
@@ -56,51 +89,20 @@ class ProfileHandle:
         return self.scheduler.evictor
 
     @property
-    def framework(self) -> Framework:
-        return self.scheduler.profiles[self.profile_name]
+    def reporter(self) -> Reporter:
+        return self.scheduler.reporter
 
+    @property
+    def metrics(self) -> Metrics:
+        return self.scheduler.metrics
 
-class WaitingPods:
-    """Pods a Permit plugin told to wait, until allowed, rejected or timed out."""
+    def activate(self, uids: Iterable[str]) -> None:
+        self.scheduler.queue.activate(uids)
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pods: dict[str, tuple[threading.Event, list[Status], float]] = {}
-
-    def add(self, pod: PodInfo, timeout: float) -> None:
-        with self._lock:
-            self._pods[pod.uid] = (threading.Event(), [], timeout)
-
-    def allow(self, uid: str) -> None:
-        self._resolve(uid, SUCCESS)
-
-    def reject(self, uid: str, message: str, plugin: str = "") -> None:
-        """Reject a waiting pod; ``plugin`` names the rejector (the queue then retries the pod
-        on that plugin's events, as upstream's ``WaitingPod.Reject(pluginName, msg)``)."""
-        self._resolve(uid, Status(Code.UNSCHEDULABLE, (message,), plugin))
-
-    def _resolve(self, uid: str, status: Status) -> None:
-        with self._lock:
-            entry = self._pods.get(uid)
-        if entry is not None:
-            entry[1].append(status)
-            entry[0].set()
-
-    def wait(self, uid: str) -> Status:
-        with self._lock:
-            entry = self._pods.get(uid)
-        if entry is None:
-            return SUCCESS
-        event, outcome, timeout = entry
-        event.wait(timeout)
-        with self._lock:
-            self._pods.pop(uid, None)
-        if outcome:
-            return outcome[0]
-        return Status(Code.UNSCHEDULABLE, ("rejected due to timeout after waiting at permit",))
-
-    def __contains__(self, uid: str) -> bool:
-        return uid in self._pods
+    def move_all_to_active_or_backoff(
+        self, event: ClusterEvent, old: object, new: object
+    ) -> None:
+        self.scheduler.queue.move_all_to_active_or_backoff(event, old, new)
 
 
 class Scheduler:

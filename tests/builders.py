@@ -10,6 +10,7 @@ import numpy as np
 from scheduler.cache.cache import Cache
 from scheduler.cache.snapshot import Snapshot
 from scheduler.framework.interface import NodeView
+from scheduler.model.node import NodeSummary
 from scheduler.model.pod import PodInfo
 
 
@@ -192,3 +193,8 @@ def rejected_reasons(result: Any, names: Sequence[str]) -> dict[str, list[str]]:
         for i in np.flatnonzero(mask):
             out[names[int(i)]].append(reason)
     return out
+
+
+def summary(obj: Mapping[str, Any] | None) -> NodeSummary | None:
+    """A node as the queue hands it to hints (old and new alike)."""
+    return None if obj is None else NodeSummary.from_object(obj)

@@ -39,11 +39,11 @@ from scheduler.framework.interface import (
     PreFilterResult,
     Status,
 )
+from scheduler.framework.ports import BindOutcome, BindResult
 from scheduler.framework.registry import PluginSpec, Registry, points_of
 from scheduler.intake import ADDED, DELETED, MODIFIED, Intake
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.registry import default_registry
-from scheduler.ports import BindOutcome, BindResult
 from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
 from scheduler.scheduler import Scheduler
 from tests.builders import node, pod
@@ -630,6 +630,49 @@ def test_a_gone_or_conflicting_bind_drops_the_pod_quietly(outcome: BindOutcome) 
     assert len(h.s.queue) == 0 and h.s.queue.in_flight() == []
     assert h.accounted_node("p") is None
     assert h.cycle() is False
+
+
+class FakeBind:
+    """An out-of-tree Bind plugin: the binding cycle reads only the Status it returns."""
+
+    name = "FakeBind"
+
+    def __init__(self, status: Status) -> None:
+        self.status = status
+        self.calls: list[tuple[str, str]] = []
+
+    def bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        self.calls.append((pod.name, node))
+        return self.status
+
+
+@pytest.mark.parametrize(
+    ("status", "bound", "requeued", "reported"),
+    [
+        pytest.param(SUCCESS, True, False, [], id="bound"),
+        pytest.param(Status.error("backend down"), False, True,
+                     [("SchedulerError", 'running Bind plugin "FakeBind": backend down', "")],
+                     id="an error: retried after backoff, reported"),
+        pytest.param(Status.unschedulable("pod gone", resolvable=False), False, False, [],
+                     id="unresolvable: dropped quietly"),
+    ],
+)
+def test_a_custom_bind_plugin_is_judged_by_its_status(
+    status: Status, bound: bool, requeued: bool, reported: list[tuple[str, str, str]]
+) -> None:
+    binder = FakeBind(status)
+    config = {"profiles": [{"plugins": {"multiPoint": {"disabled": [{"name": "*"}], "enabled": [
+        {"name": "PrioritySort"}, {"name": "FakeBind"}]}}}]}
+    h = Harness(config, plugins=[binder])
+    h.nodes(node("n1"))
+    h.add(pod("p"))
+    h.cycle()
+    assert binder.calls == [("p", "n1")]
+    assert h.ports.binds == []  # DefaultBinder is not in the profile
+    assert h.ports.scheduled_calls == ([("default/p", "n1")] if bound else [])
+    assert (h.s.queue.get(h.uid("p")) is not None) is requeued
+    assert h.ports.failures_of("p") == reported
+    assert h.accounted_node("p") == ("n1" if bound else None)
 
 
 def test_freeing_an_assumed_pod_after_a_failed_bind_wakes_pods_waiting_for_room() -> None:

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from scheduler.framework.config import default_config
+from scheduler.framework.ports import NullPorts
 from scheduler.metrics import Metrics
 from scheduler.plugins.registry import default_registry
-from scheduler.ports import NullPorts
 from scheduler.scheduler import Scheduler
 
 DASHBOARD = (Path(__file__).resolve().parent.parent

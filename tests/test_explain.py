@@ -25,9 +25,9 @@ from scheduler.explain import (
 )
 from scheduler.explain_render import WIDTH, as_dict, from_dict, to_text
 from scheduler.framework.config import default_config, parse_config
+from scheduler.framework.ports import NullPorts
 from scheduler.intake import Intake
 from scheduler.plugins.registry import default_registry
-from scheduler.ports import NullPorts
 from scheduler.scheduler import Scheduler
 from tests.builders import node, pod
 from tests.plugins.test_default_preemption import FakeEvictor, pdb

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from scheduler.framework.interface import Code
+from scheduler.framework.ports import BindOutcome, EvictionOutcome
 from scheduler.metrics import Metrics, attempts_label
 from scheduler.operator.health import HealthServer
-from scheduler.ports import BindOutcome, EvictionOutcome
 from tests.builders import node, pod
 from tests.plugins.test_default_preemption import (
     BASIC_NODES,

@@ -18,9 +18,9 @@ import pytest
 
 from scheduler.cycle import schedule_one
 from scheduler.framework.interface import Code, CycleState, FilterResult, NodeView, Status
+from scheduler.framework.ports import BindOutcome
 from scheduler.intake import ADDED, MODIFIED
 from scheduler.model.pod import PodInfo
-from scheduler.ports import BindOutcome
 from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
 from tests.builders import node, pod
 from tests.test_cycle import NO_PREEMPTION, FakeFilter, FakePermit, Harness, only

@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -30,48 +29,12 @@ from cachetools import TTLCache
 
 from scheduler.cache.node_table import NodeTable
 from scheduler.cache.pod_index import PodLabelIndex
+from scheduler.model.disruption import DisruptionBudget
 from scheduler.model.pod import PodInfo
-from scheduler.model.selectors import LabelSelector
 
 log = structlog.get_logger(__name__)
 
 DEFAULT_ASSUMED_TTL_SECONDS = 15 * 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class DisruptionBudget:
-    namespace: str
-    name: str
-    selector: LabelSelector
-    disruptions_allowed: int
-    disrupted_pods: frozenset[str]
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-    @classmethod
-    def from_object(cls, obj: Mapping[str, Any]) -> DisruptionBudget:
-        meta = obj["metadata"]
-        spec = obj.get("spec") or {}
-        status = obj.get("status") or {}
-        raw_selector = spec.get("selector")
-        try:
-            selector = LabelSelector.parse(raw_selector, "spec.selector")
-        except ValueError:
-            selector = LabelSelector.NOTHING
-        # Upstream: a PDB with an empty selector matches no pod for preemption purposes.
-        if not raw_selector or (
-            not raw_selector.get("matchLabels") and not raw_selector.get("matchExpressions")
-        ):
-            selector = LabelSelector.NOTHING
-        return cls(
-            namespace=meta.get("namespace", ""),
-            name=meta["name"],
-            selector=selector,
-            disruptions_allowed=int(status.get("disruptionsAllowed") or 0),
-            disrupted_pods=frozenset((status.get("disruptedPods") or {}).keys()),
-        )
 
 
 class Cache:

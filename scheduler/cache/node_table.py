@@ -10,17 +10,17 @@ pods) sit in parallel lists indexed by the same row.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scheduler.framework.interface import BoolArray, IntArray
+from scheduler.model.arrays import BoolArray, IntArray
 from scheduler.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, node_allocatable
 from scheduler.model.taints import Taint, parse_taints
 
 if TYPE_CHECKING:
-    from scheduler.model.pod import HostPort, PodInfo
+    from scheduler.model.pod import PodInfo
 
 VECTOR_CACHE_SIZE = 200_000
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
@@ -82,17 +82,6 @@ def zone_key(labels: Mapping[str, str]) -> str:
     if not region and not zone:
         return ""
     return f"{region}:\x00:{zone}"
-
-
-def ports_conflict(used: Counter[tuple[str, str, int]], wanted: Iterable[HostPort]) -> bool:
-    """Upstream HostPortInfo.CheckConflict: 0.0.0.0 collides with every address."""
-    for hp in wanted:
-        if hp.ip == "0.0.0.0":
-            if any(p == hp.port and proto == hp.protocol for (_, proto, p) in used):
-                return True
-        elif (hp.ip, hp.protocol, hp.port) in used or ("0.0.0.0", hp.protocol, hp.port) in used:
-            return True
-    return False
 
 
 class NodeTable:

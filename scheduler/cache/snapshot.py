@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scheduler.cache.node_table import NodeTable, ResourceIndex, zone_key
-from scheduler.framework.interface import BoolArray, IntArray
+from scheduler.model.arrays import BoolArray, IntArray
 from scheduler.model.selectors import LabelSelector
 
 if TYPE_CHECKING:
-    from scheduler.cache.cache import Cache, DisruptionBudget
+    from scheduler.cache.cache import Cache
+    from scheduler.model.disruption import DisruptionBudget
     from scheduler.model.pod import AffinityTerm, PodInfo
 
 
@@ -31,6 +32,10 @@ class Snapshot:
         self._domains_gen = (-1, -1)
         self._masks: dict[Hashable, BoolArray] = {}
         self._masks_gen = (-1, -1, -1, -1)
+
+    @property
+    def source(self) -> object:
+        return self.cache
 
     # -- nodes ----------------------------------------------------------------------------
     @property
@@ -87,7 +92,12 @@ class Snapshot:
         return cached
 
     def node_mask(self, key: Hashable, compute: Callable[[], BoolArray]) -> BoolArray:
-        """A boolean per node row that depends only on node labels and taints, cached."""
+        """A boolean per node row that depends only on node labels, taints and the node set,
+        cached until one of those changes (computed every time for an unhashable key)."""
+        try:
+            hash(key)
+        except TypeError:
+            return compute()
         gen = (
             self.nodes.labels_generation,
             self.nodes.taints_generation,
@@ -127,6 +137,9 @@ class Snapshot:
 
     def pods_with_affinity_terms(self) -> Iterable[PodInfo]:
         return self.cache.pods.with_affinity_terms.values()
+
+    def pods_of_owner(self, namespace: str, kind: str, name: str) -> Mapping[str, PodInfo]:
+        return self.cache.pods.by_owner.get((namespace, kind, name), {})
 
     def get_pod(self, uid: str) -> PodInfo | None:
         return self.cache.get_pod(uid)

@@ -18,23 +18,24 @@ node X without these pods?".
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
-import numpy.typing as npt
+
+# Plugins take the array types from here, with the rest of the framework's vocabulary.
+from scheduler.model.arrays import BoolArray as BoolArray
+from scheduler.model.arrays import CodeArray as CodeArray
+from scheduler.model.arrays import IntArray as IntArray
 
 if TYPE_CHECKING:
-    from scheduler.cache.snapshot import Snapshot
     from scheduler.framework.events import ClusterEventWithHint
+    from scheduler.framework.snapshot import ClusterSnapshot
     from scheduler.model.pod import PodInfo
 
 MAX_NODE_SCORE = 100
 
-BoolArray = npt.NDArray[np.bool_]
-IntArray = npt.NDArray[np.int64]
-CodeArray = npt.NDArray[np.uint8]
 
 
 class Code(enum.IntEnum):
@@ -125,7 +126,7 @@ class NodeView:
     the fast path of an ordinary cycle).
     """
 
-    snapshot: Snapshot
+    snapshot: ClusterSnapshot
     idx: IntArray
     requested: IntArray
     pod_count: IntArray
@@ -138,6 +139,16 @@ class NodeView:
     @property
     def has_deltas(self) -> bool:
         return self.added is not None or self.removed is not None
+
+    def delta_rows(self) -> Iterator[tuple[int, int, Sequence[PodInfo], Sequence[PodInfo]]]:
+        """(position, node row, added, removed) for the rows carrying hypothetical pods."""
+        if not self.has_deltas:
+            return
+        for pos in range(len(self)):
+            added = self.added[pos] if self.added is not None else ()
+            removed = self.removed[pos] if self.removed is not None else ()
+            if added or removed:
+                yield pos, int(self.idx[pos]), added, removed
 
     def subset(self, rows: IntArray) -> NodeView:
         """The rows ``rows`` (positions in this view) as a new view."""
@@ -248,7 +259,7 @@ class PreFilterResult:
 
 class PreFilterPlugin(Plugin, Protocol):
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+        self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot
     ) -> tuple[PreFilterResult | None, Status]: ...
 
 
@@ -305,7 +316,9 @@ class PreBindPlugin(Plugin, Protocol):
 
 class BindPlugin(Plugin, Protocol):
     def bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        """Return SKIP to let the next Bind plugin try."""
+        """SUCCESS once bound; SKIP to let the next Bind plugin try; ERROR to retry the pod
+        after its backoff; UNSCHEDULABLE_AND_UNRESOLVABLE when no retry can help (the pod
+        was deleted or bound by someone else meanwhile): the pod is then dropped."""
         ...
 
 

@@ -9,20 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, cast
 
+from scheduler.framework.handle import Handle
 from scheduler.framework.interface import Plugin
 
 
 class ConfigError(ValueError):
     """A configuration problem; the message names the field, e.g. ``profiles[0].plugins``."""
-
-
-class Handle(Protocol):
-    """What a plugin may use of the framework that runs it."""
-
-    @property
-    def profile_name(self) -> str: ...
 
 
 Factory = Callable[[Mapping[str, Any], Handle], Plugin]
@@ -56,8 +50,9 @@ class PluginSpec:
     points: frozenset[str] = frozenset()
 
 
-class _ProbeHandle:
-    profile_name = ""
+# Factories only keep the handle they are given; registering a plugin builds one to find
+# its extension points, before any scheduler exists.
+_PROBE_HANDLE = cast(Handle, None)
 
 
 def points_of(plugin: object) -> frozenset[str]:
@@ -75,7 +70,7 @@ class Registry:
         if spec.name in self._specs:
             raise ValueError(f"plugin {spec.name!r} registered twice")
         if not spec.points:
-            probe = spec.factory(spec.default_args, _ProbeHandle())
+            probe = spec.factory(spec.default_args, _PROBE_HANDLE)
             spec = PluginSpec(
                 spec.name, spec.factory, spec.default_args, spec.validate, points_of(probe)
             )

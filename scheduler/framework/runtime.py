@@ -47,7 +47,7 @@ from scheduler.framework.interface import (
 )
 
 if TYPE_CHECKING:
-    from scheduler.cache.snapshot import Snapshot
+    from scheduler.framework.snapshot import ClusterSnapshot
     from scheduler.metrics import ProfileMetrics
     from scheduler.model.pod import PodInfo
 
@@ -169,7 +169,7 @@ class Framework:
     # -- PreFilter ------------------------------------------------------------------------
     @_timed_point("PreFilter", lambda out: out[1].code)
     def run_pre_filter(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+        self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot
     ) -> tuple[PreFilterResult | None, Status, set[str]]:
         """Run every PreFilter; returns the merged node restriction, status, rejecting plugins.
 

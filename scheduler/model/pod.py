@@ -9,7 +9,8 @@ common.go`` for spread constraints, ``pkg/scheduler/util/utils.go GetHostPorts``
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -83,6 +84,17 @@ class HostPort:
     ip: str
     protocol: str
     port: int
+
+
+def ports_conflict(used: Counter[tuple[str, str, int]], wanted: Iterable[HostPort]) -> bool:
+    """Upstream HostPortInfo.CheckConflict: 0.0.0.0 collides with every address."""
+    for hp in wanted:
+        if hp.ip == "0.0.0.0":
+            if any(p == hp.port and proto == hp.protocol for (_, proto, p) in used):
+                return True
+        elif (hp.ip, hp.protocol, hp.port) in used or ("0.0.0.0", hp.protocol, hp.port) in used:
+            return True
+    return False
 
 
 def _opt_str(value: Any, path: str) -> str:

@@ -18,9 +18,9 @@ import structlog
 from cachetools import TTLCache
 
 from scheduler.framework.fit_error import truncate_note
+from scheduler.framework.ports import BindOutcome, BindResult, EvictionOutcome, EvictionResult
 from scheduler.model.pod import PodInfo
 from scheduler.operator.kubeapi import STRATEGIC_MERGE, KubeApi
-from scheduler.ports import BindOutcome, BindResult, EvictionOutcome, EvictionResult
 
 log = structlog.get_logger("scheduler.api")
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from scheduler.framework.handle import Handle
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SKIP,
@@ -33,7 +34,7 @@ from scheduler.framework.interface import (
     NodeView,
     Status,
 )
-from scheduler.framework.registry import ConfigError, Handle, PluginSpec
+from scheduler.framework.registry import ConfigError, PluginSpec
 from scheduler.plugins.node_resources_fit import (
     DEFAULT_RESOURCES,
     ResourceSpec,

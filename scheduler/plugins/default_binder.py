@@ -5,17 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from scheduler.framework.interface import SUCCESS, CycleState, Status
-from scheduler.framework.registry import Handle, PluginSpec
-from scheduler.ports import Binder, BindOutcome
+from scheduler.framework.handle import Handle
+from scheduler.framework.interface import SUCCESS, Code, CycleState, Status
+from scheduler.framework.ports import BindOutcome
+from scheduler.framework.registry import PluginSpec
 
 if TYPE_CHECKING:
-    from scheduler.metrics import Metrics
     from scheduler.model.pod import PodInfo
 
 NAME = "DefaultBinder"
-# CycleState key under which the binder leaves the outcome for the binding cycle.
-OUTCOME_KEY = "bind_outcome"
 
 
 class DefaultBinder:
@@ -25,14 +23,15 @@ class DefaultBinder:
         self._handle = handle
 
     def bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
-        binder: Binder = self._handle.binder  # type: ignore[attr-defined]
-        result = binder.bind(pod, node)
-        state.write(OUTCOME_KEY, result.outcome)
-        metrics: Metrics = self._handle.scheduler.metrics  # type: ignore[attr-defined]
-        metrics.bindings.labels(result.outcome.value).inc()
+        result = self._handle.binder.bind(pod, node)
+        self._handle.metrics.bindings.labels(result.outcome.value).inc()
+        message = result.message or result.outcome.value
         if result.outcome is BindOutcome.BOUND:
             return SUCCESS
-        return Status.error(result.message or result.outcome.value)
+        if result.outcome in (BindOutcome.GONE, BindOutcome.CONFLICT):
+            # Deleted meanwhile (404), or bound by someone else (409): no retry can help.
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,))
+        return Status.error(message)
 
 
 def new(args: Mapping[str, Any], handle: Handle) -> DefaultBinder:

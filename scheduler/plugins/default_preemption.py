@@ -65,6 +65,7 @@ from scheduler.framework.events import (
     Resource,
 )
 from scheduler.framework.fit_error import fit_error_message
+from scheduler.framework.handle import Handle
 from scheduler.framework.interface import (
     SUCCESS,
     Code,
@@ -75,15 +76,14 @@ from scheduler.framework.interface import (
     PostFilterResult,
     Status,
 )
-from scheduler.framework.registry import ConfigError, Handle, PluginSpec
-from scheduler.ports import EvictionOutcome, Evictor
+from scheduler.framework.ports import EvictionOutcome, Evictor
+from scheduler.framework.registry import ConfigError, PluginSpec
 
 if TYPE_CHECKING:
-    from scheduler.cache.cache import DisruptionBudget
-    from scheduler.cache.snapshot import Snapshot
+    from scheduler.framework.snapshot import ClusterSnapshot
     from scheduler.metrics import Metrics
+    from scheduler.model.disruption import DisruptionBudget
     from scheduler.model.pod import PodInfo
-    from scheduler.scheduler import ProfileHandle
 
 log = structlog.get_logger("scheduler.preemption")
 
@@ -228,8 +228,8 @@ class DefaultPreemption:
     def preempt(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]:
-        handle: ProfileHandle = self.handle  # type: ignore[assignment]
-        metrics = handle.scheduler.metrics
+        handle = self.handle
+        metrics = handle.metrics
         metrics.preemption_attempts.inc()
         plan = self.plan(state, pod, diagnosis)
         if plan.best is not None and plan.preemptor is not None:
@@ -239,16 +239,15 @@ class DefaultPreemption:
 
     def plan(self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis) -> PreemptionPlan:
         """The dry run: what preempting for ``pod`` would do now. Nothing is changed."""
-        handle: ProfileHandle = self.handle  # type: ignore[assignment]
-        scheduler = handle.scheduler
-        snapshot = scheduler.snapshot
+        handle = self.handle
+        snapshot = handle.snapshot
         # As upstream, the newest version of the preemptor: one deleted or bound during its
         # own cycle preempts nobody.
-        current = scheduler.pods.get(pod.uid)
+        current = handle.get_pod(pod.uid)
         if current is None or current.node_name or current.is_terminating:
             return PreemptionPlan(None, Status(Code.UNSCHEDULABLE, (GONE,)))
         pod = current
-        nominated = scheduler.queue.nominator.node_of(pod.uid) or pod.nominated_node_name
+        nominated = handle.nominator.node_of(pod.uid) or pod.nominated_node_name
         eligible, reason = self.eligible(pod, nominated, diagnosis, snapshot)
         if not eligible:
             return PreemptionPlan(None, Status(Code.UNSCHEDULABLE, (reason,)))
@@ -279,7 +278,7 @@ class DefaultPreemption:
         )
 
     def eligible(
-        self, pod: PodInfo, nominated: str, diagnosis: Diagnosis, snapshot: Snapshot
+        self, pod: PodInfo, nominated: str, diagnosis: Diagnosis, snapshot: ClusterSnapshot
     ) -> tuple[bool, str]:
         if pod.preemption_policy == "Never":
             return False, NEVER
@@ -302,8 +301,8 @@ class DefaultPreemption:
         if victim.priority >= preemptor.priority:
             return False
         if self.own_profiles_only:
-            handle: ProfileHandle = self.handle  # type: ignore[assignment]
-            return victim.scheduler_name in handle.scheduler.profiles
+            handle = self.handle
+            return handle.framework_of(victim.scheduler_name) is not None
         return True
 
     # -- dry run --------------------------------------------------------------------------
@@ -312,14 +311,14 @@ class DefaultPreemption:
         return min(max(n, self.min_abs), num_nodes)
 
     def find_candidates(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, potential: IntArray
+        self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot, potential: IntArray
     ) -> tuple[list[Candidate], list[tuple[IntArray, str]], list[str]]:
         """Candidates in dry-run order, the (rows, reason) of nodes that were no help, and the
         errors met on the way."""
-        handle: ProfileHandle = self.handle  # type: ignore[assignment]
+        handle = self.handle
         n = int(potential.size)
         wanted = self.num_candidates(n)
-        offset = int(handle.scheduler.rng.integers(n))
+        offset = int(handle.rng.integers(n))
         ordered = potential[(offset + np.arange(n)) % n]
         pdbs = list(snapshot.pdbs())
         non_violating: list[Candidate] = []
@@ -364,7 +363,7 @@ class DefaultPreemption:
         self,
         state: CycleState,
         pod: PodInfo,
-        snapshot: Snapshot,
+        snapshot: ClusterSnapshot,
         rows: IntArray,
         pdbs: Sequence[DisruptionBudget],
     ) -> tuple[list[Candidate], list[tuple[IntArray, str]], list[str]]:
@@ -393,13 +392,13 @@ class DefaultPreemption:
         self,
         state: CycleState,
         pod: PodInfo,
-        snapshot: Snapshot,
+        snapshot: ClusterSnapshot,
         rows: IntArray,
         pdbs: Sequence[DisruptionBudget],
     ) -> tuple[list[Candidate], list[tuple[IntArray, str]], str | None]:
-        handle: ProfileHandle = self.handle  # type: ignore[assignment]
+        handle = self.handle
         framework = handle.framework
-        nominated = handle.scheduler.queue.nominator.all()
+        nominated = handle.nominator.all()
         nodes = snapshot.nodes
         failed: list[tuple[IntArray, str]] = []
 
@@ -514,8 +513,7 @@ class DefaultPreemption:
 
         Until that work ends, :meth:`pre_enqueue` keeps ``pod`` gated.
         """
-        handle: ProfileHandle = self.handle  # type: ignore[assignment]
-        scheduler = handle.scheduler
+        handle = self.handle
         log.info(
             "Preempting pods to make room",
             pod=pod.key, node=best.node, victims=[v.key for v in best.victims],
@@ -528,7 +526,7 @@ class DefaultPreemption:
             # As upstream: every victim is already terminating, there is nothing to send.
             return
         lower_nominated = [
-            p for p in scheduler.queue.nominator.pods_for_node(best.node)
+            p for p in handle.nominator.pods_for_node(best.node)
             if p.priority < pod.priority and p.uid != pod.uid
         ]
         actuation = _Actuation(pod, best.node)
@@ -572,8 +570,8 @@ class DefaultPreemption:
             return False
         if not last:
             return True
-        handle: ProfileHandle = self.handle  # type: ignore[assignment]
-        victim = handle.scheduler.pods.get(last)
+        handle = self.handle
+        victim = handle.get_pod(last)
         return victim is not None and not victim.is_terminating
 
     def supersede(self, uid: str) -> None:
@@ -594,7 +592,7 @@ class DefaultPreemption:
         failed, or a victim was already gone or was preempted in memory. A refusal by a
         budget (pdbMode Strict) releases the node and retries after the pod's backoff.
         """
-        handle: ProfileHandle = self.handle  # type: ignore[assignment]
+        handle = self.handle
         evictor = handle.evictor
         assert evictor is not None
         pod, node = actuation.pod, actuation.node
@@ -604,7 +602,7 @@ class DefaultPreemption:
                 # Deleted or bound during its own cycle: no victim is disturbed for it.
                 log.info("Preemptor no longer pending; no victim was touched", pod=pod.key,
                          node=node)
-                handle.scheduler.queue.nominator.delete(pod.uid)
+                handle.nominator.delete(pod.uid)
                 return
             self._clear_lower_nominations(pod, lower_nominated)
             message = f"{pod.scheduler_name}: preempting to accommodate a higher priority pod"
@@ -625,27 +623,26 @@ class DefaultPreemption:
             self._finish(actuation, outcomes)
 
     def _finish(self, actuation: _Actuation, outcomes: Sequence[Removal]) -> None:
-        handle: ProfileHandle = self.handle  # type: ignore[assignment]
-        scheduler = handle.scheduler
+        handle = self.handle
         pod = actuation.pod
         if actuation.superseded or not self._still_wanted(actuation):
             return
         if Removal.REFUSED in outcomes:
             # Holding the node for a plan a budget refused would block it for nothing:
             # release the reservation, say why, and retry after the pod's backoff.
-            scheduler.queue.nominator.delete(pod.uid)
-            scheduler.reporter.failed(
+            handle.nominator.delete(pod.uid)
+            handle.reporter.failed(
                 pod, REASON_UNSCHEDULABLE, f"preemption: {REFUSED_BY_PDB} on node {actuation.node}",
                 "",
             )
-            scheduler.queue.move_all_to_active_or_backoff(PREEMPTION_REFUSED, None, pod)
+            handle.move_all_to_active_or_backoff(PREEMPTION_REFUSED, None, pod)
         elif Removal.FAILED in outcomes or Removal.GONE in outcomes:
-            scheduler.queue.activate([pod.uid])
+            handle.activate([pod.uid])
 
     def _still_wanted(self, actuation: _Actuation) -> bool:
         """The preemptor still exists, unbound and not terminating, and no one took its node."""
-        handle: ProfileHandle = self.handle  # type: ignore[assignment]
-        current = handle.scheduler.pods.get(actuation.pod.uid)
+        handle = self.handle
+        current = handle.get_pod(actuation.pod.uid)
         return (
             not actuation.superseded
             and current is not None
@@ -656,20 +653,19 @@ class DefaultPreemption:
     def _clear_lower_nominations(self, pod: PodInfo, lower: Sequence[PodInfo]) -> None:
         """Lower-priority pods nominated to the node may no longer fit there: their
         nominations go, their own preemptions (if still running) are void, and they retry."""
-        handle: ProfileHandle = self.handle  # type: ignore[assignment]
-        scheduler = handle.scheduler
+        handle = self.handle
         evictor = handle.evictor
         assert evictor is not None
         for other in lower:
-            scheduler.queue.nominator.delete(other.uid)
-            framework = scheduler.profiles.get(other.scheduler_name)
+            handle.nominator.delete(other.uid)
+            framework = handle.framework_of(other.scheduler_name)
             owner = framework.instances.get(NAME) if framework is not None else None
             if isinstance(owner, DefaultPreemption):
                 owner.supersede(other.uid)
             evictor.set_nominated_node(other, "")
             log.info("Cleared a lower-priority nomination", pod=other.key,
                      preemptor=pod.key, node=other.nominated_node_name or None)
-        scheduler.queue.activate([p.uid for p in lower])
+        handle.activate([p.uid for p in lower])
 
     def _remove_in_parallel(
         self, evictor: Evictor, victims: Sequence[PodInfo], pod: PodInfo, node: str,
@@ -678,11 +674,11 @@ class DefaultPreemption:
         """Remove ``victims`` concurrently; each ends on its own, whatever the others do."""
         if len(victims) <= 1:
             return [self._remove_victim(evictor, v, pod, node, message) for v in victims]
-        handle: ProfileHandle = self.handle  # type: ignore[assignment]
+        handle = self.handle
         with self._lock:
             if self._removals is None:
                 self._removals = ThreadPoolExecutor(
-                    handle.scheduler.config.parallelism, thread_name_prefix="eviction"
+                    handle.parallelism, thread_name_prefix="eviction"
                 )
             pool = self._removals
         return list(pool.map(lambda v: self._remove_victim(evictor, v, pod, node, message),
@@ -700,8 +696,8 @@ class DefaultPreemption:
     def _remove(
         self, evictor: Evictor, victim: PodInfo, pod: PodInfo, node: str, message: str
     ) -> Removal:
-        handle: ProfileHandle = self.handle  # type: ignore[assignment]
-        waiting = handle.scheduler.waiting
+        handle = self.handle
+        waiting = handle.waiting_pods
         if victim.uid in waiting:
             # As upstream: a victim still waiting at Permit is rejected in memory; it was
             # never bound, so no deletion event will follow.
@@ -739,8 +735,8 @@ class DefaultPreemption:
         return Removal.REFUSED if outcome in _REFUSALS else Removal.FAILED
 
     def _metrics(self) -> Metrics:
-        handle: ProfileHandle = self.handle  # type: ignore[assignment]
-        return handle.scheduler.metrics
+        handle = self.handle
+        return handle.metrics
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """As upstream: a gated preemptor is re-examined when a bound pod goes away (its

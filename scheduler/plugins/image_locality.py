@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from scheduler.framework.handle import Handle
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, IntArray, NodeView
-from scheduler.framework.registry import Handle, PluginSpec
+from scheduler.framework.registry import PluginSpec
 from scheduler.model.pod import normalized_image_name
 
 if TYPE_CHECKING:

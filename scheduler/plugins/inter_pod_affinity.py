@@ -46,6 +46,7 @@ from scheduler.framework.events import (
     QueueingHint,
     Resource,
 )
+from scheduler.framework.handle import Handle
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SKIP,
@@ -59,10 +60,11 @@ from scheduler.framework.interface import (
     PreFilterResult,
     Status,
 )
-from scheduler.framework.registry import ConfigError, Handle, PluginSpec
+from scheduler.framework.registry import ConfigError, PluginSpec
 
 if TYPE_CHECKING:
-    from scheduler.cache.snapshot import Snapshot
+    from scheduler.framework.snapshot import ClusterSnapshot
+    from scheduler.model.node import NodeSummary
     from scheduler.model.pod import AffinityTerm, PodInfo
     from scheduler.model.selectors import LabelSelector
 
@@ -142,7 +144,7 @@ class MatchedPods:
 
 def matched_pods(
     state: CycleState | None,
-    snapshot: Snapshot,
+    snapshot: ClusterSnapshot,
     namespaces: Iterable[str],
     selector: LabelSelector,
 ) -> MatchedPods:
@@ -182,7 +184,7 @@ class _Term:
             self.all_namespaces or pod.namespace in self.namespaces
         ) and self.selector.matches(pod.labels)
 
-    def pods(self, state: CycleState | None, snapshot: Snapshot) -> MatchedPods:
+    def pods(self, state: CycleState | None, snapshot: ClusterSnapshot) -> MatchedPods:
         return matched_pods(state, snapshot, self.namespaces, self.selector)
 
 
@@ -190,7 +192,7 @@ def _is_everything(selector: LabelSelector | None) -> bool:
     return selector is not None and not selector.matches_nothing and not selector.requirements
 
 
-def _resolve(snapshot: Snapshot, pod: PodInfo, term: AffinityTerm) -> _Term:
+def _resolve(snapshot: ClusterSnapshot, pod: PodInfo, term: AffinityTerm) -> _Term:
     if not term.namespaces and term.namespace_selector is None:
         namespaces = frozenset((pod.namespace,))
     else:
@@ -204,12 +206,14 @@ def _resolve(snapshot: Snapshot, pod: PodInfo, term: AffinityTerm) -> _Term:
     )
 
 
-def rows_of(snapshot: Snapshot, pods: Iterable[PodInfo]) -> IntArray:
+def rows_of(snapshot: ClusterSnapshot, pods: Iterable[PodInfo]) -> IntArray:
     get = snapshot.nodes.index.get
     return np.asarray([get(p.node_name, -1) for p in pods], dtype=np.int64)
 
 
-def _domain_counts(snapshot: Snapshot, key: str, rows: IntArray) -> tuple[IntArray, IntArray]:
+def _domain_counts(
+    snapshot: ClusterSnapshot, key: str, rows: IntArray
+) -> tuple[IntArray, IntArray]:
     """(domain ids per node row, matching pods per domain) for pods on node ``rows``."""
     ids, values = snapshot.domains(key)
     rows = rows[rows >= 0]
@@ -239,7 +243,7 @@ class _FilterState:
 
     def with_pods(
         self,
-        snapshot: Snapshot,
+        snapshot: ClusterSnapshot,
         row: int,
         added: Sequence[PodInfo],
         removed: Sequence[PodInfo],
@@ -345,7 +349,7 @@ class _ScoreState:
 class _ScoreAccumulator:
     """topologyScore of upstream: per topology key, a score per domain id."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: ClusterSnapshot) -> None:
         self.snapshot = snapshot
         self.ids: dict[str, IntArray] = {}
         self.scores: dict[str, IntArray] = {}
@@ -400,7 +404,7 @@ class PodGroups:
         # Node rows of each group's pods, valid while the group and the node set are unchanged.
         self._rows: dict[Hashable, tuple[int, IntArray]] = {}
 
-    def rows(self, key: Hashable, snapshot: Snapshot) -> IntArray:
+    def rows(self, key: Hashable, snapshot: ClusterSnapshot) -> IntArray:
         """Node rows of the group's pods (-1 for a node the table does not hold)."""
         version = snapshot.nodes.membership_generation
         cached = self._rows.get(key)
@@ -467,7 +471,7 @@ class InterPodAffinity:
 
     # -- PreFilter / Filter -----------------------------------------------------------------
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+        self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot
     ) -> tuple[PreFilterResult | None, Status]:
         ns_labels = snapshot.namespace_labels(pod.namespace)
         affinity = tuple(_resolve(snapshot, pod, t) for t in pod.required_affinity)
@@ -476,7 +480,7 @@ class InterPodAffinity:
         # Existing pods' required anti-affinity terms that the incoming pod matches.
         rows_by_key: dict[str, list[IntArray]] = {}
         groups = self._anti_groups
-        groups.refresh(snapshot.cache.pods, snapshot.pods_with_required_anti_affinity())
+        groups.refresh(snapshot.source, snapshot.pods_with_required_anti_affinity())
         for group_key, members in groups.members.items():
             terms = next(iter(members.values())).required_anti_affinity
             keys = [
@@ -555,7 +559,7 @@ class InterPodAffinity:
             )
             return result
         reason = _filter_rows(s, nodes.idx)
-        for pos, row, added, removed in _delta_rows(nodes):
+        for pos, row, added, removed in nodes.delta_rows():
             adjusted = s.with_pods(nodes.snapshot, row, added, removed)
             reason[pos] = _filter_rows(adjusted, nodes.idx[pos : pos + 1])[0]
         result.reject(
@@ -591,7 +595,7 @@ class InterPodAffinity:
         ns_labels = snapshot.namespace_labels(ns)
         hard = self.hard_pod_affinity_weight
         groups = self._scoring_groups
-        groups.refresh(snapshot.cache.pods, snapshot.pods_with_affinity_terms())
+        groups.refresh(snapshot.source, snapshot.pods_with_affinity_terms())
         for group_key, members in groups.members.items():
             first = next(iter(members.values()))
             weights: list[tuple[str, int]] = []
@@ -696,10 +700,12 @@ class InterPodAffinity:
         except AttributeError:
             return QueueingHint.QUEUE
 
-    def _after_node_change(self, pod: Any, old: Any, new: Any) -> QueueingHint:
+    def _after_node_change(
+        self, pod: Any, old: NodeSummary | None, new: NodeSummary
+    ) -> QueueingHint:
         try:
-            old_labels = None if old is None else _node_labels(old)
-            new_labels = _node_labels(new)
+            old_labels = None if old is None else old.labels
+            new_labels = new.labels
             affinity = pod.required_affinity
             anti = pod.required_anti_affinity
         except (AttributeError, TypeError, KeyError):
@@ -746,24 +752,6 @@ def _term_matches(term: AffinityTerm, owner: Any, target: Any) -> bool:
     return namespace_ok and term.selector.matches(target.labels)
 
 
-def _node_labels(node: Any) -> Mapping[str, str]:
-    if isinstance(node, Mapping):
-        return node.get("metadata", {}).get("labels") or {}
-    labels: Mapping[str, str] = node.labels
-    return labels
-
-
-def _delta_rows(
-    nodes: NodeView,
-) -> Iterable[tuple[int, int, Sequence[PodInfo], Sequence[PodInfo]]]:
-    """(position, node row, added, removed) for the view rows carrying hypothetical pods."""
-    if not nodes.has_deltas:
-        return
-    for pos in range(len(nodes)):
-        added = nodes.added[pos] if nodes.added is not None else ()
-        removed = nodes.removed[pos] if nodes.removed is not None else ()
-        if added or removed:
-            yield pos, int(nodes.idx[pos]), added, removed
 
 
 def new(args: Mapping[str, Any], handle: Handle) -> InterPodAffinity:

@@ -21,7 +21,7 @@ cached in the snapshot (per selector, per term), recomputed when labels or nodes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from scheduler.framework.events import (
     QueueingHint,
     Resource,
 )
+from scheduler.framework.handle import Handle
 from scheduler.framework.interface import (
     SKIP,
     SUCCESS,
@@ -45,7 +46,7 @@ from scheduler.framework.interface import (
     PreFilterResult,
     Status,
 )
-from scheduler.framework.registry import ConfigError, Handle, PluginSpec
+from scheduler.framework.registry import ConfigError, PluginSpec
 from scheduler.model.errors import InvalidSpecError
 from scheduler.model.selectors import (
     IN,
@@ -60,7 +61,8 @@ from scheduler.model.selectors import (
 from scheduler.plugins.taint_toleration import default_normalize_score
 
 if TYPE_CHECKING:
-    from scheduler.cache.snapshot import Snapshot
+    from scheduler.framework.snapshot import ClusterSnapshot
+    from scheduler.model.node import NodeSummary
     from scheduler.model.pod import PodInfo
 
 NAME = "NodeAffinity"
@@ -129,19 +131,8 @@ def validate_args(args: Mapping[str, Any], path: str) -> None:
 
 
 # -- node masks -----------------------------------------------------------------------------
-def _cached(snapshot: Snapshot, key: Hashable, compute: Callable[[], BoolArray]) -> BoolArray:
-    """A per-row mask cached in the snapshot; the node set's generation is part of the key
-    (the snapshot only watches label and taint generations)."""
-    full_key = (NAME, snapshot.nodes.membership_generation, key)
-    try:
-        hash(full_key)
-    except TypeError:
-        return compute()
-    return snapshot.node_mask(full_key, compute)
-
-
 def _rows_where(
-    snapshot: Snapshot, predicate: Callable[[Mapping[str, str], str], bool]
+    snapshot: ClusterSnapshot, predicate: Callable[[Mapping[str, str], str], bool]
 ) -> BoolArray:
     nodes = snapshot.nodes
     out = np.zeros(nodes.capacity, dtype=np.bool_)
@@ -151,15 +142,14 @@ def _rows_where(
     return out
 
 
-def selector_mask(snapshot: Snapshot, selector: NodeSelector) -> BoolArray:
+def selector_mask(snapshot: ClusterSnapshot, selector: NodeSelector) -> BoolArray:
     """Per node row: the node matches ``selector`` (terms ORed)."""
-    return _cached(
-        snapshot, ("selector", selector), lambda: _rows_where(snapshot, selector.matches)
-    )
+    return snapshot.node_mask((NAME, "selector", selector),
+                              lambda: _rows_where(snapshot, selector.matches))
 
 
 def required_mask(
-    snapshot: Snapshot, node_selector: Mapping[str, str], required: NodeSelector | None
+    snapshot: ClusterSnapshot, node_selector: Mapping[str, str], required: NodeSelector | None
 ) -> BoolArray:
     """Per node row: ``RequiredNodeAffinity.Match`` (``nodeSelector`` pairs, then the terms)."""
     pairs = tuple(sorted(node_selector.items()))
@@ -170,11 +160,12 @@ def required_mask(
                 return False
         return required is None or required.matches(labels, name)
 
-    return _cached(snapshot, ("required", pairs, required), lambda: _rows_where(snapshot, matches))
+    return snapshot.node_mask((NAME, "required", pairs, required),
+                              lambda: _rows_where(snapshot, matches))
 
 
-def term_mask(snapshot: Snapshot, term: NodeSelectorTerm) -> BoolArray:
-    return _cached(snapshot, ("term", term), lambda: _rows_where(snapshot, term.matches))
+def term_mask(snapshot: ClusterSnapshot, term: NodeSelectorTerm) -> BoolArray:
+    return snapshot.node_mask((NAME, "term", term), lambda: _rows_where(snapshot, term.matches))
 
 
 def node_names_of_required_terms(pod: PodInfo) -> frozenset[str] | None:
@@ -212,7 +203,7 @@ class NodeAffinity:
 
     # -- PreFilter / Filter ---------------------------------------------------------------
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+        self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot
     ) -> tuple[PreFilterResult | None, Status]:
         required = pod.required_node_affinity
         if required is None and self.added_required is None and not pod.node_selector:
@@ -285,19 +276,21 @@ class NodeAffinity:
             )
         ]
 
-    def _after_node_change(self, pod: Any, old: Any, new: Any) -> QueueingHint:
+    def _after_node_change(
+        self, pod: PodInfo, old: NodeSummary | None, new: NodeSummary | None
+    ) -> QueueingHint:
         """Queue when a node starts to match the pod's required affinity (and the added one)."""
         if new is None:
             return QueueingHint.SKIP
-        name = _node_name(new)
-        new_labels = _node_labels(new)
+        name = new.name
+        new_labels = new.labels
         if self.added_required is not None and not self.added_required.matches(new_labels, name):
             return QueueingHint.SKIP
         if not _matches_required(pod, new_labels, name):
             return QueueingHint.SKIP
         if old is None:
             return QueueingHint.QUEUE
-        if _matches_required(pod, _node_labels(old), name):
+        if _matches_required(pod, old.labels, name):
             return QueueingHint.SKIP
         return QueueingHint.QUEUE
 
@@ -319,17 +312,6 @@ def _matches_required(pod: Any, labels: Mapping[str, str], name: str) -> bool:
     return required is None or required.matches(labels, name)
 
 
-def _node_labels(node: Any) -> Mapping[str, str]:
-    if isinstance(node, Mapping):
-        return (node.get("metadata") or {}).get("labels") or {}
-    labels: Mapping[str, str] = getattr(node, "labels", None) or {}
-    return labels
-
-
-def _node_name(node: Any) -> str:
-    if isinstance(node, Mapping):
-        return str((node.get("metadata") or {}).get("name") or "")
-    return str(getattr(node, "name", "") or "")
 
 
 def new(args: Mapping[str, Any], handle: Handle) -> NodeAffinity:

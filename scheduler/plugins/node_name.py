@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
+from scheduler.framework.handle import Handle
 from scheduler.framework.interface import (
     SKIP,
     SUCCESS,
@@ -24,10 +25,10 @@ from scheduler.framework.interface import (
     PreFilterResult,
     Status,
 )
-from scheduler.framework.registry import Handle, PluginSpec
+from scheduler.framework.registry import PluginSpec
 
 if TYPE_CHECKING:
-    from scheduler.cache.snapshot import Snapshot
+    from scheduler.framework.snapshot import ClusterSnapshot
     from scheduler.model.pod import PodInfo
 
 NAME = "NodeName"
@@ -41,7 +42,7 @@ class NodeName:
     filter_reads_pod_lists = False
 
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+        self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot
     ) -> tuple[PreFilterResult | None, Status]:
         if pod.node_name:
             return PreFilterResult(frozenset({pod.node_name})), SUCCESS

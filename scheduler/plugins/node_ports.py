@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scheduler.cache.node_table import ports_conflict
 from scheduler.framework.events import (
     Action,
     ClusterEvent,
@@ -24,6 +23,7 @@ from scheduler.framework.events import (
     QueueingHint,
     Resource,
 )
+from scheduler.framework.handle import Handle
 from scheduler.framework.interface import (
     SKIP,
     SUCCESS,
@@ -34,10 +34,11 @@ from scheduler.framework.interface import (
     PreFilterResult,
     Status,
 )
-from scheduler.framework.registry import Handle, PluginSpec
+from scheduler.framework.registry import PluginSpec
+from scheduler.model.pod import ports_conflict
 
 if TYPE_CHECKING:
-    from scheduler.cache.snapshot import Snapshot
+    from scheduler.framework.snapshot import ClusterSnapshot
     from scheduler.model.pod import HostPort, PodInfo
 
 NAME = "NodePorts"
@@ -63,7 +64,7 @@ class NodePorts:
     filter_reads_pod_lists = True
 
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+        self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot
     ) -> tuple[PreFilterResult | None, Status]:
         if not pod.host_ports:
             return None, SKIP

@@ -35,7 +35,6 @@ advertise it in ``status.allocatable`` fails with ``Insufficient <name>``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
@@ -49,6 +48,7 @@ from scheduler.framework.events import (
     QueueingHint,
     Resource,
 )
+from scheduler.framework.handle import Handle
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SUCCESS,
@@ -60,7 +60,7 @@ from scheduler.framework.interface import (
     PreFilterResult,
     Status,
 )
-from scheduler.framework.registry import ConfigError, Handle, PluginSpec
+from scheduler.framework.registry import ConfigError, PluginSpec
 from scheduler.model.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -68,11 +68,12 @@ from scheduler.model.resources import (
     PODS,
     is_extended_resource_name,
     is_scalar_resource,
-    node_allocatable,
 )
+from scheduler.model.validation import label_key_error
 
 if TYPE_CHECKING:
-    from scheduler.cache.snapshot import Snapshot
+    from scheduler.framework.snapshot import ClusterSnapshot
+    from scheduler.model.node import NodeSummary
     from scheduler.model.pod import PodInfo
 
 NAME = "NodeResourcesFit"
@@ -116,26 +117,6 @@ def insufficient_reason(resource: str) -> str:
 
 
 # -- arguments ------------------------------------------------------------------------------
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-def label_name_errors(value: Any) -> list[str]:
-    """metav1validation.ValidateLabelName: an optional DNS-subdomain prefix and a name."""
-    if not isinstance(value, str):
-        return ["must be a string"]
-    prefix, slash, name = value.rpartition("/")
-    errors: list[str] = []
-    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
-        errors.append("prefix part must be a lowercase RFC 1123 subdomain")
-    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
-        errors.append(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
-            "start and end with an alphanumeric character"
-        )
-    return errors
-
-
 def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -276,7 +257,9 @@ def validate_args(args: Mapping[str, Any], path: str) -> None:
                 errors.append(
                     f"{p}: Invalid value: {value!r}: resource group name can't contain '/'"
                 )
-            errors.extend(f"{p}: Invalid value: {value!r}: {e}" for e in label_name_errors(value))
+            why = label_key_error(value) if isinstance(value, str) else "must be a string"
+            if why is not None:
+                errors.append(f"{p}: Invalid value: {value!r}: {why}")
     strategy = merged["scoringStrategy"]
     sp = f"{path}.scoringStrategy"
     if not isinstance(strategy, Mapping):
@@ -568,7 +551,7 @@ class NodeResourcesFit:
         )
 
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+        self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot
     ) -> tuple[PreFilterResult | None, Status]:
         state.write(PRE_FILTER_STATE_KEY, self._request(pod))
         return None, SUCCESS
@@ -664,12 +647,6 @@ def _after_assigned_pod_scale_down(pod: Any, old: Any, new: Any) -> QueueingHint
     return QueueingHint.SKIP
 
 
-def _allocatable_of(node: Any) -> Mapping[str, int]:
-    if isinstance(node, Mapping):
-        return node_allocatable(node)
-    allocatable: Mapping[str, int] = getattr(node, "allocatable", {}) or {}
-    return allocatable
-
 
 def fits_empty_node(pod: Any, allocatable: Mapping[str, int]) -> bool:
     """Upstream ``isFit``: the pod fits the node with nothing on it."""
@@ -679,15 +656,17 @@ def fits_empty_node(pod: Any, allocatable: Mapping[str, int]) -> bool:
     return all(q <= allocatable.get(name, 0) for name, q in request.checks)
 
 
-def _after_node_change(pod: Any, old: Any, new: Any) -> QueueingHint:
+def _after_node_change(
+    pod: PodInfo, old: NodeSummary | None, new: NodeSummary | None
+) -> QueueingHint:
     if new is None:
         return QueueingHint.SKIP
-    new_alloc = _allocatable_of(new)
+    new_alloc = new.allocatable
     if not fits_empty_node(pod, new_alloc):
         return QueueingHint.SKIP
     if old is None:
         return QueueingHint.QUEUE
-    old_alloc = _allocatable_of(old)
+    old_alloc = old.allocatable
     if new_alloc.get(PODS, 0) > old_alloc.get(PODS, 0):
         return QueueingHint.QUEUE
     request = compute_pod_resource_request(pod)

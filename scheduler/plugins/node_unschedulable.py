@@ -19,11 +19,13 @@ from scheduler.framework.events import (
     QueueingHint,
     Resource,
 )
+from scheduler.framework.handle import Handle
 from scheduler.framework.interface import Code, CycleState, FilterResult, NodeView
-from scheduler.framework.registry import Handle, PluginSpec
+from scheduler.framework.registry import PluginSpec
 from scheduler.model.taints import Taint
 
 if TYPE_CHECKING:
+    from scheduler.model.node import NodeSummary
     from scheduler.model.pod import PodInfo
 
 NAME = "NodeUnschedulable"
@@ -65,20 +67,16 @@ class NodeUnschedulable:
         ]
 
 
-def _unschedulable(node: Any) -> bool:
-    """``spec.unschedulable`` of a node as the queue hands it over (API dict or summary)."""
-    if isinstance(node, Mapping):
-        return bool((node.get("spec") or {}).get("unschedulable", False))
-    return bool(getattr(node, "unschedulable", False))
 
-
-def _after_node_change(pod: Any, old: Any, new: Any) -> QueueingHint:
+def _after_node_change(
+    pod: PodInfo, old: NodeSummary | None, new: NodeSummary | None
+) -> QueueingHint:
     """Queue when a node is added schedulable or goes from unschedulable to schedulable."""
     if new is None:
         return QueueingHint.SKIP
-    if _unschedulable(new):
+    if new.unschedulable:
         return QueueingHint.SKIP
-    if old is None or _unschedulable(old):
+    if old is None or old.unschedulable:
         return QueueingHint.QUEUE
     return QueueingHint.SKIP
 

@@ -37,8 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +51,7 @@ from scheduler.framework.events import (
     QueueingHint,
     Resource,
 )
+from scheduler.framework.handle import Handle
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SKIP,
@@ -65,11 +65,13 @@ from scheduler.framework.interface import (
     PreFilterResult,
     Status,
 )
-from scheduler.framework.registry import ConfigError, Handle, PluginSpec
+from scheduler.framework.registry import ConfigError, PluginSpec
+from scheduler.model.validation import label_key_error
 from scheduler.plugins.inter_pod_affinity import matched_pods, rows_of
 
 if TYPE_CHECKING:
-    from scheduler.cache.snapshot import Snapshot
+    from scheduler.framework.snapshot import ClusterSnapshot
+    from scheduler.model.node import NodeSummary
     from scheduler.model.pod import PodInfo, SpreadConstraint
     from scheduler.model.selectors import LabelSelector
 
@@ -108,24 +110,6 @@ DEFAULT_ARGS: Mapping[str, Any] = {"defaultingType": SYSTEM_DEFAULTING, "default
 
 
 # -- arguments ------------------------------------------------------------------------------
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-def _label_name_errors(value: str) -> list[str]:
-    """metav1validation.ValidateLabelName: an optional DNS-subdomain prefix and a name."""
-    prefix, _, name = value.rpartition("/")
-    errors: list[str] = []
-    if "/" in value and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
-        errors.append("prefix part must be a lowercase RFC 1123 subdomain")
-    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
-        errors.append(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
-            "start and end with an alphanumeric character (at most 63 characters)"
-        )
-    return errors
-
-
 def validate_args(args: Mapping[str, Any], path: str) -> None:
     """ValidatePodTopologySpreadArgs; raises :class:`ConfigError` naming every bad field."""
     merged = {**DEFAULT_ARGS, **args}
@@ -165,8 +149,8 @@ def validate_args(args: Mapping[str, Any], path: str) -> None:
         elif not isinstance(topology_key, str):
             errors.append(f"{p}.topologyKey: Invalid value: {topology_key!r}: must be a string")
         else:
-            errors.extend(f"{p}.topologyKey: Invalid value: {topology_key!r}: {e}"
-                          for e in _label_name_errors(topology_key))
+            if (why := label_key_error(topology_key)) is not None:
+                errors.append(f"{p}.topologyKey: Invalid value: {topology_key!r}: {why}")
         action = c.get("whenUnsatisfiable")
         if not action:
             errors.append(f"{p}.whenUnsatisfiable: Required value: can not be empty")
@@ -275,7 +259,7 @@ def _default_owner(pod: PodInfo) -> tuple[str, str] | None:
 _NOSCHEDULE_EFFECTS = ("NoSchedule", "NoExecute")
 
 
-def node_affinity_mask(snapshot: Snapshot, pod: PodInfo) -> BoolArray:
+def node_affinity_mask(snapshot: ClusterSnapshot, pod: PodInfo) -> BoolArray:
     """Per node row: the node matches the pod's nodeSelector and required node affinity."""
     nodes = snapshot.nodes
     selector = dict(pod.node_selector or {})
@@ -294,11 +278,11 @@ def node_affinity_mask(snapshot: Snapshot, pod: PodInfo) -> BoolArray:
             out[row] = True
         return out
 
-    return _cached_mask(snapshot, (NAME, "affinity", tuple(sorted(selector.items())), required),
+    return snapshot.node_mask((NAME, "affinity", tuple(sorted(selector.items())), required),
                         compute)
 
 
-def node_taints_mask(snapshot: Snapshot, pod: PodInfo) -> BoolArray:
+def node_taints_mask(snapshot: ClusterSnapshot, pod: PodInfo) -> BoolArray:
     """Per node row: the pod tolerates every NoSchedule/NoExecute taint of the node."""
     nodes = snapshot.nodes
     tolerations = tuple(pod.tolerations)
@@ -313,21 +297,13 @@ def node_taints_mask(snapshot: Snapshot, pod: PodInfo) -> BoolArray:
             )
         return out
 
-    return _cached_mask(snapshot, (NAME, "taints", tolerations), compute)
-
-
-def _cached_mask(snapshot: Snapshot, key: Hashable, compute: Callable[[], BoolArray]) -> BoolArray:
-    try:
-        hash(key)
-    except TypeError:
-        return compute()
-    return snapshot.node_mask(key, compute)
+    return snapshot.node_mask((NAME, "taints", tolerations), compute)
 
 
 class _CountedPods:
     """Node rows of the pods each constraint counts (same namespace, not terminating)."""
 
-    def __init__(self, state: CycleState, snapshot: Snapshot, namespace: str) -> None:
+    def __init__(self, state: CycleState, snapshot: ClusterSnapshot, namespace: str) -> None:
         self.state = state
         self.snapshot = snapshot
         self.namespace = namespace
@@ -336,7 +312,7 @@ class _CountedPods:
         """Rows of the counted pods' nodes, only nodes the table holds."""
         if c.selector is None:
             assert c.owner is not None
-            siblings = self.snapshot.cache.pods.by_owner.get((self.namespace, *c.owner), {})
+            siblings = self.snapshot.pods_of_owner(self.namespace, *c.owner)
             rows = rows_of(self.snapshot, (p for p in siblings.values() if not p.is_terminating))
             return rows[rows >= 0]
         if c.counts_nothing:
@@ -427,7 +403,9 @@ class ConstraintSkew:
     skews: IntArray  # per row: the skew the pod would make there (-1 where the key is missing)
 
 
-def filter_skews(state: CycleState, snapshot: Snapshot, rows: IntArray) -> list[ConstraintSkew]:
+def filter_skews(
+    state: CycleState, snapshot: ClusterSnapshot, rows: IntArray
+) -> list[ConstraintSkew]:
     """What PreFilter computed, per constraint, for ``rows``; empty when it did not run."""
     s: _FilterState | None = state.get(PRE_FILTER_STATE_KEY)
     if s is None:
@@ -496,7 +474,7 @@ class PodTopologySpread:
 
     # -- PreFilter / Filter -----------------------------------------------------------------
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+        self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot
     ) -> tuple[PreFilterResult | None, Status]:
         constraints = self.constraints(pod, DO_NOT_SCHEDULE)
         if not constraints:
@@ -507,7 +485,7 @@ class PodTopologySpread:
     def _filter_state(
         self,
         state: CycleState,
-        snapshot: Snapshot,
+        snapshot: ClusterSnapshot,
         pod: PodInfo,
         constraints: tuple[_Constraint, ...],
     ) -> _FilterState:
@@ -570,7 +548,7 @@ class PodTopologySpread:
         if not s.constraints:
             return result
         reason = _filter_rows(s, nodes.idx)
-        for pos, row, added, removed in _delta_rows(nodes):
+        for pos, row, added, removed in nodes.delta_rows():
             adjusted = s.with_pods(row, added, removed)
             reason[pos] = _filter_rows(adjusted, nodes.idx[pos : pos + 1])[0]
         result.reject(
@@ -737,12 +715,14 @@ class PodTopologySpread:
         except AttributeError:
             return QueueingHint.QUEUE
 
-    def _after_node_change(self, pod: Any, old: Any, new: Any) -> QueueingHint:
+    def _after_node_change(
+        self, pod: PodInfo, old: NodeSummary | None, new: NodeSummary | None
+    ) -> QueueingHint:
         try:
             constraints = self.constraints(pod, DO_NOT_SCHEDULE)
             keys = [c.topology_key for c in constraints]
-            old_labels = None if old is None else _node_labels(old)
-            new_labels = None if new is None else _node_labels(new)
+            old_labels = None if old is None else old.labels
+            new_labels = None if new is None else new.labels
         except (AttributeError, TypeError, KeyError):
             return QueueingHint.QUEUE
         old_match = old_labels is not None and all(k in old_labels for k in keys)
@@ -752,7 +732,7 @@ class PodTopologySpread:
                 return QueueingHint.QUEUE
             if new_match and (
                 any(old_labels.get(k) != new_labels.get(k) for k in keys)
-                or _node_taints(old) != _node_taints(new)
+                or (old is not None and new is not None and old.taints != new.taints)
             ):
                 return QueueingHint.QUEUE
             return QueueingHint.SKIP
@@ -760,18 +740,6 @@ class PodTopologySpread:
             return QueueingHint.QUEUE if new_match else QueueingHint.SKIP
         return QueueingHint.QUEUE if old_match else QueueingHint.SKIP
 
-
-def _delta_rows(
-    nodes: NodeView,
-) -> Iterable[tuple[int, int, Sequence[PodInfo], Sequence[PodInfo]]]:
-    """(position, node row, added, removed) for the view rows carrying hypothetical pods."""
-    if not nodes.has_deltas:
-        return
-    for pos in range(len(nodes)):
-        added = nodes.added[pos] if nodes.added is not None else ()
-        removed = nodes.removed[pos] if nodes.removed is not None else ()
-        if added or removed:
-            yield pos, int(nodes.idx[pos]), added, removed
 
 
 def _involved(other: Any, pod: Any) -> bool:
@@ -793,17 +761,6 @@ def _label_change_hint(
     return QueueingHint.SKIP
 
 
-def _node_labels(node: Any) -> Mapping[str, str]:
-    if isinstance(node, Mapping):
-        return node.get("metadata", {}).get("labels") or {}
-    labels: Mapping[str, str] = node.labels
-    return labels
-
-
-def _node_taints(node: Any) -> Any:
-    if isinstance(node, Mapping):
-        return node.get("spec", {}).get("taints") or []
-    return getattr(node, "taints", None)
 
 
 def new(args: Mapping[str, Any], handle: Handle) -> PodTopologySpread:

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from scheduler.framework.handle import Handle
 from scheduler.framework.interface import QueuedPodLike
-from scheduler.framework.registry import Handle, PluginSpec
+from scheduler.framework.registry import PluginSpec
 
 NAME = "PrioritySort"
 

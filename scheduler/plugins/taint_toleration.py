@@ -28,6 +28,7 @@ from scheduler.framework.events import (
     QueueingHint,
     Resource,
 )
+from scheduler.framework.handle import Handle
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SUCCESS,
@@ -39,12 +40,12 @@ from scheduler.framework.interface import (
     NodeView,
     Status,
 )
-from scheduler.framework.registry import Handle, PluginSpec
-from scheduler.model.taints import Taint, parse_taints
+from scheduler.framework.registry import PluginSpec
+from scheduler.model.taints import Taint
 
 if TYPE_CHECKING:
-    from scheduler.cache.node_table import NodeTable
-    from scheduler.cache.snapshot import Snapshot
+    from scheduler.framework.snapshot import ClusterSnapshot, NodeTableView
+    from scheduler.model.node import NodeSummary
     from scheduler.model.pod import PodInfo
     from scheduler.model.taints import Toleration
 
@@ -106,7 +107,7 @@ class TaintToleration:
         self._groups: _TaintGroups | None = None
 
     # -- shared per-row data --------------------------------------------------------------
-    def _taint_groups(self, nodes: NodeTable) -> _TaintGroups:
+    def _taint_groups(self, nodes: NodeTableView) -> _TaintGroups:
         version = (
             id(nodes),
             nodes.taints_generation,
@@ -125,7 +126,7 @@ class TaintToleration:
         return cached
 
     def untolerated_mask(
-        self, snapshot: Snapshot, tolerations: tuple[Toleration, ...]
+        self, snapshot: ClusterSnapshot, tolerations: tuple[Toleration, ...]
     ) -> BoolArray:
         """Per node row: some NoSchedule/NoExecute taint is not tolerated."""
         nodes = snapshot.nodes
@@ -144,7 +145,7 @@ class TaintToleration:
             return compute()
 
     def intolerable_counts(
-        self, snapshot: Snapshot, tolerations: tuple[Toleration, ...]
+        self, snapshot: ClusterSnapshot, tolerations: tuple[Toleration, ...]
     ) -> IntArray:
         """Per node row: PreferNoSchedule taints not tolerated by ``tolerations``."""
         groups = self._taint_groups(snapshot.nodes)
@@ -210,19 +211,16 @@ def default_normalize_score(scores: IntArray, *, reverse: bool) -> IntArray:
     return out.astype(np.int64, copy=False)
 
 
-def _node_taints(node: Any) -> Sequence[Taint]:
-    if isinstance(node, Mapping):
-        return parse_taints(node)
-    return tuple(getattr(node, "taints", ()) or ())
 
-
-def _after_node_change(pod: Any, old: Any, new: Any) -> QueueingHint:
+def _after_node_change(
+    pod: PodInfo, old: NodeSummary | None, new: NodeSummary | None
+) -> QueueingHint:
     """Queue when the change turns the node from untolerated to tolerated for the pod."""
     if new is None:
         return QueueingHint.SKIP
     tolerations = tuple(pod.tolerations)
-    was_untolerated = old is None or has_untolerated(_node_taints(old), tolerations)
-    is_untolerated = has_untolerated(_node_taints(new), tolerations)
+    was_untolerated = old is None or has_untolerated(old.taints, tolerations)
+    is_untolerated = has_untolerated(new.taints, tolerations)
     if was_untolerated and not is_untolerated:
         return QueueingHint.QUEUE
     return QueueingHint.SKIP

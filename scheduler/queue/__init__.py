@@ -1,7 +1,7 @@
 """The scheduling queue: activeQ, backoffQ, the unschedulable pool and the nominator."""
 
 from scheduler.queue.nominator import Nominator
-from scheduler.queue.queued_pod import QueueablePod, QueuedPodInfo, priority_less
+from scheduler.queue.queued_pod import QueueablePod, QueuedPodInfo
 from scheduler.queue.scheduling_queue import SchedulingQueue, Strategy
 
 __all__ = [
@@ -10,5 +10,4 @@ __all__ = [
     "QueuedPodInfo",
     "SchedulingQueue",
     "Strategy",
-    "priority_less",
 ]

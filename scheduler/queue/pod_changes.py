@@ -15,35 +15,17 @@ Removal of the last scheduling gate is reported as ``UPDATE_POD_SPEC`` too.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 from typing import Any
 
 from scheduler.framework.events import Action, ClusterEvent, Resource
+from scheduler.model.errors import InvalidSpecError
+from scheduler.model.quantity import parse_quantity
 from scheduler.queue.queued_pod import QueueablePod
 
 _IGNORED_METADATA = ("resourceVersion", "generation", "managedFields", "finalizers")
 
-_SUFFIXES: dict[str, Decimal] = {
-    "": Decimal(1),
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-    "Ki": Decimal(2**10),
-    "Mi": Decimal(2**20),
-    "Gi": Decimal(2**30),
-    "Ti": Decimal(2**40),
-    "Pi": Decimal(2**50),
-    "Ei": Decimal(2**60),
-}
-_QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)([a-zA-Z]*)$")
 
 
 def is_pod_updated(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -67,23 +49,6 @@ def pod_scheduling_properties_change(old: QueueablePod, new: QueueablePod) -> li
     if not actions:
         actions.append(Action.UPDATE_POD_SPEC)
     return [ClusterEvent(resource, action) for action in actions]
-
-
-def parse_quantity(value: object) -> Decimal | None:
-    """A Kubernetes quantity ("100m", "1Gi", "2e3") as a number; ``None`` if unparsable."""
-    if isinstance(value, Decimal):
-        return value
-    if isinstance(value, (int, float)):
-        return Decimal(str(value))
-    if not isinstance(value, str):
-        return None
-    match = _QUANTITY.match(value.strip())
-    if match is None or match.group(2) not in _SUFFIXES:
-        return None
-    try:
-        return Decimal(match.group(1)) * _SUFFIXES[match.group(2)]
-    except InvalidOperation:
-        return None
 
 
 # -- internals ------------------------------------------------------------------------------
@@ -122,7 +87,7 @@ def _requests(raw: Mapping[str, Any]) -> dict[str, object]:
             if name not in totals:
                 totals[name] = value
                 continue
-            a, b = parse_quantity(totals[name]), parse_quantity(value)
+            a, b = _quantity(totals[name]), _quantity(value)
             totals[name] = a + b if a is not None and b is not None else f"{totals[name]}+{value}"
     return totals
 
@@ -131,10 +96,22 @@ def _scaled_down(old: Mapping[str, object], new: Mapping[str, object]) -> bool:
     for name, old_value in old.items():
         if name not in new:
             return True
-        a, b = parse_quantity(old_value), parse_quantity(new[name])
+        a, b = _quantity(old_value), _quantity(new[name])
         if a is None or b is None:
             if old_value != new[name]:
                 return True
         elif b < a:
             return True
     return False
+
+
+def _quantity(value: object) -> Fraction | None:
+    """A request's exact value; ``None`` where it is not a quantity (compared as text)."""
+    if isinstance(value, Fraction):  # a sum made above
+        return value
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        return None
+    try:
+        return parse_quantity(value, "")
+    except InvalidSpecError:
+        return None

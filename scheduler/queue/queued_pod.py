@@ -95,10 +95,3 @@ class QueuedPodInfo(Generic[P]):
     @property
     def key(self) -> str:
         return self.pod.key
-
-
-def priority_less(a: QueuedPodInfo[Any], b: QueuedPodInfo[Any]) -> bool:
-    """Upstream ``PrioritySort.Less``: higher priority first, then the older timestamp."""
-    if a.priority != b.priority:
-        return a.priority > b.priority
-    return a.timestamp < b.timestamp

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import enum
 import itertools
-import logging
 import math
 import threading
 import time
@@ -49,6 +48,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Generic, NamedTuple
+
+import structlog
 
 from scheduler.framework.events import (
     FORCE_ACTIVATE,
@@ -64,7 +65,7 @@ from scheduler.queue.nominator import Nominator
 from scheduler.queue.pod_changes import is_pod_updated, pod_scheduling_properties_change
 from scheduler.queue.queued_pod import P, QueuedPodInfo
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger(__name__)
 
 DEFAULT_INITIAL_BACKOFF = 1.0
 DEFAULT_MAX_BACKOFF = 10.0
@@ -490,7 +491,7 @@ class SchedulingQueue(Generic[P]):
                 if tick % ticks_per_leftover == 0:
                     self.flush_unschedulable_leftover()
             except Exception:  # keep flushing: a broken plugin must not stall the queue
-                log.exception("scheduling queue flush failed")
+                log.exception("Scheduling queue flush failed")
 
     def start(self) -> None:
         """Run the flushers in a background thread until :meth:`close`."""
@@ -642,13 +643,8 @@ class SchedulingQueue(Generic[P]):
         try:
             return registered.hint(pod, old, new)
         except Exception:
-            log.warning(
-                "queueing hint of %s failed for pod %s on %s; treating it as Queue",
-                plugin,
-                pod.key,
-                event,
-                exc_info=True,
-            )
+            log.warning("Queueing hint failed; treating it as Queue", plugin=plugin,
+                        pod=pod.key, cluster_event=str(event), exc_info=True)
             return QueueingHint.QUEUE
 
     def _replay(
@@ -723,7 +719,7 @@ class SchedulingQueue(Generic[P]):
                     if heap is self._backoff:  # activeQ was empty (PopFromBackoffQ)
                         self._incoming_locked(POP_FROM_BACKOFF_Q, ACTIVE)
                     return qpi
-                log.error("pod %s is queued while being scheduled; dropping the copy", qpi.key)
+                log.error("Pod queued while being scheduled; dropping the copy", pod=qpi.key)
         return None
 
     def _candidate_locked(self, entry: _PoolEntry[P]) -> _Candidate[P]:
@@ -774,7 +770,7 @@ class SchedulingQueue(Generic[P]):
             try:
                 gate = self._pre_enqueue(qpi.pod)
             except Exception:
-                log.exception("PreEnqueue failed for pod %s; not gating it", qpi.key)
+                log.exception("PreEnqueue failed; not gating the pod", pod=qpi.key)
         if gate:
             qpi.gated = True
             qpi.gating_plugin = gate

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler.framework.ports import BindOutcome, EvictionOutcome
 from scheduler.model.pod import PodInfo
 from scheduler.operator.api_ports import ApiPorts
 from scheduler.operator.kubeapi import TokenBucket
-from scheduler.ports import BindOutcome, EvictionOutcome
 from tests.builders import pod_info
 from tests.operator.fake_api import FakeApi, Reply
 

@@ -14,6 +14,20 @@ class StartedError(Exception):
     """Raised by the stand-in SchedulerApp: the test needs only its arguments."""
 
 
+def started_with(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> tuple[Any, Any]:
+    """The configuration and options main() hands the SchedulerApp (which is not built)."""
+    seen: list[tuple[Any, Any]] = []
+
+    def app(cfg: Any, options: Any) -> None:
+        seen.append((cfg, options))
+        raise StartedError
+
+    monkeypatch.setattr(entry, "SchedulerApp", app)
+    with pytest.raises(StartedError):
+        entry.main(["--log-format", "json", *argv])
+    return seen[0]
+
+
 @pytest.mark.parametrize(
     ("flags", "want"),
     [
@@ -26,16 +40,8 @@ def test_the_kubeconfig_comes_from_the_flag_else_the_configuration(
 ) -> None:
     config = tmp_path / "config.yaml"
     config.write_text("clientConnection:\n  kubeconfig: /from/config\n")
-    seen: list[Any] = []
-
-    def app(cfg: Any, options: Any) -> None:
-        seen.append(options)
-        raise StartedError
-
-    monkeypatch.setattr(entry, "SchedulerApp", app)
-    with pytest.raises(StartedError):
-        entry.main(["--config", str(config), "--log-format", "json", *flags])
-    assert seen[0].kubeconfig == want
+    _, options = started_with(monkeypatch, ["--config", str(config), *flags])
+    assert options.kubeconfig == want
 
 
 @pytest.mark.parametrize(
@@ -53,16 +59,8 @@ def test_leader_election_comes_from_the_flag_else_the_configuration(
 ) -> None:
     config = tmp_path / "config.yaml"
     config.write_text(file)
-    seen: list[Any] = []
-
-    def app(cfg: Any, options: Any) -> None:
-        seen.append(cfg)
-        raise StartedError
-
-    monkeypatch.setattr(entry, "SchedulerApp", app)
-    with pytest.raises(StartedError):
-        entry.main(["--config", str(config), "--log-format", "json", *flags])
-    assert seen[0].leader_election.leader_elect is want
+    cfg, _ = started_with(monkeypatch, ["--config", str(config), *flags])
+    assert cfg.leader_election.leader_elect is want
 
 
 def test_a_leader_elect_flag_that_is_not_a_boolean_is_refused(
@@ -117,13 +115,5 @@ def test_kopf_is_given_a_name_when_the_uid_has_no_passwd_entry(
 def test_the_health_port_listens_on_the_bind_address(
     monkeypatch: pytest.MonkeyPatch, flags: list[str], want: str
 ) -> None:
-    seen: list[Any] = []
-
-    def app(cfg: Any, options: Any) -> None:
-        seen.append(options)
-        raise StartedError
-
-    monkeypatch.setattr(entry, "SchedulerApp", app)
-    with pytest.raises(StartedError):
-        entry.main(["--log-format", "json", *flags])
-    assert seen[0].bind_address == want
+    _, options = started_with(monkeypatch, flags)
+    assert options.bind_address == want

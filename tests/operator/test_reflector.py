@@ -6,10 +6,10 @@ import threading
 from typing import Any
 
 from scheduler.framework.config import default_config
+from scheduler.framework.ports import NullPorts
 from scheduler.intake import Intake
 from scheduler.operator.reflector import Reflector
 from scheduler.plugins.registry import default_registry
-from scheduler.ports import NullPorts
 from scheduler.scheduler import Scheduler
 from tests.builders import node, pod
 from tests.operator.fake_api import FakeApi, Reply

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scheduler.cache.cache import DisruptionBudget
 from scheduler.cycle import schedule_one
 from scheduler.framework.config import parse_config
 from scheduler.framework.events import ASSIGNED_POD_DELETE
@@ -36,7 +35,9 @@ from scheduler.framework.interface import (
     PostFilterResult,
     Status,
 )
+from scheduler.framework.ports import EvictionOutcome, EvictionResult, NullPorts
 from scheduler.framework.registry import ConfigError, PluginSpec, Registry
+from scheduler.model.disruption import DisruptionBudget
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.default_preemption import (
     Candidate,
@@ -47,7 +48,6 @@ from scheduler.plugins.default_preemption import (
     validate_args,
 )
 from scheduler.plugins.registry import default_registry
-from scheduler.ports import EvictionOutcome, EvictionResult, NullPorts
 from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
 from scheduler.scheduler import Scheduler
 from tests.builders import node, pod

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,7 +18,15 @@ from scheduler.plugins.node_affinity import (
     ERR_REASON_POD,
     NodeAffinity,
 )
-from tests.builders import cache_of, full_view, node, pod_info, rejected_reasons, snapshot_of
+from tests.builders import (
+    cache_of,
+    full_view,
+    node,
+    pod_info,
+    rejected_reasons,
+    snapshot_of,
+    summary,
+)
 
 UU = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 OK = Code.SUCCESS
@@ -360,17 +367,4 @@ def test_node_change_hint(args: dict[str, Any], old: Any, new: Any, want: Queuei
     plugin = NodeAffinity(args)
     (registered,) = plugin.events_to_register()
     assert registered.hint is not None
-    assert registered.hint(pod_info("p", spec=POD_AFFINITY), old, new) is want
-
-
-def test_node_change_hint_reads_the_queue_s_node_summary() -> None:
-    """The queue hands the old node over as a summary (labels, taints...), the new as a dict."""
-    plugin = NodeAffinity({})
-    (registered,) = plugin.events_to_register()
-    assert registered.hint is not None
-    old = SimpleNamespace(labels={}, taints=(), allocatable={}, unschedulable=False)
-    pod = pod_info("p", spec=POD_AFFINITY)
-    assert registered.hint(pod, old, node("n", labels={"foo": "bar"})) is QueueingHint.QUEUE
-    old_matching = SimpleNamespace(labels={"foo": "bar"}, taints=(), allocatable={},
-                                   unschedulable=False)
-    assert registered.hint(pod, old_matching, node("n", labels={"foo": "bar"})) is QueueingHint.SKIP
+    assert registered.hint(pod_info("p", spec=POD_AFFINITY), summary(old), summary(new)) is want

@@ -23,6 +23,7 @@ from tests.builders import (
     pod_info,
     rejected_reasons,
     snapshot_of,
+    summary,
     view_with,
 )
 
@@ -568,7 +569,7 @@ def test_node_change_hint(
         if e.event.resource is Resource.NODE
     )
     assert hint is not None
-    assert hint(incoming, old, new_node) is want
+    assert hint(incoming, summary(old), summary(new_node)) is want
 
 
 def test_assigned_pod_delete_hint() -> None:

@@ -10,7 +10,7 @@ from scheduler.framework.events import QueueingHint, Resource
 from scheduler.framework.interface import Code, CycleState
 from scheduler.plugins import node_unschedulable
 from scheduler.plugins.node_unschedulable import ERR_REASON_UNSCHEDULABLE, NodeUnschedulable
-from tests.builders import full_view, node, pod_info, rejected_reasons, snapshot_of
+from tests.builders import full_view, node, pod_info, rejected_reasons, snapshot_of, summary
 
 UNSCHEDULABLE_TOLERATION = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 
@@ -56,7 +56,7 @@ def test_node_change_hint(old: Any, new: Any, want: QueueingHint) -> None:
     events = NodeUnschedulable().events_to_register()
     hint = next(e.hint for e in events if e.event.resource is Resource.NODE)
     assert hint is not None
-    assert hint(pod_info("p"), old, new) is want
+    assert hint(pod_info("p"), summary(old), summary(new)) is want
 
 
 def test_pod_toleration_hint() -> None:

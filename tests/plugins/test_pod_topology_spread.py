@@ -19,7 +19,7 @@ from scheduler.plugins.pod_topology_spread import (
     ERR_REASON_NODE_LABEL_NOT_MATCH,
     PodTopologySpread,
 )
-from tests.builders import full_view, node, pod, rejected_reasons, snapshot_of, view_with
+from tests.builders import full_view, node, pod, rejected_reasons, snapshot_of, summary, view_with
 
 FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
 BAR = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}
@@ -905,7 +905,7 @@ def test_queueing_hints(hint_index: int, old: Any, new: Any, want: QueueingHint)
 
     def convert(obj: Any) -> Any:
         if obj is None or obj.get("kind") == "Node":
-            return obj
+            return summary(obj)
         return info(obj)
 
     assert hint(info(SPREAD_ON_FOO), convert(old), convert(new)) is want

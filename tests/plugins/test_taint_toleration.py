@@ -13,7 +13,15 @@ from scheduler.framework.events import QueueingHint, Resource
 from scheduler.framework.interface import Code, CycleState
 from scheduler.plugins import taint_toleration
 from scheduler.plugins.taint_toleration import ERR_REASON_UNTOLERATED, TaintToleration
-from tests.builders import cache_of, full_view, node, pod_info, rejected_reasons, snapshot_of
+from tests.builders import (
+    cache_of,
+    full_view,
+    node,
+    pod_info,
+    rejected_reasons,
+    snapshot_of,
+    summary,
+)
 
 Taints = Sequence[dict[str, str]]
 Tolerations = Sequence[dict[str, str]]
@@ -158,7 +166,7 @@ def test_node_change_hint(old: Any, new: Any, want: QueueingHint) -> None:
     events = TaintToleration().events_to_register()
     hint = next(e.hint for e in events if e.event.resource is Resource.NODE)
     assert hint is not None
-    assert hint(pod_info("p"), old, new) is want
+    assert hint(pod_info("p"), summary(old), summary(new)) is want
 
 
 def test_registers_pod_toleration_updates() -> None:

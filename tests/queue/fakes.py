@@ -15,7 +15,8 @@ from scheduler.framework.events import (
     QueueingHintFn,
     Resource,
 )
-from scheduler.queue import QueuedPodInfo, SchedulingQueue, priority_less
+from scheduler.plugins.priority_sort import PrioritySort
+from scheduler.queue import QueuedPodInfo, SchedulingQueue
 
 NODE_RESOURCES_FIT = "NodeResourcesFit"
 NODE_AFFINITY = "NodeAffinity"
@@ -155,7 +156,7 @@ def make_queue(
     **kwargs: Any,
 ) -> Queue:
     return SchedulingQueue[FakePod](
-        priority_less,
+        PrioritySort().less,
         clock=clock or FakeClock(),
         hints=default_hints() if hints is None else hints,
         **kwargs,

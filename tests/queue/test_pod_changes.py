@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -9,7 +8,6 @@ import pytest
 from scheduler.framework.events import Action, ClusterEvent, Resource
 from scheduler.queue.pod_changes import (
     is_pod_updated,
-    parse_quantity,
     pod_scheduling_properties_change,
 )
 from tests.queue.fakes import make_pod, revised
@@ -30,6 +28,11 @@ def _set(path: tuple[str, ...], value: object) -> Change:
 def _requests(cpu: str | None, memory: str | None = None) -> Change:
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
     return _set(("spec", "containers"), [{"name": "c", "resources": {"requests": requests}}])
+
+
+def _containers(*cpus: str) -> Change:
+    return _set(("spec", "containers"), [
+        {"name": f"c{i}", "resources": {"requests": {"cpu": cpu}}} for i, cpu in enumerate(cpus)])
 
 
 def _both(*changes: Change) -> Change:
@@ -55,6 +58,7 @@ def _both(*changes: Change) -> Change:
         pytest.param(
             _requests(None), [Action.UPDATE_POD_SCALE_DOWN], id="a removed request is a scale down"
         ),
+
         pytest.param(
             _set(("spec", "tolerations"), [{"key": "k", "operator": "Exists"}]),
             [Action.UPDATE_POD_TOLERATION],
@@ -104,16 +108,17 @@ def test_is_pod_updated(change: Change, updated: bool) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "value"),
+    ("before", "after", "scaled_down"),
     [
-        pytest.param("100m", Decimal("0.1"), id="milli"),
-        pytest.param("2", Decimal(2), id="plain"),
-        pytest.param("1Gi", Decimal(2**30), id="binary suffix"),
-        pytest.param("1.5k", Decimal(1500), id="decimal suffix with a fraction"),
-        pytest.param("1e3", Decimal(1000), id="exponent"),
-        pytest.param("lots", None, id="garbage"),
-        pytest.param("1Qi", None, id="unknown suffix"),
+        pytest.param(("1", "1", "1"), ("1", "1", "500m"), True, id="3 cpu to 2.5"),
+        pytest.param(("1", "1", "1"), ("500m", "500m", "2"), False, id="3 cpu to 3"),
+        pytest.param(("1", "2"), ("3",), False, id="the sum, not the containers, counts"),
     ],
 )
-def test_parse_quantity(text: str, value: Decimal | None) -> None:
-    assert parse_quantity(text) == value
+def test_requests_of_several_containers_are_summed(
+    before: tuple[str, ...], after: tuple[str, ...], scaled_down: bool
+) -> None:
+    old = revised(make_pod("p"), _containers(*before))
+    events = pod_scheduling_properties_change(old, revised(old, _containers(*after)))
+    assert (ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_SCALE_DOWN) in events) is (
+        scaled_down)

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.queue import QueuedPodInfo, priority_less
+from scheduler.plugins.priority_sort import PrioritySort
+from scheduler.queue import QueuedPodInfo
 from tests.queue.fakes import FakePod, make_pod
 
 
@@ -23,7 +24,9 @@ def test_properties_come_from_the_pod() -> None:
         pytest.param((3, 2.0), (3, 2.0), False, id="equal priority and timestamp: not less"),
     ],
 )
-def test_priority_less(a: tuple[int, float], b: tuple[int, float], expected: bool) -> None:
+def test_priority_sort_orders_queued_pods(
+    a: tuple[int, float], b: tuple[int, float], expected: bool
+) -> None:
     qa = QueuedPodInfo(pod=FakePod("a", priority=a[0]), timestamp=a[1])
     qb = QueuedPodInfo(pod=FakePod("b", priority=b[0]), timestamp=b[1])
-    assert priority_less(qa, qb) is expected
+    assert PrioritySort().less(qa, qb) is expected

@@ -1,0 +1,111 @@
+"""What a plugin may use of the scheduler that runs it (upstream's ``fwk.Handle``).
+
+A plugin's factory receives a :class:`Handle`; plugins import this module, the rest of
+``scheduler.framework`` and ``scheduler.model``, and nothing else of the scheduler. The
+scheduler implements the protocol once per profile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from scheduler.framework.events import ClusterEvent
+    from scheduler.framework.ports import Binder, Evictor, Reporter
+    from scheduler.framework.runtime import Framework
+    from scheduler.framework.snapshot import ClusterSnapshot
+    from scheduler.metrics import Metrics
+    from scheduler.model.pod import PodInfo
+
+
+class NominatorView(Protocol):
+    """Pods nominated to nodes by preemption, and where (upstream's PodNominator)."""
+
+    def node_of(self, uid: str) -> str | None: ...
+
+    def pods_for_node(self, node_name: str) -> Sequence[PodInfo]: ...
+
+    def all(self) -> Mapping[str, Sequence[PodInfo]]:
+        """Nominated pods by node name."""
+        ...
+
+    def delete(self, uid: str) -> None: ...
+
+
+class WaitingPodsView(Protocol):
+    """Pods a Permit plugin told to wait (upstream's WaitingPod)."""
+
+    def __contains__(self, uid: str) -> bool: ...
+
+    def reject(self, uid: str, message: str, plugin: str = "") -> None:
+        """Reject a waiting pod; ``plugin`` names the rejector, whose events retry it."""
+        ...
+
+
+class Handle(Protocol):
+    """The framework a plugin runs in: one per profile."""
+
+    @property
+    def profile_name(self) -> str: ...
+
+    @property
+    def snapshot(self) -> ClusterSnapshot:
+        """The cluster as the current cycle sees it."""
+        ...
+
+    @property
+    def framework(self) -> Framework:
+        """This profile's framework: plugins that dry-run others (preemption) run it."""
+        ...
+
+    def framework_of(self, scheduler_name: str) -> Framework | None:
+        """The framework of another profile of this scheduler, if it has one by that name."""
+        ...
+
+    @property
+    def nominator(self) -> NominatorView: ...
+
+    @property
+    def waiting_pods(self) -> WaitingPodsView: ...
+
+    def get_pod(self, uid: str) -> PodInfo | None:
+        """The newest version of a pod the watch delivered (upstream's pod lister): ``None``
+        once deleted. Unlike the snapshot it includes pending pods."""
+        ...
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The scheduler's random source (seeded in tests)."""
+        ...
+
+    @property
+    def parallelism(self) -> int:
+        """API calls one plugin may make at once (the configuration's ``parallelism``)."""
+        ...
+
+    @property
+    def binder(self) -> Binder: ...
+
+    @property
+    def evictor(self) -> Evictor | None:
+        """``None`` where the scheduler may not remove pods (dry runs, one-shot explain)."""
+        ...
+
+    @property
+    def reporter(self) -> Reporter: ...
+
+    @property
+    def metrics(self) -> Metrics: ...
+
+    def activate(self, uids: Iterable[str]) -> None:
+        """Move these pods from backoff or the unschedulable pool to activeQ."""
+        ...
+
+    def move_all_to_active_or_backoff(
+        self, event: ClusterEvent, old: object, new: object
+    ) -> None:
+        """Requeue the unschedulable pods this event may help, as if it had been observed."""
+        ...
