@@ -34,8 +34,7 @@ MAX_CONTAINER_THRESHOLD = 1000 * MB
 
 def pod_image_sources(pod: PodInfo) -> list[str]:
     """Normalised image of every image source, in upstream's order, duplicates kept."""
-    raw = getattr(pod, "raw", None)
-    spec = raw.get("spec") if isinstance(raw, Mapping) else None
+    spec = pod.raw.get("spec")
     if not isinstance(spec, Mapping):
         return [normalized_image_name(i) for i in pod.images]
     out: list[str] = []

@@ -671,34 +671,29 @@ class InterPodAffinity:
             ),
         ]
 
-    def _after_assigned_pod_change(self, pod: Any, old: Any, new: Any) -> QueueingHint:
-        try:
-            for other in (old, new):
-                if (
-                    other is not None
-                    and not other.node_name
-                    and not getattr(other, "nominated_node_name", "")
-                ):
-                    return QueueingHint.SKIP
-            affinity = pod.required_affinity
-            anti = pod.required_anti_affinity
-            if old is not None and new is not None:
-                if not _matches_all(affinity, pod, old) and _matches_all(affinity, pod, new):
-                    return QueueingHint.QUEUE
-                if _matches_any(anti, pod, old) and not _matches_any(anti, pod, new):
-                    return QueueingHint.QUEUE
+    def _after_assigned_pod_change(
+        self, pod: PodInfo, old: PodInfo | None, new: PodInfo | None
+    ) -> QueueingHint:
+        for other in (old, new):
+            if other is not None and not other.node_name and not other.nominated_node_name:
                 return QueueingHint.SKIP
-            if new is not None:
-                return QueueingHint.QUEUE if _matches_all(affinity, pod, new) else QueueingHint.SKIP
-            if old is None:
+        affinity = pod.required_affinity
+        anti = pod.required_anti_affinity
+        if old is not None and new is not None:
+            if not _matches_all(affinity, pod, old) and _matches_all(affinity, pod, new):
                 return QueueingHint.QUEUE
-            if _matches_any(anti, pod, old):
-                return QueueingHint.QUEUE
-            if _matches_any(old.required_anti_affinity, old, pod):
+            if _matches_any(anti, pod, old) and not _matches_any(anti, pod, new):
                 return QueueingHint.QUEUE
             return QueueingHint.SKIP
-        except AttributeError:
+        if new is not None:
+            return QueueingHint.QUEUE if _matches_all(affinity, pod, new) else QueueingHint.SKIP
+        if old is None:
             return QueueingHint.QUEUE
+        if _matches_any(anti, pod, old):
+            return QueueingHint.QUEUE
+        if _matches_any(old.required_anti_affinity, old, pod):
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
 
     def _after_node_change(
         self, pod: Any, old: NodeSummary | None, new: NodeSummary

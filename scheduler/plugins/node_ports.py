@@ -108,12 +108,14 @@ class NodePorts:
         ]
 
 
-def _after_assigned_pod_deleted(pod: Any, old: Any, new: Any) -> QueueingHint:
+def _after_assigned_pod_deleted(
+    pod: PodInfo, old: PodInfo | None, new: PodInfo | None
+) -> QueueingHint:
     """Queue only when the deleted pod held (or was nominated with) a port the pod wants."""
     deleted = old
     if deleted is None:
         return QueueingHint.QUEUE
-    if not deleted.node_name and not getattr(deleted, "nominated_node_name", ""):
+    if not deleted.node_name and not deleted.nominated_node_name:
         return QueueingHint.SKIP
     if not deleted.host_ports:
         return QueueingHint.SKIP

@@ -628,16 +628,20 @@ class NodeResourcesFit:
 
 
 # -- queueing hints -------------------------------------------------------------------------
-def _after_assigned_pod_delete(pod: Any, old: Any, new: Any) -> QueueingHint:
+def _after_assigned_pod_delete(
+    pod: PodInfo, old: PodInfo | None, new: PodInfo | None
+) -> QueueingHint:
     deleted = old if old is not None else new
     if deleted is None:
         return QueueingHint.QUEUE
-    if not deleted.node_name and not getattr(deleted, "nominated_node_name", ""):
+    if not deleted.node_name and not deleted.nominated_node_name:
         return QueueingHint.SKIP
     return QueueingHint.QUEUE
 
 
-def _after_assigned_pod_scale_down(pod: Any, old: Any, new: Any) -> QueueingHint:
+def _after_assigned_pod_scale_down(
+    pod: PodInfo, old: PodInfo | None, new: PodInfo | None
+) -> QueueingHint:
     """Queue when a bound pod's request of something the pod asks for went down."""
     if old is None or new is None or not new.node_name:
         return QueueingHint.SKIP

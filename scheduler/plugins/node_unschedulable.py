@@ -81,7 +81,9 @@ def _after_node_change(
     return QueueingHint.SKIP
 
 
-def _after_pod_toleration_change(pod: Any, old: Any, new: Any) -> QueueingHint:
+def _after_pod_toleration_change(
+    pod: PodInfo, old: PodInfo | None, new: PodInfo | None
+) -> QueueingHint:
     """Queue when the updated pod now tolerates the unschedulable taint."""
     target = new if new is not None else pod
     return QueueingHint.QUEUE if tolerates_unschedulable(target) else QueueingHint.SKIP

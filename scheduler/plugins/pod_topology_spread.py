@@ -687,33 +687,33 @@ class PodTopologySpread:
             ),
         ]
 
-    def _after_assigned_pod_change(self, pod: Any, old: Any, new: Any) -> QueueingHint:
-        try:
-            for other in (old, new):
-                if other is not None and not _involved(other, pod):
-                    return QueueingHint.SKIP
-            constraints = self.constraints(pod, DO_NOT_SCHEDULE)
-            if old is not None and new is not None:
-                return _label_change_hint(old.labels, new.labels, constraints)
-            changed = new if new is not None else old
-            if changed is None:
-                return QueueingHint.QUEUE
-            if any(c.matches(changed) for c in constraints):
-                return QueueingHint.QUEUE
-            return QueueingHint.SKIP
-        except AttributeError:
-            return QueueingHint.QUEUE
-
-    def _after_target_pod_change(self, pod: Any, old: Any, new: Any) -> QueueingHint:
-        try:
-            constraints = self.constraints(pod, DO_NOT_SCHEDULE)
-            if tuple(old.tolerations) != tuple(new.tolerations) and any(
-                c.honor_node_taints for c in constraints
-            ):
-                return QueueingHint.QUEUE
+    def _after_assigned_pod_change(
+        self, pod: PodInfo, old: PodInfo | None, new: PodInfo | None
+    ) -> QueueingHint:
+        for other in (old, new):
+            if other is not None and not _involved(other, pod):
+                return QueueingHint.SKIP
+        constraints = self.constraints(pod, DO_NOT_SCHEDULE)
+        if old is not None and new is not None:
             return _label_change_hint(old.labels, new.labels, constraints)
-        except AttributeError:
+        changed = new if new is not None else old
+        if changed is None:
             return QueueingHint.QUEUE
+        if any(c.matches(changed) for c in constraints):
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+    def _after_target_pod_change(
+        self, pod: PodInfo, old: PodInfo | None, new: PodInfo | None
+    ) -> QueueingHint:
+        if old is None or new is None:
+            return QueueingHint.QUEUE
+        constraints = self.constraints(pod, DO_NOT_SCHEDULE)
+        if tuple(old.tolerations) != tuple(new.tolerations) and any(
+            c.honor_node_taints for c in constraints
+        ):
+            return QueueingHint.QUEUE
+        return _label_change_hint(old.labels, new.labels, constraints)
 
     def _after_node_change(
         self, pod: PodInfo, old: NodeSummary | None, new: NodeSummary | None
@@ -742,8 +742,8 @@ class PodTopologySpread:
 
 
 
-def _involved(other: Any, pod: Any) -> bool:
-    if not other.node_name and not getattr(other, "nominated_node_name", ""):
+def _involved(other: PodInfo, pod: PodInfo) -> bool:
+    if not other.node_name and not other.nominated_node_name:
         return False
     return bool(other.namespace == pod.namespace)
 
