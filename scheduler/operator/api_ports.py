@@ -80,6 +80,14 @@ class ApiPorts:
         # Pods this scheduler bound: a failure report of an earlier attempt that reaches its
         # lane afterwards is dropped, so a running pod never reads PodScheduled=False.
         self._bound: TTLCache[str, bool] = TTLCache(maxsize=100_000, ttl=EVENT_DEDUP_SECONDS)
+        # The newest failure report queued per pod: an older one still waiting for its lane
+        # writes nothing (the newer says what is true now), as upstream's API dispatcher
+        # merges the calls queued for one pod.
+        self._newest_report: dict[str, int] = {}
+        self._reports = 0
+        # Whether a pod still exists (the scheduler's pod lister): reports queued for a pod
+        # deleted since are not sent. Set by the app once the scheduler exists.
+        self.pod_exists: Callable[[str], bool] = lambda uid: True
 
     def close(self) -> None:
         for lane in self._lanes:
@@ -123,8 +131,18 @@ class ApiPorts:
         )
 
     def failed(self, pod: PodInfo, reason: str, message: str, nominated_node: str | None) -> None:
+        with self._lock:
+            self._reports += 1
+            report = self._newest_report[pod.uid] = self._reports
+
         def run() -> None:
             key = (pod.uid, reason, message)
+            with self._lock:
+                newest = self._newest_report.get(pod.uid) == report
+                if newest:
+                    del self._newest_report[pod.uid]
+            if not newest or not self.pod_exists(pod.uid):
+                return
             with self._lock:
                 if pod.uid in self._bound:
                     log.info("Dropped a failure report that arrived after the binding",

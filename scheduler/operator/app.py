@@ -71,6 +71,7 @@ class SchedulerApp:
             evictor=self.ports, metrics=self.metrics, binding_workers=BINDING_WORKERS,
         )
         self.intake = Intake(self.scheduler)
+        self.ports.pod_exists = self.scheduler.pods.__contains__
         self.reflectors = [
             Reflector(self.api, "/api/v1/nodes", name="nodes",
                       on_event=self.intake.on_node, on_listed=self.intake.resync_nodes),

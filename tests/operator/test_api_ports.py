@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from scheduler.framework.ports import BindOutcome, EvictionOutcome
@@ -311,3 +313,33 @@ def test_a_fenced_replica_sends_no_write_but_still_reads(api: FakeApi) -> None:
     assert len(api.calls("POST", f"{POD}/binding")) == 1
     assert all(r.path != "/api/v1/namespaces/default/pods/other/binding" for r in api.requests)
     ports.close()
+
+
+def test_only_the_newest_queued_failure_report_of_a_pod_is_written(api: FakeApi) -> None:
+    """Reports waiting for their lane are merged: the newest says what is true now."""
+    api.on("POST", EVENTS, Reply(201, {}))
+    api.on("PATCH", f"{POD}/status", Reply(200, {}))
+    ports = ApiPorts(api.kube_api())
+    lane_free = threading.Event()
+    ports._background(web(), lane_free.wait, "block the pod's lane")
+    ports.failed(web(), "Unschedulable", "0/1 nodes are available: 1 Insufficient cpu.", "")
+    ports.failed(web(), "Unschedulable", "0/2 nodes are available: 2 Insufficient cpu.", "")
+    lane_free.set()
+    ports.close()
+    (patch,) = api.calls("PATCH", f"{POD}/status")
+    assert patch.body["status"]["conditions"][0]["message"].startswith("0/2 nodes")
+    assert len(api.calls("POST", EVENTS)) == 1
+
+
+@pytest.mark.parametrize(("exists", "writes"), [(True, 1), (False, 0)])
+def test_a_failure_report_for_a_pod_deleted_meanwhile_is_not_sent(
+    api: FakeApi, exists: bool, writes: int
+) -> None:
+    api.on("POST", EVENTS, Reply(201, {}))
+    api.on("PATCH", f"{POD}/status", Reply(200, {}))
+    ports = ApiPorts(api.kube_api())
+    ports.pod_exists = lambda uid: exists
+    ports.failed(web(), "Unschedulable", "0/1 nodes are available: 1 Insufficient cpu.", "")
+    ports.close()
+    assert len(api.calls("PATCH", f"{POD}/status")) == writes
+    assert len(api.calls("POST", EVENTS)) == writes
