@@ -533,13 +533,16 @@ class Env:
         self.kube.delete(pods_path(self.ns, name), grace=grace)
 
     def wait_bound(self, name: str, timeout: float = 30) -> str:
-        return str(wait_until(lambda: node_of(self.pod(name)), timeout, f"pod {name} bound",
-                              diagnose=self.diagnose))
+        return self.wait_all_bound([name], timeout)[name]
 
     def wait_all_bound(self, names: Sequence[str], timeout: float = 60) -> dict[str, str]:
+        """Once the API shows every pod bound and the recorder has seen each binding (its
+        watch may lag the listing, e.g. while it reconnects), so tests can read it."""
         def bound() -> dict[str, str] | None:
             placed = {p["metadata"]["name"]: node_of(p) for p in self.pods()}
-            return placed if all(placed.get(n) for n in names) else None
+            if not all(placed.get(n) for n in names):
+                return None
+            return placed if all(self.rec.bound_at(n) is not None for n in names) else None
 
         return dict(wait_until(bound, timeout, f"pods {list(names)} bound", diagnose=self.diagnose))
 

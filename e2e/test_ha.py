@@ -122,9 +122,6 @@ def burst(env: Env, count: int, nodes: int) -> Burst:
 def check_outcome(env: Env, names: list[str], node_names: list[str], timeout: float) -> None:
     """Every pod bound exactly once, every node exactly full, one Scheduled Event at most."""
     placed = env.wait_all_bound(names, timeout=timeout)
-    # The recorder's watch may lag the listing (it reconnects after an API server restart).
-    wait_until(lambda: all(env.rec.nodes_seen(n) for n in names), 60,
-               "the recorder to see every binding")
     for name in names:
         assert env.rec.nodes_seen(name) == [placed[name]], (name, env.rec.nodes_seen(name))
     test_nodes = [n for n in env.all_nodes() if n["metadata"]["name"] in node_names]
