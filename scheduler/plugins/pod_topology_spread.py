@@ -307,14 +307,20 @@ class _CountedPods:
         self.state = state
         self.snapshot = snapshot
         self.namespace = namespace
+        # The system default constraints (hostname and zone) count the same siblings.
+        self._siblings: dict[tuple[str, str], IntArray] = {}
 
     def rows(self, c: _Constraint) -> IntArray:
         """Rows of the counted pods' nodes, only nodes the table holds."""
         if c.selector is None:
             assert c.owner is not None
-            siblings = self.snapshot.pods_of_owner(self.namespace, *c.owner)
-            rows = rows_of(self.snapshot, (p for p in siblings.values() if not p.is_terminating))
-            return rows[rows >= 0]
+            rows = self._siblings.get(c.owner)
+            if rows is None:
+                siblings = self.snapshot.pods_of_owner(self.namespace, *c.owner)
+                rows = rows_of(self.snapshot,
+                               (p for p in siblings.values() if not p.is_terminating))
+                rows = self._siblings[c.owner] = rows[rows >= 0]
+            return rows
         if c.counts_nothing:
             return np.zeros(0, dtype=np.int64)
         matched = matched_pods(self.state, self.snapshot, (self.namespace,), c.selector)
