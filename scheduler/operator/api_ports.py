@@ -143,6 +143,10 @@ class ApiPorts:
                     del self._newest_report[pod.uid]
             if not newest or not self.pod_exists(pod.uid):
                 return
+            if not self.api.writable():
+                # A standby's intake reports invalid pods too; the leader's is the one sent.
+                # Nothing is remembered as sent, so this replica reports it once it leads.
+                return
             with self._lock:
                 if pod.uid in self._bound:
                     log.info("Dropped a failure report that arrived after the binding",

@@ -124,6 +124,10 @@ class KubeApi:
         self.host = urlsplit(str(api_client.configuration.host)).netloc
 
     # -- plain requests -------------------------------------------------------------------
+    def writable(self) -> bool:
+        """False on a replica that may not write now: a standby, or a leader fenced."""
+        return self.may_write is None or self.may_write()
+
     def request(
         self,
         method: str,
@@ -148,7 +152,7 @@ class KubeApi:
                 waited = time.perf_counter()
                 self.bucket.acquire()
                 self.metrics.rate_limited(method, self.host, time.perf_counter() - waited)
-            if method != "GET" and self.may_write is not None and not self.may_write():
+            if method != "GET" and not self.writable():
                 return Response(FENCED_STATUS, {"message": FENCED}, {})
             try:
                 raw = self._call(method, path, body, query, content_type, timeout)

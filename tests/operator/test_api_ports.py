@@ -343,3 +343,25 @@ def test_a_failure_report_for_a_pod_deleted_meanwhile_is_not_sent(
     ports.close()
     assert len(api.calls("PATCH", f"{POD}/status")) == writes
     assert len(api.calls("POST", EVENTS)) == writes
+
+
+def test_a_standby_sends_no_failure_report_and_forgets_it(api: FakeApi) -> None:
+    """Fenced: no write, and nothing remembered as sent, so the same report goes out once
+    the replica leads."""
+    api.on("POST", EVENTS, Reply(201, {}))
+    api.on("PATCH", f"{POD}/status", Reply(200, {}))
+    kube = api.kube_api()
+    leading = [False]
+    kube.may_write = lambda: leading[0]
+    ports = ApiPorts(kube)
+    message = "invalid pod spec: spec.containers[0].resources.requests.cpu: not a quantity"
+    ports.failed(web(), "SchedulerError", message, None)
+    lane_done = threading.Event()
+    ports._background(web(), lane_done.set, "after the report")
+    assert lane_done.wait(5)
+    assert api.requests == []
+    leading[0] = True
+    ports.failed(web(), "SchedulerError", message, None)
+    ports.close()
+    assert len(api.calls("PATCH", f"{POD}/status")) == 1
+    assert len(api.calls("POST", EVENTS)) == 1
