@@ -11,6 +11,7 @@ from typing import Any
 import structlog
 
 from scheduler.framework.config import SchedulerConfig
+from scheduler.framework.registry import Registry
 from scheduler.intake import NAMESPACES, PDBS, PRIORITY_CLASSES, Intake
 from scheduler.metrics import Metrics
 from scheduler.operator.api_ports import ApiPorts
@@ -19,7 +20,6 @@ from scheduler.operator.health import HealthServer
 from scheduler.operator.kubeapi import KubeApi, api_client_from
 from scheduler.operator.leader import ApiLeaseStore, LeaderElector, new_identity
 from scheduler.operator.reflector import Reflector
-from scheduler.plugins.registry import default_registry
 from scheduler.scheduler import Scheduler
 
 log = structlog.get_logger("scheduler.app")
@@ -52,7 +52,7 @@ class Options:
 
 
 class SchedulerApp:
-    def __init__(self, config: SchedulerConfig, options: Options) -> None:
+    def __init__(self, config: SchedulerConfig, registry: Registry, options: Options) -> None:
         self.options = options
         # One name per process, for the Lease and for kopf (see main).
         self.identity = new_identity()
@@ -67,7 +67,7 @@ class SchedulerApp:
         if self.elector is not None:
             self.api.may_write = events.may_write = self.elector.may_write
         self.scheduler = Scheduler(
-            config, default_registry(), binder=self.ports, reporter=self.ports,
+            config, registry, binder=self.ports, reporter=self.ports,
             evictor=self.ports, metrics=self.metrics, binding_workers=BINDING_WORKERS,
         )
         self.intake = Intake(self.scheduler)

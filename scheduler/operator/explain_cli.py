@@ -32,7 +32,7 @@ from scheduler.framework.registry import ConfigError
 from scheduler.operator.explain_endpoint import PATH, pod_path
 from scheduler.operator.kubeapi import KubeApi, api_client_from
 from scheduler.operator.reflector import ListError, list_all
-from scheduler.plugins.registry import default_registry
+from scheduler.plugins.registry import installed_registry
 
 SCHEDULER_NAMESPACE = "secondary-scheduler"
 SCHEDULER_SELECTOR = "app.kubernetes.io/name=secondary-scheduler"
@@ -243,8 +243,8 @@ def _health_port(pod: dict[str, Any]) -> int:
 def _one_shot(
     api: KubeApi, args: argparse.Namespace, pod: dict[str, Any], source: str
 ) -> dict[str, Any]:
-    registry = default_registry()
     try:
+        registry = installed_registry()
         config = load_config_file(args.config, registry) if args.config else default_config(
             registry)
     except ConfigError as exc:

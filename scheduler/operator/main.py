@@ -16,7 +16,7 @@ from scheduler.framework.config import default_config, load_config_file
 from scheduler.framework.registry import ConfigError
 from scheduler.operator import explain_cli, handlers
 from scheduler.operator.app import Options, SchedulerApp
-from scheduler.plugins.registry import default_registry
+from scheduler.plugins.registry import installed_registry
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -64,8 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"secondary-scheduler: --log-level: {exc}", file=sys.stderr)
         return 2
     log = structlog.get_logger("scheduler")
-    registry = default_registry()
     try:
+        registry = installed_registry()
         config = (
             load_config_file(args.config, registry) if args.config else default_config(registry)
         )
@@ -77,8 +77,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = dataclasses.replace(config, leader_election=dataclasses.replace(
             config.leader_election, leader_elect=args.leader_elect))
     kubeconfig = args.kubeconfig or config.client_connection.kubeconfig
-    app = SchedulerApp(config, Options(kubeconfig=kubeconfig, health_port=args.health_port,
-                                         bind_address=args.bind_address))
+    options = Options(kubeconfig=kubeconfig, health_port=args.health_port,
+                      bind_address=args.bind_address)
+    app = SchedulerApp(config, registry, options)
     operator_registry = kopf.OperatorRegistry()
     handlers.register(operator_registry, app)
     log.info("Starting", profiles=[p.scheduler_name for p in config.profiles])

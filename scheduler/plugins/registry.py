@@ -1,8 +1,12 @@
-"""The in-tree plugins, by name (upstream's NewInTreeRegistry)."""
+"""The plugins a scheduler can be configured with: the in-tree ones (upstream's
+NewInTreeRegistry) and those installed with pip under the ``secondary_scheduler.plugins``
+entry-point group."""
 
 from __future__ import annotations
 
-from scheduler.framework.registry import Registry
+from importlib.metadata import entry_points
+
+from scheduler.framework.registry import ConfigError, PluginSpec, Registry
 from scheduler.plugins import (
     balanced_allocation,
     default_binder,
@@ -40,4 +44,35 @@ def default_registry() -> Registry:
     registry = Registry()
     for module in PLUGIN_MODULES:
         registry.register(module.SPEC)
+    return registry
+
+
+# An installed package declares ``Name = "module:SPEC"`` in this group (pyproject.toml:
+# [project.entry-points."secondary_scheduler.plugins"]); the name is the plugin's.
+ENTRY_POINT_GROUP = "secondary_scheduler.plugins"
+
+
+def installed_registry() -> Registry:
+    """The in-tree plugins and every installed one. A plugin that cannot be loaded, is not a
+    PluginSpec, or takes a name already taken fails start-up with both origins named."""
+    registry = default_registry()
+    origins: dict[str, str] = {}
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        dist = entry.dist.name if entry.dist is not None else "an unknown distribution"
+        origin = f"{dist} ({entry.value})"
+        try:
+            spec = entry.load()
+        except Exception as exc:
+            raise ConfigError(f"plugin {entry.name!r} from {origin} could not be loaded: "
+                              f"{type(exc).__name__}: {exc}") from exc
+        if not isinstance(spec, PluginSpec):
+            raise ConfigError(f"plugin {entry.name!r} from {origin} is a "
+                              f"{type(spec).__name__}, not a PluginSpec")
+        if spec.name != entry.name:
+            raise ConfigError(f"plugin {entry.name!r} from {origin} calls itself {spec.name!r}")
+        if registry.get(spec.name) is not None:
+            taken_by = origins.get(spec.name, "a built-in plugin")
+            raise ConfigError(f"plugin {spec.name!r} from {origin} clashes with {taken_by}")
+        registry.register(spec)
+        origins[spec.name] = origin
     return registry

@@ -18,7 +18,7 @@ def started_with(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> tuple[Any,
     """The configuration and options main() hands the SchedulerApp (which is not built)."""
     seen: list[tuple[Any, Any]] = []
 
-    def app(cfg: Any, options: Any) -> None:
+    def app(cfg: Any, registry: Any, options: Any) -> None:
         seen.append((cfg, options))
         raise StartedError
 
@@ -92,7 +92,7 @@ def test_kopf_is_given_a_name_when_the_uid_has_no_passwd_entry(
     class App:
         identity = "host_1234"
 
-        def __init__(self, cfg: Any, options: Any) -> None:
+        def __init__(self, cfg: Any, registry: Any, options: Any) -> None:
             pass
 
     def run(**_: Any) -> None:
