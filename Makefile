@@ -17,10 +17,12 @@ KIND_CLUSTER ?= secondary-scheduler
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# The example plugin is installed as a plugin author's package would be (the e2e suite uses it).
+$(VENV)/.installed: pyproject.toml examples/plugins/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --no-deps -e examples/plugins
 	touch $@
 
 ## unit: the unit tests, in seconds, no cluster
