@@ -58,5 +58,7 @@ def test_a_bad_installed_plugin_fails_start_up_with_its_origin_named(
     with pytest.raises(ConfigError) as raised:
         plugins.installed_registry()
     assert error in str(raised.value)
+    # main() would point structlog at pytest's captured stream, closed after this test.
+    monkeypatch.setattr(entry.logs, "configure", lambda *args, **kwargs: None)
     assert entry.main(["--log-format", "json"]) == 2
     assert error in capsys.readouterr().err
