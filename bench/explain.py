@@ -23,7 +23,7 @@ from scheduler.explain import Listing, explain, scheduler_from_listing  # noqa: 
 from scheduler.explain_render import to_json, to_text  # noqa: E402
 from scheduler.framework.config import default_config  # noqa: E402
 from scheduler.plugins.registry import default_registry  # noqa: E402
-from tests.builders import node, pod  # noqa: E402
+from scheduler.testing import node, pod  # noqa: E402
 
 NODES, PODS, RUNS = 5000, 50_000, 7
 SPREAD = {"topologySpreadConstraints": [{

@@ -46,7 +46,7 @@ from scheduler.model.pod import PodInfo
 from scheduler.plugins.registry import default_registry
 from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
 from scheduler.scheduler import Scheduler
-from tests.builders import node, pod
+from scheduler.testing import node, pod
 from tests.plugins.test_default_preemption import FakeEvictor
 from tests.queue.fakes import FakeClock
 

@@ -14,7 +14,7 @@ from scheduler.framework.registry import ConfigError
 from scheduler.intake import Intake
 from scheduler.plugins.registry import default_registry
 from scheduler.scheduler import Scheduler
-from tests.builders import node, pod
+from scheduler.testing import node, pod, score_nodes
 from tests.queue.fakes import FakeClock
 from tests.test_cycle import RecordingPorts
 
@@ -70,3 +70,10 @@ def test_bad_arguments_are_refused_with_the_field_named(tmp_path: Path) -> None:
     field = r"pluginConfig\[0\]\.args\.label"
     with pytest.raises(ConfigError, match=rf"{field}: Invalid value: 'a/b/c'"):
         scheduler_from(CONFIG.replace("node.example.com/spot", "a/b/c"), tmp_path)
+
+
+def test_the_plugin_scores_as_a_plugin_author_would_test_it() -> None:
+    """With the testing kit (scheduler.testing), as docs/architecture.md suggests."""
+    args = {"label": "node.example.com/spot", "value": "true"}
+    nodes = [node("spot", labels={"node.example.com/spot": "true"}), node("plain")]
+    assert score_nodes(prefer_label.SPEC, args, pod("p"), nodes) == {"spot": 100, "plain": 0}

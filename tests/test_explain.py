@@ -29,7 +29,7 @@ from scheduler.framework.ports import NullPorts
 from scheduler.intake import Intake
 from scheduler.plugins.registry import default_registry
 from scheduler.scheduler import Scheduler
-from tests.builders import node, pod
+from scheduler.testing import node, pod
 from tests.plugins.test_default_preemption import FakeEvictor, pdb
 
 GPU_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}

@@ -14,7 +14,7 @@ import pytest
 from scheduler.framework.interface import Code, Status
 from scheduler.intake import ADDED, DELETED, MODIFIED, NAMESPACES, PDBS, PRIORITY_CLASSES
 from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
-from tests.builders import namespace, node, pod
+from scheduler.testing import namespace, node, pod
 from tests.test_cycle import NO_PREEMPTION, FakePermit, Harness, only
 
 MOVED = (ACTIVE, BACKOFF)

@@ -17,7 +17,7 @@ from scheduler.framework.interface import Code
 from scheduler.framework.ports import BindOutcome, EvictionOutcome
 from scheduler.metrics import Metrics, attempts_label
 from scheduler.operator.health import HealthServer
-from tests.builders import node, pod
+from scheduler.testing import node, pod
 from tests.plugins.test_default_preemption import (
     BASIC_NODES,
     BASIC_PODS,

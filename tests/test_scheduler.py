@@ -22,7 +22,7 @@ from scheduler.framework.ports import BindOutcome
 from scheduler.intake import ADDED, MODIFIED
 from scheduler.model.pod import PodInfo
 from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
-from tests.builders import node, pod
+from scheduler.testing import node, pod
 from tests.test_cycle import NO_PREEMPTION, FakeFilter, FakePermit, Harness, only
 
 

@@ -7,7 +7,7 @@ import pytest
 from scheduler.cache.cache import Cache
 from scheduler.cache.snapshot import Snapshot
 from scheduler.model.pod import PodInfo
-from tests.builders import node, pod, pod_info
+from scheduler.testing import node, pod, pod_info
 
 
 class FakeClock:

@@ -8,7 +8,7 @@ import pytest
 
 from scheduler.cache.pod_index import PodLabelIndex
 from scheduler.model.pod import PodInfo
-from tests.builders import pod
+from scheduler.testing import pod
 
 
 def owned(name: str, owner: str | None, namespace: str = "default") -> PodInfo:

@@ -31,7 +31,7 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.runtime import MAX_PERMIT_WAIT_SECONDS, Framework, PluginSets
 from scheduler.model.pod import PodInfo
-from tests.builders import full_view, node, pod, pod_info, snapshot_of
+from scheduler.testing import full_view, node, pod, pod_info, snapshot_of
 from tests.test_cycle import (
     SCHED,
     FakeFilter,

@@ -10,7 +10,7 @@ from scheduler.framework.ports import BindOutcome, EvictionOutcome
 from scheduler.model.pod import PodInfo
 from scheduler.operator.api_ports import ApiPorts
 from scheduler.operator.kubeapi import TokenBucket
-from tests.builders import pod_info
+from scheduler.testing import pod_info
 from tests.operator.fake_api import FakeApi, Reply
 
 POD = "/api/v1/namespaces/default/pods/web"

@@ -20,7 +20,7 @@ from scheduler.operator import main as main_module
 from scheduler.operator.explain_cli import kubectl_why
 from scheduler.operator.explain_endpoint import ExplainEndpoint
 from scheduler.operator.health import HealthServer
-from tests.builders import node, pod
+from scheduler.testing import node, pod
 from tests.operator.fake_api import FakeApi, Reply
 from tests.test_explain import build
 

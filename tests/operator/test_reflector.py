@@ -11,7 +11,7 @@ from scheduler.intake import Intake
 from scheduler.operator.reflector import Reflector
 from scheduler.plugins.registry import default_registry
 from scheduler.scheduler import Scheduler
-from tests.builders import node, pod
+from scheduler.testing import node, pod
 from tests.operator.fake_api import FakeApi, Reply
 
 

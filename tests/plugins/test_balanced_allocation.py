@@ -12,7 +12,7 @@ from scheduler.framework.interface import Code, CycleState
 from scheduler.framework.registry import ConfigError
 from scheduler.plugins import balanced_allocation as ba
 from scheduler.plugins.balanced_allocation import BalancedAllocation
-from tests.builders import container, full_view, node, pod, pod_info, snapshot_of, view_with
+from scheduler.testing import container, full_view, node, pod, pod_info, snapshot_of, view_with
 
 GPU = "nvidia.com/gpu"
 CPU_MEM_GPU = {"resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1},

@@ -50,7 +50,7 @@ from scheduler.plugins.default_preemption import (
 from scheduler.plugins.registry import default_registry
 from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
 from scheduler.scheduler import Scheduler
-from tests.builders import node, pod
+from scheduler.testing import node, pod
 
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000
 SMALL = {"cpu": "100m", "memory": "100"}

@@ -10,7 +10,7 @@ import pytest
 from scheduler.framework.interface import CycleState
 from scheduler.plugins import image_locality
 from scheduler.plugins.image_locality import ImageLocality
-from tests.builders import container, full_view, node, pod_info, snapshot_of
+from scheduler.testing import container, full_view, node, pod_info, snapshot_of
 
 MB = 1024 * 1024
 

@@ -20,7 +20,7 @@ from scheduler.plugins.inter_pod_affinity import (
     ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
     InterPodAffinity,
 )
-from tests.builders import (
+from scheduler.testing import (
     full_view,
     namespace,
     node,

@@ -18,7 +18,7 @@ from scheduler.plugins.node_affinity import (
     ERR_REASON_POD,
     NodeAffinity,
 )
-from tests.builders import (
+from scheduler.testing import (
     cache_of,
     full_view,
     node,

@@ -7,7 +7,7 @@ import pytest
 from scheduler.framework.interface import Code, CycleState
 from scheduler.plugins import node_name
 from scheduler.plugins.node_name import ERR_REASON, NodeName
-from tests.builders import full_view, node, pod_info, rejected_reasons, snapshot_of
+from scheduler.testing import full_view, node, pod_info, rejected_reasons, snapshot_of
 
 FILTER = [
     pytest.param("", {"node1": [], "node2": []}, id="no host specified"),

@@ -11,7 +11,7 @@ from scheduler.framework.events import QueueingHint, Resource
 from scheduler.framework.interface import Code, CycleState
 from scheduler.plugins import node_ports
 from scheduler.plugins.node_ports import ERR_REASON, NodePorts
-from tests.builders import (
+from scheduler.testing import (
     container,
     full_view,
     node,

@@ -15,7 +15,7 @@ from scheduler.framework.registry import ConfigError
 from scheduler.model.pod import PodInfo
 from scheduler.plugins import node_resources_fit as fit
 from scheduler.plugins.node_resources_fit import NodeResourcesFit
-from tests.builders import (
+from scheduler.testing import (
     container,
     full_view,
     node,

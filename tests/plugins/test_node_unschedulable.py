@@ -10,7 +10,7 @@ from scheduler.framework.events import QueueingHint, Resource
 from scheduler.framework.interface import Code, CycleState
 from scheduler.plugins import node_unschedulable
 from scheduler.plugins.node_unschedulable import ERR_REASON_UNSCHEDULABLE, NodeUnschedulable
-from tests.builders import full_view, node, pod_info, rejected_reasons, snapshot_of, summary
+from scheduler.testing import full_view, node, pod_info, rejected_reasons, snapshot_of, summary
 
 UNSCHEDULABLE_TOLERATION = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 

@@ -19,7 +19,15 @@ from scheduler.plugins.pod_topology_spread import (
     ERR_REASON_NODE_LABEL_NOT_MATCH,
     PodTopologySpread,
 )
-from tests.builders import full_view, node, pod, rejected_reasons, snapshot_of, summary, view_with
+from scheduler.testing import (
+    full_view,
+    node,
+    pod,
+    rejected_reasons,
+    snapshot_of,
+    summary,
+    view_with,
+)
 
 FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
 BAR = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}

@@ -13,7 +13,7 @@ from scheduler.framework.events import QueueingHint, Resource
 from scheduler.framework.interface import Code, CycleState
 from scheduler.plugins import taint_toleration
 from scheduler.plugins.taint_toleration import ERR_REASON_UNTOLERATED, TaintToleration
-from tests.builders import (
+from scheduler.testing import (
     cache_of,
     full_view,
     node,
