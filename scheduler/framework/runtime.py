@@ -146,8 +146,11 @@ class Framework:
         self._profile_name = profile_name
         self.plugins = plugins
         self.metrics = metrics
-        # The same plugins, timed one by one: used in the cycles sampled for plugin metrics.
-        self._timed = plugins if metrics is None else _timed_sets(plugins, metrics)
+        # What cycles run: the same plugins, an exception of theirs turned into a PluginError
+        # that names them; timed one by one too in the cycles sampled for plugin metrics.
+        self._guarded = _wrapped_sets(plugins, _guarded_call)
+        self._timed = (self._guarded if metrics is None
+                       else _wrapped_sets(self._guarded, _timer(metrics)))
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.instances: dict[str, Plugin] = dict(instances or {})
 
@@ -164,7 +167,7 @@ class Framework:
         return None
 
     def _plugins_for(self, state: CycleState) -> PluginSets:
-        return self._timed if state.record_plugin_metrics else self.plugins
+        return self._timed if state.record_plugin_metrics else self._guarded
 
     # -- PreFilter ------------------------------------------------------------------------
     @_timed_point("PreFilter", lambda out: out[1].code)
@@ -474,42 +477,72 @@ _POINT_OF_METHOD: dict[str, tuple[str, Callable[[Any], Code]]] = {
 }
 
 
-def _timed_call(
-    method: Callable[..., Any], plugin: str, point: str, status_of: Callable[[Any], Code],
-    metrics: ProfileMetrics,
+class PluginError(Exception):
+    """A plugin raised. The message names the plugin and its extension point, as upstream
+    words a plugin's error, so the pod's condition and Event say whose fault it is."""
+
+    def __init__(self, point: str, plugin: str, cause: Exception) -> None:
+        what = f"{type(cause).__name__}: {cause}"
+        if point == "Filter":
+            super().__init__(f'running "{plugin}" filter plugin: {what}')
+        else:
+            super().__init__(f'running {point} plugin "{plugin}": {what}')
+
+
+# Extension point names in error messages, where they differ from the metrics' names.
+_POINT_IN_MESSAGES = {"ScoreExtensionNormalize": "NormalizeScore"}
+
+Wrap = Callable[[Callable[..., Any], str, str, Callable[[Any], Code]], Callable[..., Any]]
+
+
+def _guarded_call(
+    method: Callable[..., Any], plugin: str, point: str, status_of: Callable[[Any], Code]
 ) -> Callable[..., Any]:
-    def timed(*args: Any) -> Any:
-        start = time.perf_counter()
-        out = method(*args)
-        metrics.plugin(plugin, point, _CODE_LABELS[status_of(out)], time.perf_counter() - start)
-        return out
+    def guarded(*args: Any) -> Any:
+        try:
+            return method(*args)
+        except Exception as exc:
+            raise PluginError(_POINT_IN_MESSAGES.get(point, point), plugin, exc) from exc
 
-    return timed
+    return guarded
 
 
-class _TimedPlugin:
-    """Forwards to a plugin, its extension-point methods timed (sampled cycles only)."""
+def _timer(metrics: ProfileMetrics) -> Wrap:
+    def wrap(
+        method: Callable[..., Any], plugin: str, point: str, status_of: Callable[[Any], Code]
+    ) -> Callable[..., Any]:
+        def timed(*args: Any) -> Any:
+            start = time.perf_counter()
+            out = method(*args)
+            metrics.plugin(plugin, point, _CODE_LABELS[status_of(out)],
+                           time.perf_counter() - start)
+            return out
 
-    def __init__(self, plugin: Plugin, metrics: ProfileMetrics) -> None:
+        return timed
+
+    return wrap
+
+
+class _WrappedPlugin:
+    """Forwards to a plugin, each extension-point method wrapped."""
+
+    def __init__(self, plugin: Plugin, wrap: Wrap) -> None:
         self._plugin = plugin
         for attr, (point, status_of) in _POINT_OF_METHOD.items():
             method = getattr(plugin, attr, None)
             if method is not None:
-                setattr(self, attr, _timed_call(method, plugin.name, point, status_of, metrics))
+                setattr(self, attr, wrap(method, plugin.name, point, status_of))
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self._plugin, attr)
 
 
-def _timed_sets(plugins: PluginSets, metrics: ProfileMetrics) -> PluginSets:
-    def timed(plugin: Plugin) -> Any:
-        return _TimedPlugin(plugin, metrics)
-
+def _wrapped_sets(plugins: PluginSets, wrap: Wrap) -> PluginSets:
     changes: dict[str, Any] = {}
     for f in dataclasses.fields(plugins):
         current = getattr(plugins, f.name)
         if f.name == "score":
-            changes[f.name] = [(timed(p), weight) for p, weight in current]
+            changes[f.name] = [(_WrappedPlugin(p, wrap), weight) for p, weight in current]
         elif isinstance(current, list):
-            changes[f.name] = [timed(p) for p in current]
+            changes[f.name] = [_WrappedPlugin(p, wrap) for p in current]
     return dataclasses.replace(plugins, **changes)
