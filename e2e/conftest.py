@@ -177,7 +177,8 @@ class ReferenceScheduler(LocalScheduler):
     tells a test whose expectation is not kube-scheduler's from a bug of ours."""
 
     def __init__(self, kubeconfig: Path, log_path: Path, binary: Path, *,
-                 leader_elect: bool = False, scheduler_name: str = SCHEDULER_NAME) -> None:
+                 leader_elect: bool = False, scheduler_name: str = SCHEDULER_NAME,
+                 extra_config: str = "") -> None:
         super().__init__(kubeconfig, log_path, None)
         self.binary = binary
         self.config = log_path.parent / f"{log_path.stem}-config.yaml"
@@ -189,7 +190,7 @@ class ReferenceScheduler(LocalScheduler):
             "kind: KubeSchedulerConfiguration\n"
             f"clientConnection: {{kubeconfig: {kubeconfig}}}\n"
             f"leaderElection: {election}\n"
-            f"profiles: [{{schedulerName: {scheduler_name}}}]\n")
+            f"profiles: [{{schedulerName: {scheduler_name}}}]\n" + extra_config)
 
     def start(self) -> None:
         argv = [str(self.binary), f"--config={self.config}", f"--kubeconfig={self.kubeconfig}",

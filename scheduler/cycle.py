@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -27,8 +27,10 @@ import numpy as np
 import structlog
 
 from scheduler.framework.events import ASSIGNED_POD_DELETE
+from scheduler.framework.extender import EXTENDER_NAME, MAX_EXTENDER_PRIORITY, ExtenderError
 from scheduler.framework.fit_error import fit_error_message
 from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
     Code,
     CycleState,
     Diagnosis,
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from scheduler.cache.cache import Cache
     from scheduler.cache.inbox import Inbox
     from scheduler.framework.config import SchedulerConfig
+    from scheduler.framework.extender import Extender
     from scheduler.framework.ports import Reporter
     from scheduler.framework.runtime import FilterOutcome, Framework
     from scheduler.framework.snapshot import ClusterSnapshot
@@ -91,6 +94,8 @@ class CycleHost(Protocol):
     waiting: WaitingPods
     metrics: Metrics
     reporter: Reporter
+    # HTTP extenders, ignorable ones last; called after the plugins (upstream's Extenders).
+    extenders: Sequence[Extender]
     rng: np.random.Generator
     clock: Callable[[], float]
     # Where the next Filter pass starts in the node order (upstream's nextStartNodeIndex).
@@ -242,6 +247,8 @@ def schedule_pod(
         return ScheduleResult(names[int(feasible[0])], evaluated, 1)
     view = _view(s, feasible)
     totals = prioritize(framework, state, pod, view)
+    if s.extenders:
+        totals = totals + extender_scores(s, pod, view)
     host = select_host(s, view, totals)
     return ScheduleResult(host, evaluated, int(feasible.size))
 
@@ -271,7 +278,9 @@ def find_nodes_that_fit(
                 log.error("Evaluation failed on nominated node", pod=pod.key,
                           node=pod.nominated_node_name, reason=outcome.error.message)
             elif outcome.codes[0] == Code.SUCCESS:
-                return single.idx, diagnosis, 1
+                passed = find_nodes_that_pass_extenders(s, pod, single.idx, diagnosis)
+                if passed.size:
+                    return passed, diagnosis, 1
 
     n = int(candidates.size)
     if n == 0:
@@ -286,7 +295,7 @@ def find_nodes_that_fit(
     to_find = num_feasible_nodes_to_find(
         framework.percentage_of_nodes_to_score, s.config.percentage_of_nodes_to_score, n
     )
-    if not framework.plugins.score:
+    if not (framework.plugins.score or any(e.is_filter or e.is_prioritizer for e in s.extenders)):
         to_find = 1
     if feasible_positions.size > to_find:
         feasible_positions = feasible_positions[:to_find]
@@ -296,7 +305,47 @@ def find_nodes_that_fit(
     # Upstream: (nextStartNodeIndex + processed) % len(allNodes), whatever the restriction.
     s.next_start_index = (s.next_start_index + processed) % max(int(order.size), 1)
     record_rejections(diagnosis, rotated, outcome, processed)
-    return rotated[feasible_positions], diagnosis, processed
+    feasible = rotated[feasible_positions]
+    passed = find_nodes_that_pass_extenders(s, pod, feasible, diagnosis)
+    if passed.size != feasible.size:
+        # Extenders register no events: a pod they rejected retries on any event.
+        diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
+    return passed, diagnosis, processed
+
+
+def find_nodes_that_pass_extenders(
+    s: CycleHost, pod: PodInfo, feasible: IntArray, diagnosis: Diagnosis
+) -> IntArray:
+    """Each interested extender in turn filters what the previous ones left; the nodes it
+    failed get its reason in ``diagnosis``. An error fails the cycle unless the extender is
+    ignorable (upstream's findNodesThatPassExtenders)."""
+    table = s.snapshot.nodes
+    for extender in s.extenders:
+        if feasible.size == 0:
+            break
+        if not extender.is_interested(pod):
+            continue
+        names = [table.names[int(row)] for row in feasible]
+        try:
+            result = extender.filter(pod, names, s.snapshot)
+        except ExtenderError as err:
+            if extender.ignorable:
+                log.info("Skipping extender as it returned error and has ignorable flag set",
+                         extender=extender.name, pod=pod.key, reason=str(err))
+                continue
+            raise SchedulingError(str(err)) from err
+        failures = [(name, message, Code.UNSCHEDULABLE) for name, message
+                    in result.failed.items() if name not in result.failed_and_unresolvable]
+        failures += [(name, message, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+                     for name, message in result.failed_and_unresolvable.items()]
+        for name, message, code in failures:
+            row = table.index.get(name)
+            if row is not None:
+                diagnosis.codes[row] = np.uint8(code)
+                diagnosis.reasons.append((np.asarray([row], dtype=np.int64), message, ""))
+        rows = (table.index.get(name) for name in result.nodes)
+        feasible = np.asarray([r for r in rows if r is not None], dtype=np.int64)
+    return feasible
 
 
 def pre_filter_candidates(
@@ -371,6 +420,30 @@ def prioritize(framework: Framework, state: CycleState, pod: PodInfo, view: Node
     return totals
 
 
+def extender_scores(s: CycleHost, pod: PodInfo, view: NodeView) -> IntArray:
+    """Each interested extender's scores, times its weight, scaled from its 0..10 range to
+    the plugins' 0..100; an extender that fails gives no score (upstream's prioritizeNodes)."""
+    table = s.snapshot.nodes
+    names = [table.names[int(row)] for row in view.idx]
+    position = {name: i for i, name in enumerate(names)}
+    totals = np.zeros(len(names), dtype=np.int64)
+    for extender in s.extenders:
+        if not extender.is_interested(pod):
+            continue
+        try:
+            scores = extender.prioritize(pod, names, s.snapshot)
+        except ExtenderError as err:
+            log.info("Failed to run extender's priority function; no score given by it",
+                     extender=extender.name, pod=pod.key, reason=str(err))
+            continue
+        scale = extender.weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+        for name, score in scores.items():
+            i = position.get(name)
+            if i is not None:
+                totals[i] += score * scale
+    return totals
+
+
 def select_host(s: CycleHost, view: NodeView, totals: IntArray) -> str:
     """The node with the highest total; ties are broken uniformly at random."""
     best = np.flatnonzero(totals == totals.max())
@@ -400,7 +473,8 @@ def binding_cycle(
             status = Status.error(f"node {node!r} was deleted before the binding")
         if status.is_success():
             at_bind = True
-            status = framework.run_bind(state, pod, node)
+            delegated = extenders_binding(s, pod, node)
+            status = framework.run_bind(state, pod, node) if delegated is None else delegated
     except Exception as exc:  # a binding thread must always release the pod
         log.exception("Binding cycle failed", pod=pod.key, node=node)
         status = Status.error(_exception_message(exc))
@@ -454,6 +528,24 @@ def binding_cycle(
     s.queue.move_all_to_active_or_backoff(
         ASSIGNED_POD_DELETE, assumed, None, pre_check=lambda other: other.uid != pod.uid
     )
+
+
+def extenders_binding(s: CycleHost, pod: PodInfo, node: str) -> Status | None:
+    """The first interested binder extender binds the pod, before any Bind plugin; None when
+    no extender binds it (upstream's extendersBinding)."""
+    for extender in s.extenders:
+        if not extender.is_binder or not extender.is_interested(pod):
+            continue
+        try:
+            extender.bind(pod, node)
+        except ExtenderError as err:
+            if extender.ignorable:
+                log.info("Skipping extender in bind as it returned error and has ignorable "
+                         "flag set", extender=extender.name, pod=pod.key, reason=str(err))
+                continue
+            return Status.error(str(err))
+        return Status()
+    return None
 
 
 def handle_scheduling_failure(

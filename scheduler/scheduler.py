@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +24,7 @@ from scheduler.cache.snapshot import Snapshot
 from scheduler.cycle import schedule_one
 from scheduler.framework.config import ProfileConfig, SchedulerConfig
 from scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
+from scheduler.framework.extender import EXTENDER_NAME, Extender, ordered
 from scheduler.framework.interface import Plugin
 from scheduler.framework.ports import Binder, Evictor, Reporter
 from scheduler.framework.registry import POINT_METHODS, Registry
@@ -93,6 +94,10 @@ class ProfileHandle:
         return self.scheduler.reporter
 
     @property
+    def extenders(self) -> Sequence[Extender]:
+        return self.scheduler.extenders
+
+    @property
     def metrics(self) -> Metrics:
         return self.scheduler.metrics
 
@@ -118,8 +123,10 @@ class Scheduler:
         seed: int | None = None,
         binding_workers: int = 16,
         metrics: Metrics | None = None,
+        extenders: Sequence[Extender] = (),
     ) -> None:
         self.config = config
+        self.extenders: Sequence[Extender] = ordered(extenders)
         self.metrics = metrics or Metrics()
         self.binder = binder
         self.reporter = reporter
@@ -199,6 +206,10 @@ class Scheduler:
                 # Upstream's defaultEnqueueExtension: a plugin that may reject a pod but does
                 # not say which events may help it hears every event.
                 hints[name] = [ClusterEventWithHint(ClusterEvent(Resource.WILDCARD, Action.ALL))]
+        if self.extenders:
+            # Upstream registers the same for the extenders' pseudo-plugin.
+            hints[EXTENDER_NAME] = [ClusterEventWithHint(ClusterEvent(Resource.WILDCARD,
+                                                                      Action.ALL))]
         framework = Framework(
             profile.scheduler_name,
             sets,

@@ -18,6 +18,7 @@ from scheduler.cache.cache import Cache
 from scheduler.cache.snapshot import Snapshot
 from scheduler.cycle import schedule_one
 from scheduler.framework.config import default_config, parse_config
+from scheduler.framework.extender import Extender
 from scheduler.framework.interface import CycleState, FilterResult, NodeView
 from scheduler.framework.ports import NullPorts
 from scheduler.framework.registry import PluginSpec
@@ -224,17 +225,19 @@ def scheduler_of(
     plugins: Iterable[PluginSpec] = (),
     nodes: Objects = (),
     pods: Objects = (),
+    extenders: Sequence[Extender] = (),
 ) -> tuple[Scheduler, NullPorts]:
     """A scheduler that does no I/O: the built-in plugins plus ``plugins``, configured by
     ``config`` (a KubeSchedulerConfiguration as a mapping; the defaults when None), the
     objects fed through the intake as a watch delivers them, and bindings run inline through
-    ports that only record (``ports.bound``, ``ports.failures``)."""
+    ports that only record (``ports.bound``, ``ports.failures``). ``extenders`` stand in for
+    the configuration's HTTP extenders."""
     registry = default_registry()
     for spec in plugins:
         registry.register(spec)
     cfg = parse_config(dict(config), registry) if config else default_config(registry)
     ports = NullPorts()
-    s = Scheduler(cfg, registry, binder=ports, reporter=ports, seed=1)
+    s = Scheduler(cfg, registry, binder=ports, reporter=ports, seed=1, extenders=extenders)
     s.submit_binding = lambda fn, *args: fn(*args)  # type: ignore[method-assign]
     intake = Intake(s)
     for obj in nodes:
@@ -247,11 +250,12 @@ def scheduler_of(
 
 def schedule(
     config: Mapping[str, Any] | None, nodes: Objects, pods: Sequence[Mapping[str, Any]], *,
-    plugins: Iterable[PluginSpec] = (),
+    plugins: Iterable[PluginSpec] = (), extenders: Sequence[Extender] = (),
 ) -> dict[str, str]:
     """Whole scheduling cycles until the queue has nothing to pop: the node each of ``pods``
     was bound to, ``""`` for those left pending."""
-    s, ports = scheduler_of(config, plugins=plugins, nodes=nodes, pods=pods)
+    s, ports = scheduler_of(config, plugins=plugins, nodes=nodes, pods=pods,
+                            extenders=extenders)
     try:
         while schedule_one(s, timeout=0):
             pass

@@ -8,6 +8,8 @@ need PersistentVolume and ResourceClaim watches this scheduler does not have.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,11 +19,15 @@ from typing import Any
 import yaml
 
 from scheduler.framework.registry import ConfigError, Registry
+from scheduler.model.resources import is_extended_resource_name
+from scheduler.model.validation import is_qualified_name
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 # The only wire format this scheduler speaks (upstream's default is protobuf).
 JSON = "application/json"
 DEFAULT_SCHEDULER_NAME = "secondary-scheduler"
+# Upstream's DefaultExtenderTimeout, used when httpTimeout is absent or zero.
+DEFAULT_EXTENDER_TIMEOUT = 5.0
 
 # Upstream's MultiPoint defaults (pkg/scheduler/apis/config/v1/default_plugins.go, v1.37),
 # in order, with their score weights.
@@ -66,6 +72,7 @@ _TOP_FIELDS = {
     "parallelism",
     "clientConnection",
     "leaderElection",
+    "extenders",
 }
 _PROFILE_FIELDS = {"schedulerName", "plugins", "pluginConfig", "percentageOfNodesToScore"}
 
@@ -107,6 +114,40 @@ class LeaderElection:
 
 
 @dataclass(frozen=True)
+class ExtenderTLS:
+    """Upstream's ExtenderTLSConfig; the *Data fields are PEM bytes (base64 in the file)."""
+
+    insecure: bool = False
+    server_name: str = ""
+    cert_file: str = ""
+    key_file: str = ""
+    ca_file: str = ""
+    cert_data: bytes = b""
+    key_data: bytes = b""
+    ca_data: bytes = b""
+
+
+@dataclass(frozen=True)
+class ExtenderConfig:
+    """One entry of ``extenders`` (upstream's Extender); ``http_timeout`` in seconds."""
+
+    url_prefix: str
+    filter_verb: str = ""
+    preempt_verb: str = ""
+    prioritize_verb: str = ""
+    bind_verb: str = ""
+    weight: int = 0
+    enable_https: bool = False
+    tls: ExtenderTLS | None = None
+    http_timeout: float = DEFAULT_EXTENDER_TIMEOUT
+    node_cache_capable: bool = False
+    managed_resources: tuple[str, ...] = ()
+    # managedResources marked ignoredByScheduler: NodeResourcesFit does not check them.
+    ignored_resources: tuple[str, ...] = ()
+    ignorable: bool = False
+
+
+@dataclass(frozen=True)
 class SchedulerConfig:
     profiles: tuple[ProfileConfig, ...]
     percentage_of_nodes_to_score: int = 0
@@ -117,6 +158,7 @@ class SchedulerConfig:
     parallelism: int = 16
     client_connection: ClientConnection = field(default_factory=ClientConnection)
     leader_election: LeaderElection = field(default_factory=LeaderElection)
+    extenders: tuple[ExtenderConfig, ...] = ()
 
     def profile(self, scheduler_name: str) -> ProfileConfig | None:
         return next((p for p in self.profiles if p.scheduler_name == scheduler_name), None)
@@ -192,6 +234,10 @@ def parse_config(raw: Any, registry: Registry) -> SchedulerConfig:
     sorts = {p.points["queueSort"] for p in profiles}
     if len(sorts) > 1:
         raise ConfigError("profiles: all profiles must use the same queueSort plugin")
+    extenders = _parse_extenders(raw.get("extenders") or [])
+    ignored = [name for e in extenders for name in e.ignored_resources]
+    if ignored:
+        profiles = tuple(_ignore_resources(p, ignored) for p in profiles)
     return SchedulerConfig(
         profiles=profiles,
         percentage_of_nodes_to_score=percentage or 0,
@@ -200,6 +246,7 @@ def parse_config(raw: Any, registry: Registry) -> SchedulerConfig:
         parallelism=parallelism,
         client_connection=connection,
         leader_election=leader_election,
+        extenders=extenders,
     )
 
 
@@ -256,6 +303,145 @@ def _duration(value: Any, path: str) -> float:
         if seconds > 0:
             return seconds
     raise ConfigError(f"{path}: must be a positive duration such as '15s', got {value!r}")
+
+
+_EXTENDER_FIELDS = {
+    "urlPrefix", "filterVerb", "preemptVerb", "prioritizeVerb", "weight", "bindVerb",
+    "enableHTTPS", "tlsConfig", "httpTimeout", "nodeCacheCapable", "managedResources",
+    "ignorable",
+}
+_TLS_FIELDS = {
+    "insecure", "serverName", "certFile", "keyFile", "caFile", "certData", "keyData", "caData",
+}
+
+
+def _parse_extenders(raw: Any) -> tuple[ExtenderConfig, ...]:
+    """The ``extenders`` list, checked as upstream's validateExtenders."""
+    if not isinstance(raw, list):
+        raise ConfigError("extenders: must be a list")
+    out = [_parse_extender(item, f"extenders[{i}]") for i, item in enumerate(raw)]
+    seen: set[str] = set()
+    for i, extender in enumerate(out):
+        for j, name in enumerate(extender.managed_resources):
+            if name in seen:
+                raise ConfigError(f"extenders[{i}].managedResources[{j}].name: Invalid value: "
+                                  f"{name!r}: duplicate extender managed resource name")
+            seen.add(name)
+    binders = sum(1 for e in out if e.bind_verb)
+    if binders > 1:
+        raise ConfigError(f"extenders: Invalid value: 'found {binders} extenders implementing "
+                          "bind': only one extender can implement bind")
+    return tuple(out)
+
+
+def _parse_extender(raw: Any, path: str) -> ExtenderConfig:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: must be a mapping")
+    _no_unknown(raw, _EXTENDER_FIELDS, path)
+    url = raw.get("urlPrefix")
+    if not isinstance(url, str) or not url:
+        raise ConfigError(f"{path}.urlPrefix: required")
+    verbs = {key: _string(raw.get(key, ""), f"{path}.{key}")
+             for key in ("filterVerb", "preemptVerb", "prioritizeVerb", "bindVerb")}
+    weight = raw.get("weight", 0)
+    if not isinstance(weight, int) or isinstance(weight, bool):
+        raise ConfigError(f"{path}.weight: must be an integer")
+    if verbs["prioritizeVerb"] and weight <= 0:
+        raise ConfigError(f"{path}.weight: Invalid value: {weight}: "
+                          "must have a positive weight applied to it")
+    flags = {key: _flag(raw.get(key, False), f"{path}.{key}")
+             for key in ("enableHTTPS", "nodeCacheCapable", "ignorable")}
+    timeout = raw.get("httpTimeout")
+    seconds = DEFAULT_EXTENDER_TIMEOUT
+    if timeout not in (None, "", 0, "0", "0s"):
+        seconds = _duration(timeout, f"{path}.httpTimeout")
+    managed, ignored = _parse_managed_resources(raw.get("managedResources") or [], path)
+    tls = raw.get("tlsConfig")
+    return ExtenderConfig(
+        url_prefix=url,
+        filter_verb=verbs["filterVerb"],
+        preempt_verb=verbs["preemptVerb"],
+        prioritize_verb=verbs["prioritizeVerb"],
+        bind_verb=verbs["bindVerb"],
+        weight=weight,
+        enable_https=flags["enableHTTPS"],
+        tls=None if tls is None else _parse_tls(tls, f"{path}.tlsConfig"),
+        http_timeout=seconds,
+        node_cache_capable=flags["nodeCacheCapable"],
+        managed_resources=managed,
+        ignored_resources=ignored,
+        ignorable=flags["ignorable"],
+    )
+
+
+def _parse_managed_resources(raw: Any, path: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    if not isinstance(raw, list):
+        raise ConfigError(f"{path}.managedResources: must be a list")
+    names: list[str] = []
+    ignored: list[str] = []
+    for j, item in enumerate(raw):
+        item_path = f"{path}.managedResources[{j}]"
+        if not isinstance(item, Mapping):
+            raise ConfigError(f"{item_path}: must be a mapping with name")
+        _no_unknown(item, {"name", "ignoredByScheduler"}, item_path)
+        name = item.get("name")
+        if not isinstance(name, str) or not is_qualified_name(name):
+            raise ConfigError(f"{item_path}.name: Invalid value: {name!r}: must be a qualified "
+                              "name (e.g. 'example.com/gpu')")
+        if not is_extended_resource_name(name):
+            raise ConfigError(f"{item_path}.name: Invalid value: {name!r}: "
+                              "is an invalid extended resource name")
+        names.append(name)
+        if _flag(item.get("ignoredByScheduler", False), f"{item_path}.ignoredByScheduler"):
+            ignored.append(name)
+    return tuple(names), tuple(ignored)
+
+
+def _parse_tls(raw: Any, path: str) -> ExtenderTLS:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: must be a mapping")
+    _no_unknown(raw, _TLS_FIELDS, path)
+    data: dict[str, bytes] = {}
+    for key in ("certData", "keyData", "caData"):
+        value = _string(raw.get(key, ""), f"{path}.{key}")
+        try:
+            data[key] = base64.b64decode(value, validate=True)
+        except binascii.Error as exc:
+            raise ConfigError(f"{path}.{key}: must be base64: {exc}") from exc
+    return ExtenderTLS(
+        insecure=_flag(raw.get("insecure", False), f"{path}.insecure"),
+        server_name=_string(raw.get("serverName", ""), f"{path}.serverName"),
+        cert_file=_string(raw.get("certFile", ""), f"{path}.certFile"),
+        key_file=_string(raw.get("keyFile", ""), f"{path}.keyFile"),
+        ca_file=_string(raw.get("caFile", ""), f"{path}.caFile"),
+        cert_data=data["certData"],
+        key_data=data["keyData"],
+        ca_data=data["caData"],
+    )
+
+
+def _ignore_resources(profile: ProfileConfig, ignored: list[str]) -> ProfileConfig:
+    """As upstream's buildExtenders: the extenders' ignoredByScheduler resources replace
+    NodeResourcesFit's ignoredResources in every profile."""
+    fit = profile.args.get("NodeResourcesFit")
+    if fit is None:
+        raise ConfigError(f"profiles: {profile.scheduler_name!r}: extenders ignore resources "
+                          "but the profile has no NodeResourcesFit plugin to ignore them")
+    args = {**profile.args, "NodeResourcesFit": {**fit, "ignoredResources": list(ignored)}}
+    return ProfileConfig(profile.scheduler_name, profile.points, args,
+                         profile.percentage_of_nodes_to_score)
+
+
+def _string(value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{path}: must be a string")
+    return value
+
+
+def _flag(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{path}: must be true or false")
+    return value
 
 
 def _parse_profile(raw: Any, path: str, registry: Registry, *, single: bool) -> ProfileConfig:

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from scheduler.framework.events import ClusterEvent
+    from scheduler.framework.extender import Extender
     from scheduler.framework.ports import Binder, Evictor, Reporter
     from scheduler.framework.runtime import Framework
     from scheduler.framework.snapshot import ClusterSnapshot
@@ -96,6 +97,11 @@ class Handle(Protocol):
 
     @property
     def reporter(self) -> Reporter: ...
+
+    @property
+    def extenders(self) -> Sequence[Extender]:
+        """The configured HTTP extenders, ignorable ones last (preemption asks them)."""
+        ...
 
     @property
     def metrics(self) -> Metrics: ...

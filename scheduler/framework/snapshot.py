@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from scheduler.model.arrays import BoolArray, IntArray
 from scheduler.model.disruption import DisruptionBudget
@@ -93,6 +93,11 @@ class NodeTableView(Protocol):
 
     @property
     def pods(self) -> Sequence[Mapping[str, PodInfo]]: ...
+
+    @property
+    def raw(self) -> Sequence[Mapping[str, Any] | None]:
+        """The Node objects as the watch delivered them (what extenders are sent)."""
+        ...
 
     # Bumped when what a cached node mask may depend on changes.
     @property

@@ -16,6 +16,7 @@ from scheduler.intake import NAMESPACES, PDBS, PRIORITY_CLASSES, Intake
 from scheduler.metrics import Metrics
 from scheduler.operator.api_ports import ApiPorts
 from scheduler.operator.explain_endpoint import ExplainEndpoint
+from scheduler.operator.extender import HTTPExtender
 from scheduler.operator.health import HealthServer
 from scheduler.operator.kubeapi import KubeApi, api_client_from
 from scheduler.operator.leader import ApiLeaseStore, LeaderElector, new_identity
@@ -69,6 +70,7 @@ class SchedulerApp:
         self.scheduler = Scheduler(
             config, registry, binder=self.ports, reporter=self.ports,
             evictor=self.ports, metrics=self.metrics, binding_workers=BINDING_WORKERS,
+            extenders=[HTTPExtender(extender) for extender in config.extenders],
         )
         self.intake = Intake(self.scheduler)
         self.ports.pod_exists = self.scheduler.pods.__contains__

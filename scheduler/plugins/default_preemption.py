@@ -64,6 +64,7 @@ from scheduler.framework.events import (
     QueueingHint,
     Resource,
 )
+from scheduler.framework.extender import ExtenderError, Victims
 from scheduler.framework.fit_error import fit_error_message
 from scheduler.framework.handle import Handle
 from scheduler.framework.interface import (
@@ -90,6 +91,8 @@ log = structlog.get_logger("scheduler.preemption")
 NAME = "DefaultPreemption"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
+# Extenders left no candidate.
+NO_CANDIDATE = "no candidate node for preemption"
 # Eviction metric outcome of a victim deleted after a budget refused its eviction.
 DELETED = "Deleted"
 NEVER = "not eligible due to preemptionPolicy=Never."
@@ -267,6 +270,12 @@ class DefaultPreemption:
             status = no_candidate_status(order, statuses)
             return PreemptionPlan(PostFilterResult(""), status, rejected=statuses)
 
+        candidates, error = self.call_extenders(pod, candidates)
+        if error is not None:
+            return PreemptionPlan(None, Status(Code.ERROR, (error,)), rejected=statuses)
+        if not candidates:
+            return PreemptionPlan(None, Status(Code.UNSCHEDULABLE, (NO_CANDIDATE,)),
+                                  rejected=statuses)
         best = select_candidate(candidates)
         message = (
             f"found a potential placement for pod on node {best.node}, "
@@ -276,6 +285,46 @@ class DefaultPreemption:
             PostFilterResult(best.node), Status(Code.SUCCESS, (message,)), candidates, statuses,
             best, pod,
         )
+
+    def call_extenders(
+        self, pod: PodInfo, candidates: list[Candidate]
+    ) -> tuple[list[Candidate], str | None]:
+        """Extenders that preempt confirm or change the victims, each given what the previous
+        left; an error from one that is not ignorable stops preemption (upstream's
+        callExtenders)."""
+        extenders = [e for e in self.handle.extenders
+                     if e.supports_preemption and e.is_interested(pod)]
+        if not extenders or not candidates:
+            return candidates, None
+        snapshot = self.handle.snapshot
+        victims: Mapping[str, Victims] = {
+            c.node: Victims(c.victims, c.num_pdb_violations) for c in candidates
+        }
+        for extender in extenders:
+            try:
+                answer = dict(extender.process_preemption(pod, victims, snapshot))
+            except ExtenderError as err:
+                if extender.ignorable:
+                    continue
+                return [], str(err)
+            for node, chosen in list(answer.items()):
+                if not chosen.pods:
+                    if not extender.ignorable:
+                        return [], f'expected at least one victim pod on node "{node}"'
+                    del answer[node]
+            victims = answer
+            if not victims:
+                break
+        by_node = {c.node: c for c in candidates}
+        out = []
+        for node, chosen in victims.items():
+            row = snapshot.row_of(node)
+            if row is None:
+                continue
+            budgets = by_node[node].violated_budgets if node in by_node else set()
+            ordered_victims = sorted(chosen.pods, key=importance_key)
+            out.append(Candidate(row, node, ordered_victims, chosen.num_pdb_violations, budgets))
+        return out, None
 
     def eligible(
         self, pod: PodInfo, nominated: str, diagnosis: Diagnosis, snapshot: ClusterSnapshot

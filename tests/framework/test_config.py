@@ -189,3 +189,58 @@ def test_bad_leader_election_is_refused(raw: dict[str, Any], message: str) -> No
     with pytest.raises(ConfigError) as excinfo:
         parse_config({"leaderElection": raw}, default_registry())
     assert str(excinfo.value).startswith(message), str(excinfo.value)
+
+
+# -- extenders (upstream's Extender and validateExtenders) ----------------------------------
+def test_extenders_are_parsed_with_upstreams_fields_and_defaults() -> None:
+    raw = {"extenders": [
+        {"urlPrefix": "http://127.0.0.1:8888/scheduler", "filterVerb": "filter",
+         "prioritizeVerb": "prioritize", "weight": 3, "bindVerb": "bind",
+         "nodeCacheCapable": True, "ignorable": True, "httpTimeout": "1500ms",
+         "managedResources": [{"name": "example.com/gpu", "ignoredByScheduler": True},
+                              {"name": "example.com/fpga"}]},
+        {"urlPrefix": "https://ext", "preemptVerb": "preempt", "enableHTTPS": True,
+         "tlsConfig": {"insecure": True, "caData": "Y2E="}},
+    ]}
+    config = parse_config(raw, default_registry())
+    first, second = config.extenders
+    assert (first.filter_verb, first.prioritize_verb, first.bind_verb, first.weight) == (
+        "filter", "prioritize", "bind", 3)
+    assert (first.node_cache_capable, first.ignorable, first.http_timeout) == (True, True, 1.5)
+    assert first.managed_resources == ("example.com/gpu", "example.com/fpga")
+    assert second.http_timeout == 5.0  # upstream's DefaultExtenderTimeout
+    assert second.tls is not None and second.tls.ca_data == b"ca" and second.tls.insecure
+    # ignoredByScheduler resources replace NodeResourcesFit's ignoredResources.
+    assert config.profiles[0].args["NodeResourcesFit"]["ignoredResources"] == ["example.com/gpu"]
+
+
+@pytest.mark.parametrize(
+    ("extenders", "message"),
+    [
+        pytest.param([{"urlPrefix": "http://e", "prioritizeVerb": "p"}],
+                     "extenders[0].weight: Invalid value: 0: must have a positive weight",
+                     id="a prioritizer needs a weight"),
+        pytest.param([{"urlPrefix": "http://a", "bindVerb": "b"},
+                      {"urlPrefix": "http://b", "bindVerb": "b"}],
+                     "extenders: Invalid value: 'found 2 extenders implementing bind': only one",
+                     id="one binder at most"),
+        pytest.param([{"urlPrefix": "http://a", "managedResources": [{"name": "x.io/a"}]},
+                      {"urlPrefix": "http://b", "managedResources": [{"name": "x.io/a"}]}],
+                     "extenders[1].managedResources[0].name: Invalid value: 'x.io/a': duplicate",
+                     id="a resource is managed once"),
+        pytest.param([{"urlPrefix": "http://a", "managedResources": [{"name": "cpu"}]}],
+                     "extenders[0].managedResources[0].name: Invalid value: 'cpu': is an "
+                     "invalid extended resource name", id="only extended resources"),
+        pytest.param([{"urlPrefix": "http://a", "filterverb": "f"}],
+                     "extenders[0].filterverb: unknown field", id="field names are exact"),
+        pytest.param([{"filterVerb": "f"}], "extenders[0].urlPrefix: required", id="url"),
+        pytest.param([{"urlPrefix": "http://a", "httpTimeout": "5"}],
+                     "extenders[0].httpTimeout: must be a positive duration", id="timeout unit"),
+        pytest.param([{"urlPrefix": "http://a", "tlsConfig": {"certData": "%%"}}],
+                     "extenders[0].tlsConfig.certData: must be base64", id="PEM as base64"),
+    ],
+)
+def test_bad_extenders_are_refused(extenders: list[Any], message: str) -> None:
+    with pytest.raises(ConfigError) as excinfo:
+        parse_config({"extenders": extenders}, default_registry())
+    assert str(excinfo.value).startswith(message), str(excinfo.value)

@@ -1,0 +1,173 @@
+"""The HTTP extender client against a loopback server: upstream's wire format (Go field
+names, decoded case-insensitively), both node modes, and upstream's error wording."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from scheduler.framework.config import ExtenderConfig
+from scheduler.framework.extender import ExtenderError, Victims
+from scheduler.operator.extender import HTTPExtender
+from scheduler.testing import node, pod, pod_info, scheduler_of
+
+Answer = Callable[[str, Any], tuple[int, Any]]
+
+
+class Server:
+    def __init__(self, answer: Answer) -> None:
+        self.requests: list[tuple[str, Any]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append((self.path, body))
+                code, reply = answer(self.path, body)
+                data = json.dumps(reply).encode()
+                self.send_response(code)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/scheduler"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Answer], Server]]:
+    servers: list[Server] = []
+
+    def start(answer: Answer) -> Server:
+        servers.append(Server(answer))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.httpd.shutdown()
+
+
+NODES = [node("a"), node("b")]
+
+
+def extender(url: str, **kwargs: Any) -> HTTPExtender:
+    return HTTPExtender(ExtenderConfig(url_prefix=url, **kwargs))
+
+
+def test_filter_sends_node_names_to_a_node_cache_capable_extender(serve: Any) -> None:
+    server = serve(lambda path, body: (200, {
+        "nodenames": ["b"], "failedNodes": {"a": "no room"}, "FailedAndUnresolvableNodes": {},
+        "Error": ""}))
+    s, _ = scheduler_of(nodes=NODES)
+    result = extender(server.url, filter_verb="filter", node_cache_capable=True).filter(
+        pod_info("p"), ["a", "b"], s.snapshot)
+    assert (list(result.nodes), dict(result.failed)) == (["b"], {"a": "no room"})
+    path, body = server.requests[0]
+    assert path == "/scheduler/filter"
+    assert body["NodeNames"] == ["a", "b"] and body["Nodes"] is None
+    assert body["Pod"]["metadata"]["name"] == "p"
+
+
+def test_filter_sends_node_objects_otherwise_and_reads_the_returned_list(serve: Any) -> None:
+    def answer(path: str, body: Any) -> tuple[int, Any]:
+        kept = [n for n in body["Nodes"]["items"] if n["metadata"]["name"] == "a"]
+        return 200, {"Nodes": {"items": kept}, "NodeNames": None}
+
+    server = serve(answer)
+    s, _ = scheduler_of(nodes=NODES)
+    result = extender(server.url, filter_verb="filter").filter(pod_info("p"), ["a", "b"],
+                                                                 s.snapshot)
+    assert list(result.nodes) == ["a"]
+    sent = server.requests[0][1]["Nodes"]["items"]
+    assert [n["metadata"]["name"] for n in sent] == ["a", "b"]
+    assert sent[0]["status"]["allocatable"]["cpu"] == "4"
+
+
+def test_prioritize_reads_the_host_priority_list(serve: Any) -> None:
+    server = serve(lambda path, body: (200, [{"Host": "a", "Score": 7}, {"host": "b",
+                                                                        "score": 2}]))
+    s, _ = scheduler_of(nodes=NODES)
+    scores = extender(server.url, prioritize_verb="prioritize", weight=1,
+                      node_cache_capable=True).prioritize(pod_info("p"), ["a", "b"], s.snapshot)
+    assert scores == {"a": 7, "b": 2}
+
+
+def test_bind_sends_upstreams_binding_args(serve: Any) -> None:
+    server = serve(lambda path, body: (200, {"Error": ""}))
+    extender(server.url, bind_verb="bind").bind(pod_info("p"), "a")
+    assert server.requests == [("/scheduler/bind", {
+        "PodName": "p", "PodNamespace": "default", "PodUID": "uid-default-p", "Node": "a"})]
+
+
+def test_preemption_sends_meta_victims_and_maps_the_answer_back_to_pods(serve: Any) -> None:
+    victim = pod("v", node_name="a", cpu="1")
+    server = serve(lambda path, body: (200, {"NodeNameToMetaVictims": {
+        "a": {"Pods": [{"UID": "uid-default-v"}], "NumPDBViolations": 1}}}))
+    s, _ = scheduler_of(nodes=NODES, pods=[victim])
+    v = pod_info("v", node_name="a", cpu="1")
+    answer = extender(server.url, preempt_verb="preempt", node_cache_capable=True) \
+        .process_preemption(pod_info("p"), {"a": Victims([v])}, s.snapshot)
+    assert [p.name for p in answer["a"].pods] == ["v"] and answer["a"].num_pdb_violations == 1
+    assert server.requests[0][1]["NodeNameToMetaVictims"] == {
+        "a": {"Pods": [{"UID": "uid-default-v"}], "NumPDBViolations": 0}}
+
+
+def test_a_victim_the_scheduler_does_not_know_is_an_error(serve: Any) -> None:
+    server = serve(lambda path, body: (200, {"NodeNameToMetaVictims": {
+        "a": {"Pods": [{"UID": "nope"}]}}}))
+    s, _ = scheduler_of(nodes=NODES)
+    with pytest.raises(ExtenderError, match="claims to preempt pod \\(UID: nope\\) on node: a"):
+        extender(server.url, preempt_verb="preempt").process_preemption(
+            pod_info("p"), {}, s.snapshot)
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        pytest.param(lambda p, b: (500, {}),
+                     "failed filter with extender at URL {url}/filter, code 500", id="status"),
+        pytest.param(lambda p, b: (200, {"Error": "quota exceeded"}), "quota exceeded",
+                     id="the extender's own error"),
+        pytest.param(lambda p, b: (200, {"NodeNames": ["zzz"]}),
+                     "extender '{url}' claims a filtered node 'zzz' which is not found",
+                     id="a node that was not asked about"),
+    ],
+)
+def test_errors_are_worded_as_upstreams(serve: Any, answer: Answer, message: str) -> None:
+    server = serve(answer)
+    s, _ = scheduler_of(nodes=NODES)
+    with pytest.raises(ExtenderError) as excinfo:
+        extender(server.url, filter_verb="filter", node_cache_capable=True).filter(
+            pod_info("p"), ["a"], s.snapshot)
+    assert str(excinfo.value).startswith(message.format(url=server.url))
+
+
+def test_an_unreachable_extender_reads_as_go_reports_it() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    s, _ = scheduler_of(nodes=NODES)
+    with pytest.raises(ExtenderError) as excinfo:
+        extender(url, filter_verb="filter").filter(pod_info("p"), ["a"], s.snapshot)
+    assert str(excinfo.value) == (
+        f'Post "{url}/filter": dial tcp 127.0.0.1:{port}: connect: connection refused')
+
+
+def test_verbs_not_configured_send_nothing() -> None:
+    s, _ = scheduler_of(nodes=NODES)
+    unused = extender("http://127.0.0.1:1")
+    assert list(unused.filter(pod_info("p"), ["a"], s.snapshot).nodes) == ["a"]
+    assert unused.prioritize(pod_info("p"), ["a"], s.snapshot) == {"a": 0}
+    assert not (unused.is_filter or unused.is_prioritizer or unused.is_binder
+                or unused.supports_preemption)
