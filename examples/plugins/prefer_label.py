@@ -24,17 +24,18 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.framework.handle import Handle
-from scheduler.framework.interface import (
+from scheduler.plugin_api import (
     MAX_NODE_SCORE,
     BoolArray,
+    ConfigError,
     CycleState,
+    Handle,
     IntArray,
     NodeView,
+    PluginSpec,
+    PodInfo,
+    label_key_error,
 )
-from scheduler.framework.registry import ConfigError, PluginSpec
-from scheduler.model.pod import PodInfo
-from scheduler.model.validation import label_key_error
 
 NAME = "PreferLabel"
 DEFAULT_ARGS: Mapping[str, Any] = {"label": "", "value": ""}

@@ -1,8 +1,8 @@
 """What a plugin may use of the scheduler that runs it (upstream's ``fwk.Handle``).
 
-A plugin's factory receives a :class:`Handle`; plugins import this module, the rest of
-``scheduler.framework`` and ``scheduler.model``, and nothing else of the scheduler. The
-scheduler implements the protocol once per profile.
+A plugin's factory receives a :class:`Handle`; plugins reach it, and everything else they may
+use, through the public plugin API (``scheduler.plugin_api``). The scheduler implements the
+protocol once per profile.
 """
 
 from __future__ import annotations

@@ -19,22 +19,24 @@ The floating-point operations are done in upstream's order so that scores match 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.framework.handle import Handle
-from scheduler.framework.interface import (
+from scheduler.plugin_api import (
     MAX_NODE_SCORE,
     SKIP,
     SUCCESS,
+    ConfigError,
     CycleState,
+    Handle,
     IntArray,
     NodeView,
+    PluginSpec,
+    PodInfo,
     Status,
 )
-from scheduler.framework.registry import ConfigError, PluginSpec
 from scheduler.plugins.node_resources_fit import (
     DEFAULT_RESOURCES,
     ResourceSpec,
@@ -44,9 +46,6 @@ from scheduler.plugins.node_resources_fit import (
     pod_request,
     resource_items,
 )
-
-if TYPE_CHECKING:
-    from scheduler.model.pod import PodInfo
 
 NAME = "NodeResourcesBalancedAllocation"
 

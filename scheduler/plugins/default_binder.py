@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from scheduler.framework.handle import Handle
-from scheduler.framework.interface import SUCCESS, Code, CycleState, Status
-from scheduler.framework.ports import BindOutcome
-from scheduler.framework.registry import PluginSpec
-
-if TYPE_CHECKING:
-    from scheduler.model.pod import PodInfo
+from scheduler.plugin_api import (
+    SUCCESS,
+    BindOutcome,
+    Code,
+    CycleState,
+    Handle,
+    PluginSpec,
+    PodInfo,
+    Status,
+)
 
 NAME = "DefaultBinder"
 

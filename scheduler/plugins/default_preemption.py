@@ -52,39 +52,38 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import structlog
 
-from scheduler.framework.events import (
+from scheduler.plugin_api import (
+    SUCCESS,
     Action,
     ClusterEvent,
     ClusterEventWithHint,
-    QueueingHint,
-    Resource,
-)
-from scheduler.framework.extender import ExtenderError, Victims
-from scheduler.framework.fit_error import fit_error_message
-from scheduler.framework.handle import Handle
-from scheduler.framework.interface import (
-    SUCCESS,
+    ClusterSnapshot,
     Code,
+    ConfigError,
     CycleState,
     Diagnosis,
+    DisruptionBudget,
+    EvictionOutcome,
+    Evictor,
+    ExtenderError,
+    Handle,
     IntArray,
+    Metrics,
     NodeView,
+    PluginSpec,
+    PodInfo,
     PostFilterResult,
+    QueueingHint,
+    Resource,
     Status,
+    Victims,
+    fit_error_message,
 )
-from scheduler.framework.ports import EvictionOutcome, Evictor
-from scheduler.framework.registry import ConfigError, PluginSpec
-
-if TYPE_CHECKING:
-    from scheduler.framework.snapshot import ClusterSnapshot
-    from scheduler.metrics import Metrics
-    from scheduler.model.disruption import DisruptionBudget
-    from scheduler.model.pod import PodInfo
 
 log = structlog.get_logger("scheduler.preemption")
 

@@ -13,17 +13,20 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from scheduler.framework.handle import Handle
-from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, IntArray, NodeView
-from scheduler.framework.registry import PluginSpec
-from scheduler.model.pod import normalized_image_name
-
-if TYPE_CHECKING:
-    from scheduler.model.pod import PodInfo
+from scheduler.plugin_api import (
+    MAX_NODE_SCORE,
+    CycleState,
+    Handle,
+    IntArray,
+    NodeView,
+    PluginSpec,
+    PodInfo,
+    normalized_image_name,
+)
 
 NAME = "ImageLocality"
 

@@ -35,38 +35,36 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from scheduler.framework.events import (
-    Action,
-    ClusterEvent,
-    ClusterEventWithHint,
-    QueueingHint,
-    Resource,
-)
-from scheduler.framework.handle import Handle
-from scheduler.framework.interface import (
+from scheduler.plugin_api import (
     MAX_NODE_SCORE,
     SKIP,
     SUCCESS,
+    Action,
+    AffinityTerm,
     BoolArray,
+    ClusterEvent,
+    ClusterEventWithHint,
+    ClusterSnapshot,
     Code,
+    ConfigError,
     CycleState,
     FilterResult,
+    Handle,
     IntArray,
+    LabelSelector,
+    NodeSummary,
     NodeView,
+    PluginSpec,
+    PodInfo,
     PreFilterResult,
+    QueueingHint,
+    Resource,
     Status,
 )
-from scheduler.framework.registry import ConfigError, PluginSpec
-
-if TYPE_CHECKING:
-    from scheduler.framework.snapshot import ClusterSnapshot
-    from scheduler.model.node import NodeSummary
-    from scheduler.model.pod import AffinityTerm, PodInfo
-    from scheduler.model.selectors import LabelSelector
 
 NAME = "InterPodAffinity"
 

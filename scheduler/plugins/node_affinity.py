@@ -22,48 +22,43 @@ cached in the snapshot (per selector, per term), recomputed when labels or nodes
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from scheduler.framework.events import (
-    Action,
-    ClusterEvent,
-    ClusterEventWithHint,
-    QueueingHint,
-    Resource,
-)
-from scheduler.framework.handle import Handle
-from scheduler.framework.interface import (
-    SKIP,
-    SUCCESS,
-    BoolArray,
-    Code,
-    CycleState,
-    FilterResult,
-    IntArray,
-    NodeView,
-    PreFilterResult,
-    Status,
-)
-from scheduler.framework.registry import ConfigError, PluginSpec
-from scheduler.model.errors import InvalidSpecError
-from scheduler.model.selectors import (
+from scheduler.plugin_api import (
     IN,
     NODE_NAME_FIELD,
+    SKIP,
+    SUCCESS,
+    Action,
+    BoolArray,
+    ClusterEvent,
+    ClusterEventWithHint,
+    ClusterSnapshot,
+    Code,
+    ConfigError,
+    CycleState,
+    FilterResult,
+    Handle,
+    IntArray,
+    InvalidSpecError,
     NodeSelector,
     NodeSelectorTerm,
+    NodeSummary,
+    NodeView,
+    PluginSpec,
+    PodInfo,
     PreferredSchedulingTerm,
+    PreFilterResult,
+    QueueingHint,
+    Resource,
+    Status,
     parse_node_selector,
     parse_node_selector_term,
     parse_preferred_terms,
 )
 from scheduler.plugins.taint_toleration import default_normalize_score
-
-if TYPE_CHECKING:
-    from scheduler.framework.snapshot import ClusterSnapshot
-    from scheduler.model.node import NodeSummary
-    from scheduler.model.pod import PodInfo
 
 NAME = "NodeAffinity"
 

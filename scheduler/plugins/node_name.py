@@ -9,27 +9,28 @@ at all, which changes no outcome.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
-from scheduler.framework.handle import Handle
-from scheduler.framework.interface import (
+from scheduler.plugin_api import (
     SKIP,
     SUCCESS,
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    ClusterSnapshot,
     Code,
     CycleState,
     FilterResult,
+    Handle,
     NodeView,
+    PluginSpec,
+    PodInfo,
     PreFilterResult,
+    Resource,
     Status,
 )
-from scheduler.framework.registry import PluginSpec
-
-if TYPE_CHECKING:
-    from scheduler.framework.snapshot import ClusterSnapshot
-    from scheduler.model.pod import PodInfo
 
 NAME = "NodeName"
 

@@ -12,34 +12,31 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from scheduler.framework.events import (
+from scheduler.plugin_api import (
+    SKIP,
+    SUCCESS,
     Action,
     ClusterEvent,
     ClusterEventWithHint,
-    QueueingHint,
-    Resource,
-)
-from scheduler.framework.handle import Handle
-from scheduler.framework.interface import (
-    SKIP,
-    SUCCESS,
+    ClusterSnapshot,
     Code,
     CycleState,
     FilterResult,
+    Handle,
+    HostPort,
     NodeView,
+    PluginSpec,
+    PodInfo,
     PreFilterResult,
+    QueueingHint,
+    Resource,
     Status,
+    ports_conflict,
 )
-from scheduler.framework.registry import PluginSpec
-from scheduler.model.pod import ports_conflict
-
-if TYPE_CHECKING:
-    from scheduler.framework.snapshot import ClusterSnapshot
-    from scheduler.model.pod import HostPort, PodInfo
 
 NAME = "NodePorts"
 

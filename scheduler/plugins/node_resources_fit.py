@@ -37,44 +37,39 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import Any, TypeGuard
 
 import numpy as np
 
-from scheduler.framework.events import (
+from scheduler.plugin_api import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MAX_NODE_SCORE,
+    MEMORY,
+    PODS,
+    SUCCESS,
     Action,
     ClusterEvent,
     ClusterEventWithHint,
-    QueueingHint,
-    Resource,
-)
-from scheduler.framework.handle import Handle
-from scheduler.framework.interface import (
-    MAX_NODE_SCORE,
-    SUCCESS,
+    ClusterSnapshot,
     Code,
+    ConfigError,
     CycleState,
     FilterResult,
+    Handle,
     IntArray,
+    NodeSummary,
     NodeView,
+    PluginSpec,
+    PodInfo,
     PreFilterResult,
+    QueueingHint,
+    Resource,
     Status,
-)
-from scheduler.framework.registry import ConfigError, PluginSpec
-from scheduler.model.resources import (
-    CPU,
-    EPHEMERAL_STORAGE,
-    MEMORY,
-    PODS,
     is_extended_resource_name,
     is_scalar_resource,
+    label_key_error,
 )
-from scheduler.model.validation import label_key_error
-
-if TYPE_CHECKING:
-    from scheduler.framework.snapshot import ClusterSnapshot
-    from scheduler.model.node import NodeSummary
-    from scheduler.model.pod import PodInfo
 
 NAME = "NodeResourcesFit"
 

@@ -10,23 +10,24 @@ of bound pods (an alpha gate, off by default) and is not implemented.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from scheduler.framework.events import (
+from scheduler.plugin_api import (
     Action,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
+    CycleState,
+    FilterResult,
+    Handle,
+    NodeSummary,
+    NodeView,
+    PluginSpec,
+    PodInfo,
     QueueingHint,
     Resource,
+    Taint,
 )
-from scheduler.framework.handle import Handle
-from scheduler.framework.interface import Code, CycleState, FilterResult, NodeView
-from scheduler.framework.registry import PluginSpec
-from scheduler.model.taints import Taint
-
-if TYPE_CHECKING:
-    from scheduler.model.node import NodeSummary
-    from scheduler.model.pod import PodInfo
 
 NAME = "NodeUnschedulable"
 

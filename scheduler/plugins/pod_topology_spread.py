@@ -39,41 +39,39 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.framework.events import (
-    Action,
-    ClusterEvent,
-    ClusterEventWithHint,
-    QueueingHint,
-    Resource,
-)
-from scheduler.framework.handle import Handle
-from scheduler.framework.interface import (
+from scheduler.plugin_api import (
     MAX_NODE_SCORE,
     SKIP,
     SUCCESS,
+    Action,
     BoolArray,
+    ClusterEvent,
+    ClusterEventWithHint,
+    ClusterSnapshot,
     Code,
+    ConfigError,
     CycleState,
     FilterResult,
+    Handle,
     IntArray,
+    LabelSelector,
+    NodeSummary,
     NodeView,
+    PluginSpec,
+    PodInfo,
     PreFilterResult,
+    QueueingHint,
+    Resource,
+    SpreadConstraint,
     Status,
+    label_key_error,
 )
-from scheduler.framework.registry import ConfigError, PluginSpec
-from scheduler.model.validation import label_key_error
 from scheduler.plugins.inter_pod_affinity import matched_pods, rows_of
-
-if TYPE_CHECKING:
-    from scheduler.framework.snapshot import ClusterSnapshot
-    from scheduler.model.node import NodeSummary
-    from scheduler.model.pod import PodInfo, SpreadConstraint
-    from scheduler.model.selectors import LabelSelector
 
 NAME = "PodTopologySpread"
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler.framework.handle import Handle
-from scheduler.framework.interface import QueuedPodLike
-from scheduler.framework.registry import PluginSpec
+from scheduler.plugin_api import (
+    Handle,
+    PluginSpec,
+    QueuedPodLike,
+)
 
 NAME = "PrioritySort"
 

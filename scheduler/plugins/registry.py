@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from importlib.metadata import entry_points
 
-from scheduler.framework.registry import ConfigError, PluginSpec, Registry
+from scheduler.plugin_api import (
+    ConfigError,
+    PluginSpec,
+    Registry,
+)
 from scheduler.plugins import (
     balanced_allocation,
     default_binder,

@@ -17,37 +17,34 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from scheduler.framework.events import (
-    Action,
-    ClusterEvent,
-    ClusterEventWithHint,
-    QueueingHint,
-    Resource,
-)
-from scheduler.framework.handle import Handle
-from scheduler.framework.interface import (
+from scheduler.plugin_api import (
     MAX_NODE_SCORE,
     SUCCESS,
+    Action,
     BoolArray,
+    ClusterEvent,
+    ClusterEventWithHint,
+    ClusterSnapshot,
     Code,
     CycleState,
     FilterResult,
+    Handle,
     IntArray,
+    NodeSummary,
+    NodeTableView,
     NodeView,
+    PluginSpec,
+    PodInfo,
+    QueueingHint,
+    Resource,
     Status,
+    Taint,
+    Toleration,
 )
-from scheduler.framework.registry import PluginSpec
-from scheduler.model.taints import Taint
-
-if TYPE_CHECKING:
-    from scheduler.framework.snapshot import ClusterSnapshot, NodeTableView
-    from scheduler.model.node import NodeSummary
-    from scheduler.model.pod import PodInfo
-    from scheduler.model.taints import Toleration
 
 NAME = "TaintToleration"
 

@@ -1,0 +1,157 @@
+"""The public plugin API: everything a plugin may use, in one module.
+
+A plugin, in-tree or installed with pip, imports from here and from nothing else of the
+scheduler (``scheduler.testing`` for its tests). The built-in plugins do the same, and
+import-linter enforces it, so this surface is exactly what the built-ins need and cannot rot.
+
+Versioning (:data:`API_VERSION`, ``major.minor``): removing or renaming a name, or changing a
+signature or a protocol incompatibly, is a new major version; adding names is a minor one.
+``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
+
+What is here, by topic:
+
+* **Extension points and their answers**: :class:`Status` and :class:`Code` (with
+  :data:`SUCCESS` and :data:`SKIP`), :class:`CycleState`, :class:`FilterResult`,
+  :class:`PreFilterResult`, :class:`PostFilterResult`, :class:`Diagnosis`,
+  :data:`MAX_NODE_SCORE`, and the array types. A plugin implements the methods named in
+  :data:`POINT_METHODS` (``filter``, ``score``, ...) for the points it serves.
+* **Registration**: :class:`PluginSpec` (name, factory, default arguments, validator or typed
+  ``args`` schema), :class:`ConfigError`, :class:`Registry`.
+* **What a plugin sees**: the :class:`Handle` its factory receives, the
+  :class:`ClusterSnapshot` and :class:`NodeTableView` it reads, the :class:`NodeView` batch
+  that Filter and Score answer for, and :class:`PodInfo`.
+* **Requeueing**: :class:`ClusterEvent`, :class:`ClusterEventWithHint`, :class:`Resource`,
+  :class:`Action`, :class:`QueueingHint`.
+* **Model helpers** the built-ins use: selectors, taints, resources, validation.
+"""
+
+from __future__ import annotations
+
+from scheduler.framework.events import (
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from scheduler.framework.extender import ExtenderError, Victims
+from scheduler.framework.fit_error import fit_error_message
+from scheduler.framework.handle import Handle
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    SKIP,
+    SUCCESS,
+    BoolArray,
+    Code,
+    CycleState,
+    Diagnosis,
+    FilterResult,
+    IntArray,
+    NodeView,
+    PostFilterResult,
+    PreFilterResult,
+    QueuedPodLike,
+    Status,
+)
+from scheduler.framework.ports import BindOutcome, EvictionOutcome, Evictor
+from scheduler.framework.registry import POINT_METHODS, ConfigError, PluginSpec, Registry
+from scheduler.framework.snapshot import ClusterSnapshot, NodeTableView
+from scheduler.metrics import Metrics
+from scheduler.model.disruption import DisruptionBudget
+from scheduler.model.errors import InvalidSpecError
+from scheduler.model.node import NodeSummary
+from scheduler.model.pod import (
+    AffinityTerm,
+    HostPort,
+    PodInfo,
+    SpreadConstraint,
+    normalized_image_name,
+    ports_conflict,
+)
+from scheduler.model.resources import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    is_extended_resource_name,
+    is_scalar_resource,
+)
+from scheduler.model.selectors import (
+    IN,
+    NODE_NAME_FIELD,
+    LabelSelector,
+    NodeSelector,
+    NodeSelectorTerm,
+    PreferredSchedulingTerm,
+    parse_node_selector,
+    parse_node_selector_term,
+    parse_preferred_terms,
+)
+from scheduler.model.taints import Taint, Toleration
+from scheduler.model.validation import label_key_error
+
+API_VERSION = "1.0"
+
+__all__ = [
+    "API_VERSION",
+    "CPU",
+    "EPHEMERAL_STORAGE",
+    "IN",
+    "MAX_NODE_SCORE",
+    "MEMORY",
+    "NODE_NAME_FIELD",
+    "PODS",
+    "POINT_METHODS",
+    "SKIP",
+    "SUCCESS",
+    "Action",
+    "AffinityTerm",
+    "BindOutcome",
+    "BoolArray",
+    "ClusterEvent",
+    "ClusterEventWithHint",
+    "ClusterSnapshot",
+    "Code",
+    "ConfigError",
+    "CycleState",
+    "Diagnosis",
+    "DisruptionBudget",
+    "EvictionOutcome",
+    "Evictor",
+    "ExtenderError",
+    "FilterResult",
+    "Handle",
+    "HostPort",
+    "IntArray",
+    "InvalidSpecError",
+    "LabelSelector",
+    "Metrics",
+    "NodeSelector",
+    "NodeSelectorTerm",
+    "NodeSummary",
+    "NodeTableView",
+    "NodeView",
+    "PluginSpec",
+    "PodInfo",
+    "PostFilterResult",
+    "PreFilterResult",
+    "PreferredSchedulingTerm",
+    "QueuedPodLike",
+    "QueueingHint",
+    "Registry",
+    "Resource",
+    "SpreadConstraint",
+    "Status",
+    "Taint",
+    "Toleration",
+    "Victims",
+    "fit_error_message",
+    "is_extended_resource_name",
+    "is_scalar_resource",
+    "label_key_error",
+    "normalized_image_name",
+    "parse_node_selector",
+    "parse_node_selector_term",
+    "parse_preferred_terms",
+    "ports_conflict",
+]

@@ -1,0 +1,47 @@
+"""The public plugin API is versioned: its names are recorded here, so removing or renaming
+one (a major version) fails this test until API_VERSION and this record change together.
+The examples, like the built-ins (import-linter), import nothing else of the scheduler."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from scheduler import plugin_api
+
+REPO = Path(__file__).resolve().parents[1]
+
+# API 1.x. Add new names here with a minor version; remove one only with a major version.
+API_1 = {
+    "API_VERSION", "CPU", "EPHEMERAL_STORAGE", "IN", "MAX_NODE_SCORE", "MEMORY",
+    "NODE_NAME_FIELD", "PODS", "POINT_METHODS", "SKIP", "SUCCESS", "Action", "AffinityTerm",
+    "BindOutcome", "BoolArray", "ClusterEvent", "ClusterEventWithHint", "ClusterSnapshot",
+    "Code", "ConfigError", "CycleState", "Diagnosis", "DisruptionBudget", "EvictionOutcome",
+    "Evictor", "ExtenderError", "FilterResult", "Handle", "HostPort", "IntArray",
+    "InvalidSpecError", "LabelSelector", "Metrics", "NodeSelector", "NodeSelectorTerm",
+    "NodeSummary", "NodeTableView", "NodeView", "PluginSpec", "PodInfo", "PostFilterResult",
+    "PreFilterResult", "PreferredSchedulingTerm", "QueuedPodLike", "QueueingHint",
+    "Registry", "Resource", "SpreadConstraint", "Status", "Taint", "Toleration", "Victims",
+    "fit_error_message", "is_extended_resource_name", "is_scalar_resource",
+    "label_key_error", "normalized_image_name", "parse_node_selector",
+    "parse_node_selector_term", "parse_preferred_terms", "ports_conflict",
+}
+
+
+def test_the_api_keeps_every_name_of_its_major_version() -> None:
+    assert plugin_api.API_VERSION.split(".")[0] == "1"
+    exported = set(plugin_api.__all__)
+    assert API_1 - exported == set(), "names removed: a new major version"
+    assert exported - API_1 == set(), "names added: record them here (a minor version)"
+    assert all(hasattr(plugin_api, name) for name in exported)
+
+
+def test_example_plugins_import_only_the_plugin_api_and_the_testing_kit() -> None:
+    allowed = {"scheduler.plugin_api", "scheduler.testing"}
+    for path in sorted((REPO / "examples" / "plugins").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("scheduler"):
+                assert node.module in allowed, f"{path}: imports {node.module}"
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    assert not alias.name.startswith("scheduler"), f"{path}: {alias.name}"
