@@ -17,17 +17,19 @@ KIND_CLUSTER ?= secondary-scheduler
 
 install: $(VENV)/.installed
 
-# The example plugin is installed as a plugin author's package would be (the e2e suite uses it).
-$(VENV)/.installed: pyproject.toml examples/plugins/pyproject.toml
+# The example plugins are installed as plugin authors' packages would be (their tests and the
+# e2e suite use them).
+EXAMPLE_PLUGINS := $(wildcard examples/plugins/*/pyproject.toml)
+$(VENV)/.installed: pyproject.toml $(EXAMPLE_PLUGINS)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
-	$(PY) -m pip install --quiet --no-deps -e examples/plugins
+	$(PY) -m pip install --quiet --no-deps $(patsubst %/pyproject.toml,-e %,$(EXAMPLE_PLUGINS))
 	touch $@
 
 ## unit: the unit tests, in seconds, no cluster
 unit: install
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q tests examples
 
 ## lint: ruff, mypy --strict on scheduler/, and the import layering contracts
 lint: install

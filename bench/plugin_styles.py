@@ -4,8 +4,8 @@ The same rule (prefer nodes labelled ``node.example.com/spot=true``) written two
 
 - ``per-node``: a Python loop over the batch, one dict lookup per node, as a kube-scheduler
   plugin's Score(node) reads;
-- ``arrays``: examples/plugins/prefer_label.py, a per-row mask cached by the snapshot until
-  node labels change, then one numpy index over the batch.
+- ``arrays``: examples/plugins/prefer_label (PreferLabel), a per-row mask cached by the
+  snapshot until node labels change, then one numpy index over the batch.
 
 Each is enabled beside the default plugins, and the cycle of a plain pod is timed (pop to
 assume, bound by a no-op port), plus the plugin's own score call. JSON in bench/results/.
@@ -28,13 +28,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import prefer_label  # noqa: E402  (make install installs the example packages)
 from run import RESULTS, SyncPorts, node, pod  # noqa: E402
 
-from examples.plugins import prefer_label  # noqa: E402
 from scheduler import logs  # noqa: E402
 from scheduler.cycle import schedule_one  # noqa: E402
 from scheduler.framework.config import parse_config  # noqa: E402
-from scheduler.framework.handle import Handle  # noqa: E402
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, IntArray, NodeView  # noqa: E402
 from scheduler.framework.registry import PluginSpec  # noqa: E402
 from scheduler.model.pod import PodInfo  # noqa: E402
@@ -58,14 +57,8 @@ class PerNodeLabel(prefer_label.PreferLabel):
              for row in nodes.idx), dtype=np.int64, count=len(nodes))
 
 
-def per_node(args: Any, handle: Handle) -> PerNodeLabel:
-    prefer_label.validate(args, "PerNodeLabelArgs")
-    return PerNodeLabel({**prefer_label.DEFAULT_ARGS, **args}, handle)
-
-
-PER_NODE = PluginSpec(name="PerNodeLabel", factory=per_node,
-                      default_args=prefer_label.DEFAULT_ARGS, validate=prefer_label.validate,
-                      points=frozenset({"score"}))
+PER_NODE = PluginSpec(name="PerNodeLabel", factory=PerNodeLabel,
+                      args=prefer_label.PreferLabelArgs, points=frozenset({"score"}))
 
 
 def measure(plugin: str) -> dict[str, Any]:

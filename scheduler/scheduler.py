@@ -101,6 +101,11 @@ class ProfileHandle:
     def metrics(self) -> Metrics:
         return self.scheduler.metrics
 
+    def watch_config_map(
+        self, namespace: str, name: str, on_change: Callable[[Mapping[str, str] | None], None]
+    ) -> None:
+        self.scheduler.config_map_watches.setdefault((namespace, name), []).append(on_change)
+
     def activate(self, uids: Iterable[str]) -> None:
         self.scheduler.queue.activate(uids)
 
@@ -146,6 +151,9 @@ class Scheduler:
         # time. Whether a pod still exists, unbound, is decided here, not by a cycle's copy.
         self.pods: dict[str, PodInfo] = {}
         self.profiles: dict[str, Framework] = {}
+        # The ConfigMaps plugins watch, by (namespace, name): the operator feeds them in.
+        self.config_map_watches: dict[
+            tuple[str, str], list[Callable[[Mapping[str, str] | None], None]]] = {}
         hints: dict[str, Mapping[str, list[ClusterEventWithHint]]] = {}
         for profile in config.profiles:
             framework, hints[profile.scheduler_name] = self._build_framework(profile, registry)
@@ -184,7 +192,7 @@ class Scheduler:
                 if ref.name not in instances:
                     spec = registry.get(ref.name)
                     assert spec is not None
-                    instances[ref.name] = spec.factory(profile.args.get(ref.name, {}), handle)
+                    instances[ref.name] = spec.build(profile.args.get(ref.name, {}), handle)
         sets = PluginSets()
         for point, refs in profile.points.items():
             plugins = [instances[ref.name] for ref in refs]
@@ -222,6 +230,20 @@ class Scheduler:
     def _pre_enqueue(self, pod: PodInfo) -> str | None:
         framework = self.profiles.get(pod.scheduler_name)
         return None if framework is None else framework.run_pre_enqueue(pod)
+
+    def config_map_changed(
+        self, namespace: str, name: str, data: Mapping[str, str] | None, event: ClusterEvent
+    ) -> None:
+        """A watched ConfigMap changed (``data`` None: it is gone); called from any thread.
+        Its watchers hear it on the scheduling thread, then the queue hears ``event``."""
+        watchers = self.config_map_watches.get((namespace, name), [])
+
+        def apply() -> None:
+            for on_change in watchers:
+                on_change(data)
+            self.queue.move_all_to_active_or_backoff(event, None, data)
+
+        self.inbox.put(apply)
 
     # -- the loop -------------------------------------------------------------------------
     def refresh(self) -> None:

@@ -10,6 +10,7 @@ points, or whole scheduling cycles, in memory. The scheduler's own plugin tests 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,8 @@ import numpy as np
 from scheduler.cache.cache import Cache
 from scheduler.cache.snapshot import Snapshot
 from scheduler.cycle import schedule_one
-from scheduler.framework.config import default_config, parse_config
+from scheduler.framework.config import default_config, load_config_file, parse_config
+from scheduler.framework.events import CONFIG_MAP_DELETE, CONFIG_MAP_UPDATE
 from scheduler.framework.extender import Extender
 from scheduler.framework.interface import CycleState, FilterResult, NodeView
 from scheduler.framework.ports import NullPorts
@@ -219,26 +221,54 @@ def summary(obj: Mapping[str, Any] | None) -> NodeSummary | None:
 Objects = Iterable[Mapping[str, Any]]
 
 
+ConfigMaps = Mapping[tuple[str, str], Mapping[str, str]]
+
+
+class ManualClock:
+    """A clock that moves only when told (backoffs in tests, never the wall clock)."""
+
+    def __init__(self, now: float = 1_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 def scheduler_of(
-    config: Mapping[str, Any] | None = None,
+    config: Mapping[str, Any] | str | Path | None = None,
     *,
     plugins: Iterable[PluginSpec] = (),
     nodes: Objects = (),
     pods: Objects = (),
     extenders: Sequence[Extender] = (),
+    config_maps: ConfigMaps | None = None,
+    clock: ManualClock | None = None,
 ) -> tuple[Scheduler, NullPorts]:
     """A scheduler that does no I/O: the built-in plugins plus ``plugins``, configured by
-    ``config`` (a KubeSchedulerConfiguration as a mapping; the defaults when None), the
-    objects fed through the intake as a watch delivers them, and bindings run inline through
-    ports that only record (``ports.bound``, ``ports.failures``). ``extenders`` stand in for
-    the configuration's HTTP extenders."""
+    ``config`` (a KubeSchedulerConfiguration as a mapping or a file; the defaults when None),
+    the objects fed through the intake as a watch delivers them, and bindings run inline
+    through ports that only record (``ports.bound``, ``ports.failures``). ``extenders``
+    stand in for the configuration's HTTP extenders; ``config_maps`` are the ``data`` of the
+    ConfigMaps plugins watch, by (namespace, name): a watched one not given does not exist
+    (change them later with :func:`set_config_map`). The queue runs on ``clock``, a
+    :class:`ManualClock` of its own when not given."""
     registry = default_registry()
     for spec in plugins:
         registry.register(spec)
-    cfg = parse_config(dict(config), registry) if config else default_config(registry)
+    if isinstance(config, str | Path):
+        cfg = load_config_file(config, registry)
+    else:
+        cfg = parse_config(dict(config), registry) if config else default_config(registry)
     ports = NullPorts()
-    s = Scheduler(cfg, registry, binder=ports, reporter=ports, seed=1, extenders=extenders)
+    s = Scheduler(cfg, registry, binder=ports, reporter=ports, seed=1, extenders=extenders,
+                  clock=clock or ManualClock())
     s.submit_binding = lambda fn, *args: fn(*args)  # type: ignore[method-assign]
+    for namespace, name in s.config_map_watches:
+        data = (config_maps or {}).get((namespace, name))
+        s.config_map_changed(namespace, name, data, CONFIG_MAP_UPDATE)
     intake = Intake(s)
     for obj in nodes:
         intake.on_node(None, obj)
@@ -248,17 +278,36 @@ def scheduler_of(
     return s, ports
 
 
+def run_cycles(s: Scheduler) -> int:
+    """Scheduling cycles until no pod is ready to pop (backoffs are not waited for); returns
+    how many ran."""
+    cycles = 0
+    while schedule_one(s, timeout=0):
+        cycles += 1
+    return cycles
+
+
+def set_config_map(
+    s: Scheduler, namespace: str, name: str, data: Mapping[str, str] | None
+) -> None:
+    """A watched ConfigMap changes (``None``: it is deleted), as the watch would say it."""
+    s.config_map_changed(namespace, name, data,
+                         CONFIG_MAP_DELETE if data is None else CONFIG_MAP_UPDATE)
+    s.refresh()
+
+
 def schedule(
-    config: Mapping[str, Any] | None, nodes: Objects, pods: Sequence[Mapping[str, Any]], *,
+    config: Mapping[str, Any] | str | Path | None, nodes: Objects,
+    pods: Sequence[Mapping[str, Any]], *,
     plugins: Iterable[PluginSpec] = (), extenders: Sequence[Extender] = (),
+    config_maps: ConfigMaps | None = None,
 ) -> dict[str, str]:
     """Whole scheduling cycles until the queue has nothing to pop: the node each of ``pods``
     was bound to, ``""`` for those left pending."""
     s, ports = scheduler_of(config, plugins=plugins, nodes=nodes, pods=pods,
-                            extenders=extenders)
+                            extenders=extenders, config_maps=config_maps)
     try:
-        while schedule_one(s, timeout=0):
-            pass
+        run_cycles(s)
     finally:
         s.stop(timeout=5)
     placed = {key: node_name for key, node_name in ports.bound}
@@ -279,21 +328,22 @@ def _only(spec: PluginSpec, args: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _plugin_in(
-    spec: PluginSpec, args: Mapping[str, Any] | None, nodes: Objects, pods: Objects
+    spec: PluginSpec, args: Mapping[str, Any] | None, nodes: Objects, pods: Objects,
+    config_maps: ConfigMaps | None,
 ) -> tuple[Scheduler, Any]:
     builtin = default_registry().get(spec.name) is not None
     s, _ = scheduler_of(_only(spec, args), plugins=() if builtin else (spec,),
-                        nodes=nodes, pods=pods)
+                        nodes=nodes, pods=pods, config_maps=config_maps)
     return s, s.profiles["secondary-scheduler"].instances[spec.name]
 
 
 def filter_nodes(
     spec: PluginSpec, args: Mapping[str, Any] | None, incoming: Mapping[str, Any],
-    nodes: Sequence[Mapping[str, Any]], pods: Objects = (),
+    nodes: Sequence[Mapping[str, Any]], pods: Objects = (), config_maps: ConfigMaps | None = None,
 ) -> dict[str, list[str]]:
     """One Filter plugin (after its PreFilter, if it has one) on every node: the reasons per
     node name, an empty list where the node passes."""
-    s, plugin = _plugin_in(spec, args, nodes, pods)
+    s, plugin = _plugin_in(spec, args, nodes, pods, config_maps)
     info = PodInfo.from_pod(dict(incoming))
     state = CycleState()
     if callable(getattr(plugin, "pre_filter", None)):
@@ -308,11 +358,11 @@ def filter_nodes(
 
 def score_nodes(
     spec: PluginSpec, args: Mapping[str, Any] | None, incoming: Mapping[str, Any],
-    nodes: Sequence[Mapping[str, Any]], pods: Objects = (),
+    nodes: Sequence[Mapping[str, Any]], pods: Objects = (), config_maps: ConfigMaps | None = None,
 ) -> dict[str, int]:
     """One Score plugin (PreScore, Score, NormalizeScore) on every node: the normalised score
     per node name, before the profile's weight."""
-    s, plugin = _plugin_in(spec, args, nodes, pods)
+    s, plugin = _plugin_in(spec, args, nodes, pods, config_maps)
     info = PodInfo.from_pod(dict(incoming))
     state = CycleState()
     view = full_view(s.snapshot)

@@ -564,7 +564,11 @@ def _parse_plugin_config(
         if name not in out:
             spec = registry.get(name)
             assert spec is not None
-            out[name] = dict(spec.default_args)
+            defaults = dict(spec.default_args)
+            if spec.validate is not None:
+                # A plugin whose args have a required field must be given a pluginConfig.
+                spec.validate(defaults, f"{path}.pluginConfig[{name}].args")
+            out[name] = defaults
     return out
 
 

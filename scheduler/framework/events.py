@@ -23,6 +23,8 @@ class Resource(enum.Enum):
     NAMESPACE = "Namespace"
     PDB = "PodDisruptionBudget"
     PRIORITY_CLASS = "PriorityClass"
+    # A ConfigMap a plugin watches (Handle.watch_config_map).
+    CONFIG_MAP = "ConfigMap"
     WILDCARD = "*"
 
 
@@ -95,6 +97,9 @@ NODE_DELETE = ClusterEvent(Resource.NODE, Action.DELETE, "NodeDelete")
 ASSIGNED_POD_ADD = ClusterEvent(Resource.ASSIGNED_POD, Action.ADD, "AssignedPodAdd")
 ASSIGNED_POD_DELETE = ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE, "AssignedPodDelete")
 PDB_CHANGE = ClusterEvent(Resource.PDB, Action.ALL, "PodDisruptionBudgetChange")
+CONFIG_MAP_ADD = ClusterEvent(Resource.CONFIG_MAP, Action.ADD, "ConfigMapAdd")
+CONFIG_MAP_UPDATE = ClusterEvent(Resource.CONFIG_MAP, Action.UPDATE, "ConfigMapUpdate")
+CONFIG_MAP_DELETE = ClusterEvent(Resource.CONFIG_MAP, Action.DELETE, "ConfigMapDelete")
 NAMESPACE_LABEL_CHANGE = ClusterEvent(
     Resource.NAMESPACE, Action.UPDATE_LABEL, "NamespaceLabelChange"
 )

@@ -7,7 +7,7 @@ protocol once per profile.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -105,6 +105,15 @@ class Handle(Protocol):
 
     @property
     def metrics(self) -> Metrics: ...
+
+    def watch_config_map(
+        self, namespace: str, name: str, on_change: Callable[[Mapping[str, str] | None], None]
+    ) -> None:
+        """Call ``on_change`` with the ConfigMap's ``data`` (``None`` while it does not exist)
+        whenever it changes, on the scheduling thread, before the next cycle; then requeue
+        the pods that plugins registered ConfigMap events for. Call it from the factory: no
+        pod is scheduled before every watched ConfigMap has been read once."""
+        ...
 
     def activate(self, uids: Iterable[str]) -> None:
         """Move these pods from backoff or the unschedulable pool to activeQ."""

@@ -11,6 +11,7 @@ from typing import Any
 import structlog
 
 from scheduler.framework.config import SchedulerConfig
+from scheduler.framework.events import CONFIG_MAP_ADD, CONFIG_MAP_DELETE, CONFIG_MAP_UPDATE
 from scheduler.framework.registry import Registry
 from scheduler.intake import NAMESPACES, PDBS, PRIORITY_CLASSES, Intake
 from scheduler.metrics import Metrics
@@ -79,6 +80,8 @@ class SchedulerApp:
                       on_event=self.intake.on_node, on_listed=self.intake.resync_nodes),
             Reflector(self.api, "/api/v1/pods", name="pods",
                       on_event=self.intake.on_pod, on_listed=self.intake.resync_pods),
+            *(self._config_map_reflector(namespace, name)
+              for namespace, name in self.scheduler.config_map_watches),
         ]
         self.health = HealthServer(options.health_port, host=options.bind_address,
                                    live=self.live, ready=self.ready,
@@ -105,6 +108,27 @@ class SchedulerApp:
             on_lost=self._leadership_lost,
             on_status=lambda leading: self.metrics.set_leader(election.resource_name, leading),
         )
+
+    def _config_map_reflector(self, namespace: str, name: str) -> Reflector:
+        """The watch of one ConfigMap a plugin asked for (Handle.watch_config_map); its
+        listing counts for the synced start like the others."""
+        changed = self.scheduler.config_map_changed
+        events = {"ADDED": CONFIG_MAP_ADD, "MODIFIED": CONFIG_MAP_UPDATE,
+                  "DELETED": CONFIG_MAP_DELETE}
+
+        def on_event(kind: str | None, obj: dict[str, Any]) -> None:
+            event = events.get(kind or "")
+            if event is not None:
+                data = None if event is CONFIG_MAP_DELETE else dict(obj.get("data") or {})
+                changed(namespace, name, data, event)
+
+        def on_listed(items: list[dict[str, Any]]) -> None:
+            data = dict(items[0].get("data") or {}) if items else None
+            changed(namespace, name, data, CONFIG_MAP_UPDATE)
+
+        return Reflector(self.api, f"/api/v1/namespaces/{namespace}/configmaps",
+                         name=f"configmap-{namespace}-{name}", on_event=on_event,
+                         on_listed=on_listed, field_selector=f"metadata.name={name}")
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:

@@ -210,7 +210,8 @@ class KubeApi:
 
     # -- watch ----------------------------------------------------------------------------
     def watch(
-        self, path: str, resource_version: str, timeout_seconds: int = 300
+        self, path: str, resource_version: str, timeout_seconds: int = 300, *,
+        field_selector: str | None = None,
     ) -> Iterator[dict[str, Any]]:
         """Yield watch events (``{"type", "object"}``) until the server ends the stream."""
         query = {
@@ -219,6 +220,8 @@ class KubeApi:
             "allowWatchBookmarks": "true",
             "timeoutSeconds": str(timeout_seconds),
         }
+        if field_selector is not None:
+            query["fieldSelector"] = field_selector
         raw = self._call("GET", path, None, query, JSON, (10.0, timeout_seconds + 30.0))
         if raw.status != 200:
             body = raw.read()

@@ -39,9 +39,11 @@ class Reflector:
         on_listed: OnListed,
         page_size: int = 1000,
         watch_timeout: int = 60,
+        field_selector: str | None = None,
     ) -> None:
         self.api = api
         self.path = path
+        self.field_selector = field_selector
         self.name = name
         self.on_event = on_event
         self.on_listed = on_listed
@@ -79,7 +81,8 @@ class Reflector:
                 backoff = min(backoff * 2, 10.0)
 
     def _list(self) -> str:
-        items, resource_version = list_all(self.api, self.path, self.page_size)
+        items, resource_version = list_all(self.api, self.path, self.page_size,
+                                           self.field_selector)
         self.on_listed(items)
         self.relists += 1
         self.listed.set()
@@ -88,7 +91,8 @@ class Reflector:
 
     def _watch(self, resource_version: str) -> str | None:
         """Follow the watch; returns the version to resume from, or None to relist."""
-        for event in self.api.watch(self.path, resource_version, self.watch_timeout):
+        for event in self.api.watch(self.path, resource_version, self.watch_timeout,
+                                    field_selector=self.field_selector):
             if self._stop.is_set():
                 return resource_version
             kind = event.get("type")
@@ -114,12 +118,15 @@ class ListError(RuntimeError):
         self.message = message
 
 
-def list_all(api: KubeApi, path: str, page_size: int = 1000) -> tuple[list[dict[str, Any]], str]:
+def list_all(
+    api: KubeApi, path: str, page_size: int = 1000, field_selector: str | None = None
+) -> tuple[list[dict[str, Any]], str]:
     """Every object at ``path``, a page at a time, and the listing's resourceVersion."""
     items: list[dict[str, Any]] = []
     cont: str | None = None
     while True:
-        response = api.get(path, {"limit": str(page_size), "continue": cont})
+        response = api.get(path, {"limit": str(page_size), "continue": cont,
+                                  "fieldSelector": field_selector})
         if response.status == 410:
             # The continue token expired mid-listing: start the listing over.
             items, cont = [], None

@@ -10,7 +10,7 @@ from scheduler.framework.registry import ConfigError
 from scheduler.operator import main as entry
 from scheduler.plugins import registry as plugins
 
-EXAMPLE = "examples.plugins.prefer_label:SPEC"
+EXAMPLE = "prefer_label:SPEC"
 
 
 def installed(monkeypatch: pytest.MonkeyPatch, *pairs: tuple[str, str]) -> None:
@@ -41,8 +41,8 @@ def test_an_installed_plugin_joins_the_built_in_ones(monkeypatch: pytest.MonkeyP
                      f"plugin 'PreferLabel' from an unknown distribution ({EXAMPLE}) clashes "
                      f"with an unknown distribution ({EXAMPLE})",
                      id="two packages, one name"),
-        pytest.param([("PreferLabel", "examples.plugins.prefer_label:new")],
-                     "is a function, not a PluginSpec", id="not a PluginSpec"),
+        pytest.param([("PreferLabel", "prefer_label:NAME")],
+                     "is a str, not a PluginSpec", id="not a PluginSpec"),
         pytest.param([("Missing", "no_such_package.plugin:SPEC")],
                      "plugin 'Missing' from an unknown distribution (no_such_package.plugin:SPEC)"
                      " could not be loaded: ModuleNotFoundError", id="cannot be imported"),

@@ -1,9 +1,9 @@
-"""An out-of-tree plugin, as small as one can be: a Score plugin that prefers nodes carrying a
-label, e.g. spot capacity for batch pods.
+"""PreferLabel: an out-of-tree Score plugin, as small as one can be. It prefers nodes that
+carry a label, e.g. spot capacity for batch pods.
 
-It imports the framework and the model only, as every in-tree plugin does; the scheduler
-reaches it through its :data:`SPEC`, registered in the registry the scheduler is built with,
-and a configuration file enables it and gives its arguments::
+It imports the public plugin API only, as every in-tree plugin does. Installed with pip
+(``pyproject.toml`` registers :data:`SPEC` under the ``secondary_scheduler.plugins`` entry
+point), it is enabled and configured like a built-in plugin::
 
     profiles:
       - schedulerName: secondary-scheduler
@@ -13,21 +13,18 @@ and a configuration file enables it and gives its arguments::
         pluginConfig:
           - name: PreferLabel
             args: {label: node.example.com/spot, value: "true"}
-
-``tests/test_example_plugin.py`` does exactly that.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
 from scheduler.plugin_api import (
     MAX_NODE_SCORE,
     BoolArray,
-    ConfigError,
     CycleState,
     Handle,
     IntArray,
@@ -38,15 +35,27 @@ from scheduler.plugin_api import (
 )
 
 NAME = "PreferLabel"
-DEFAULT_ARGS: Mapping[str, Any] = {"label": "", "value": ""}
+
+
+@dataclass(frozen=True)
+class PreferLabelArgs:
+    """``label`` is required; the node must carry it with ``value``."""
+
+    label: str
+    value: str = "true"
+
+    def problems(self) -> Iterator[tuple[str, str]]:
+        why = label_key_error(self.label)
+        if why is not None:
+            yield "label", why
 
 
 class PreferLabel:
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
-        self.label = str(args["label"])
-        self.value = str(args["value"])
+    def __init__(self, args: PreferLabelArgs, handle: Handle) -> None:
+        self.label = args.label
+        self.value = args.value
         self.handle = handle
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> IntArray:
@@ -67,20 +76,5 @@ class PreferLabel:
         return scores
 
 
-def validate(args: Mapping[str, Any], path: str) -> None:
-    unknown = sorted(set(args) - set(DEFAULT_ARGS))
-    if unknown:
-        raise ConfigError(f"{path}.{unknown[0]}: Invalid value: unknown field")
-    label = args.get("label")
-    why = label_key_error(label) if isinstance(label, str) else "must be a string"
-    if why is not None:
-        raise ConfigError(f"{path}.label: Invalid value: {label!r}: {why}")
-
-
-def new(args: Mapping[str, Any], handle: Handle) -> PreferLabel:
-    validate(args, f"{NAME}Args")
-    return PreferLabel({**DEFAULT_ARGS, **args}, handle)
-
-
-SPEC = PluginSpec(name=NAME, factory=new, default_args=DEFAULT_ARGS, validate=validate,
+SPEC = PluginSpec(name=NAME, factory=PreferLabel, args=PreferLabelArgs,
                   points=frozenset({"score"}))

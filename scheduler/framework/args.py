@@ -1,0 +1,132 @@
+"""Typed plugin arguments: a plugin declares its ``pluginConfig`` args as a dataclass, and the
+configuration is decoded into it, field by field, before the scheduler starts.
+
+Field names are the dataclass's in snake_case; in the configuration they are camelCase, as
+upstream's plugin args are (``price_label`` is ``priceLabel``). The annotations are the
+schema: ``str``, ``int``, ``float``, ``bool``, ``Literal[...]``, ``X | None``, ``list[X]``,
+``tuple[X, ...]``, ``dict[str, X]`` and nested dataclasses. A dataclass may also check what
+types cannot say in a ``problems()`` method yielding ``(field, problem)`` pairs.
+
+Every error is a :class:`ConfigError` that names the field by its path in the file, e.g.
+``profiles[0].pluginConfig[1].args.maxPerZone: Invalid value: -1: must be >= 0``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+
+from scheduler.framework.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def default_args(schema: type) -> dict[str, Any]:
+    """The schema's defaults as configuration would spell them (camelCase keys)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(schema):
+        if f.default is not dataclasses.MISSING:
+            out[camel(f.name)] = _plain(f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            out[camel(f.name)] = _plain(f.default_factory())
+    return out
+
+
+def decode_args(schema: type[T], raw: Mapping[str, Any], path: str) -> T:
+    """``raw`` (defaults merged in or not) as an instance of ``schema``, or ConfigError."""
+    value = _decode_dataclass(schema, raw, path)
+    problems = getattr(value, "problems", None)
+    if callable(problems):
+        for name, problem in typing.cast(Iterable[tuple[str, str]], problems()):
+            bad = getattr(value, name, None)
+            raise ConfigError(f"{path}.{camel(name)}: Invalid value: {_plain(bad)!r}: {problem}")
+    return value
+
+
+def _decode_dataclass(schema: type[T], raw: Any, path: str) -> T:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: must be a mapping")
+    fields = {camel(f.name): f for f in dataclasses.fields(typing.cast(Any, schema))}
+    for key in raw:
+        if key not in fields:
+            raise ConfigError(f"{path}.{key}: unknown field (known: {', '.join(sorted(fields))})")
+    hints = typing.get_type_hints(schema)
+    values: dict[str, Any] = {}
+    for key, f in fields.items():
+        if key in raw:
+            values[f.name] = _decode(hints[f.name], raw[key], f"{path}.{key}")
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"{path}.{key}: Required value")
+    return schema(**values)
+
+
+def _decode(kind: Any, value: Any, path: str) -> Any:
+    origin = get_origin(kind)
+    if origin is Union or origin is types.UnionType:
+        options = get_args(kind)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option in (o for o in options if o is not type(None)):
+            try:
+                return _decode(option, value, path)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError(errors[0])
+    if origin is Literal:
+        allowed = get_args(kind)
+        if value not in allowed:
+            choices = ", ".join(repr(a) for a in allowed)
+            raise ConfigError(f"{path}: Unsupported value: {value!r}: supported values: {choices}")
+        return value
+    if origin in (list, tuple):
+        if not isinstance(value, list | tuple):
+            raise ConfigError(f"{path}: must be a list")
+        (item,) = get_args(kind)[:1]
+        items = [_decode(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return items if origin is list else tuple(items)
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{path}: must be a mapping")
+        _, item = get_args(kind)
+        return {str(k): _decode(item, v, f"{path}.{k}") for k, v in value.items()}
+    if dataclasses.is_dataclass(kind):
+        return _decode_dataclass(typing.cast(type, kind), value, path)
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{path}: Invalid value: {value!r}: must be true or false")
+        return value
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{path}: Invalid value: {value!r}: must be an integer")
+        return value
+    if kind is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{path}: Invalid value: {value!r}: must be a number")
+        return float(value)
+    if kind is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{path}: Invalid value: {value!r}: must be a string")
+        return value
+    if kind is Any:
+        return value
+    raise TypeError(f"{path}: the args schema uses {kind!r}, which it cannot decode")
+
+
+def _plain(value: Any) -> Any:
+    """A default or field value as configuration spells it."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {camel(f.name): _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value

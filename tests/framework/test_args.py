@@ -1,0 +1,88 @@
+"""Typed plugin arguments: the dataclass is the schema, errors name the field's path."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pytest
+
+from scheduler.framework.args import decode_args, default_args
+from scheduler.framework.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Tier:
+    name: str
+    weight: int = 1
+
+
+@dataclass(frozen=True)
+class Args:
+    price_label: str = "node.example.com/price"
+    max_per_zone: int = 10
+    ratio: float = 0.5
+    strict: bool = False
+    mode: Literal["Label", "Annotation"] = "Label"
+    teams: list[str] = field(default_factory=list)
+    caps: dict[str, int] = field(default_factory=dict)
+    tiers: tuple[Tier, ...] = ()
+    fallback: int | None = None
+
+    def problems(self) -> Iterator[tuple[str, str]]:
+        if self.max_per_zone < 0:
+            yield "max_per_zone", "must be >= 0"
+
+
+@dataclass(frozen=True)
+class NeedsLabel:
+    label: str
+
+
+def test_defaults_are_spelled_as_configuration_spells_them() -> None:
+    assert default_args(Args) == {
+        "priceLabel": "node.example.com/price", "maxPerZone": 10, "ratio": 0.5,
+        "strict": False, "mode": "Label", "teams": [], "caps": {}, "tiers": [],
+        "fallback": None,
+    }
+
+
+def test_configuration_is_decoded_into_the_dataclass() -> None:
+    got = decode_args(Args, {
+        "priceLabel": "p", "maxPerZone": 3, "ratio": 1, "strict": True, "mode": "Annotation",
+        "teams": ["a"], "caps": {"a": 2}, "tiers": [{"name": "gold", "weight": 5}],
+        "fallback": 7}, "XArgs")
+    assert got == Args("p", 3, 1.0, True, "Annotation", ["a"], {"a": 2}, (Tier("gold", 5),), 7)
+    assert decode_args(Args, {}, "XArgs") == Args()
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"maxPerZone": "3"}, "P.maxPerZone: Invalid value: '3': must be an integer"),
+        ({"maxPerZone": True}, "P.maxPerZone: Invalid value: True: must be an integer"),
+        ({"ratio": "x"}, "P.ratio: Invalid value: 'x': must be a number"),
+        ({"strict": "yes"}, "P.strict: Invalid value: 'yes': must be true or false"),
+        ({"mode": "Env"}, "P.mode: Unsupported value: 'Env': supported values: 'Label', "
+                          "'Annotation'"),
+        ({"teams": "a"}, "P.teams: must be a list"),
+        ({"teams": ["a", 1]}, "P.teams[1]: Invalid value: 1: must be a string"),
+        ({"caps": {"a": "many"}}, "P.caps.a: Invalid value: 'many': must be an integer"),
+        ({"tiers": [{"weight": 2}]}, "P.tiers[0].name: Required value"),
+        ({"tiers": [{"name": "x", "colour": 1}]}, "P.tiers[0].colour: unknown field"),
+        ({"fallback": "x"}, "P.fallback: Invalid value: 'x': must be an integer"),
+        ({"maxPerZone": -1}, "P.maxPerZone: Invalid value: -1: must be >= 0"),
+        ({"price_label": "x"}, "P.price_label: unknown field (known: caps, fallback,"),
+    ],
+)
+def test_a_bad_value_names_its_field(raw: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as excinfo:
+        decode_args(Args, raw, "P")
+    assert str(excinfo.value).startswith(message), str(excinfo.value)
+
+
+def test_a_field_without_default_is_required() -> None:
+    with pytest.raises(ConfigError, match=r"^P\.label: Required value$"):
+        decode_args(NeedsLabel, {}, "P")
+    assert default_args(NeedsLabel) == {}
