@@ -28,11 +28,13 @@ from urllib.parse import quote, urlencode
 from scheduler.explain import ExplainError, Listing, explain, scheduler_from_listing
 from scheduler.explain_render import as_dict, from_dict, to_text
 from scheduler.framework.config import default_config, load_config_file
+from scheduler.framework.events import CONFIG_MAP_UPDATE
 from scheduler.framework.registry import ConfigError
 from scheduler.operator.explain_endpoint import PATH, pod_path
 from scheduler.operator.kubeapi import KubeApi, api_client_from
 from scheduler.operator.reflector import ListError, list_all
 from scheduler.plugins.registry import installed_registry
+from scheduler.scheduler import Scheduler
 
 SCHEDULER_NAMESPACE = "secondary-scheduler"
 SCHEDULER_SELECTOR = "app.kubernetes.io/name=secondary-scheduler"
@@ -262,12 +264,29 @@ def _one_shot(
             notes.append(f"{key} could not be listed ({exc.status} {exc.message}): the answer "
                          "ignores them")
     s, intake = scheduler_from_listing(config, registry, Listing(**listed))
+    notes += _read_watched_config_maps(api, s)
     try:
         explanation = explain(s, intake.pod_info(pod), args.profile)
     except ExplainError as exc:
         raise ExplainFailedError(str(exc)) from exc
     explanation.notes += notes
     return as_dict(explanation, source)
+
+
+def _read_watched_config_maps(api: KubeApi, s: Scheduler) -> list[str]:
+    """Give plugins the ConfigMaps they watch, as the running scheduler has them; notes for
+    those that could not be read."""
+    notes = []
+    for namespace, name in s.config_map_watches:
+        response = api.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+        if response.ok or response.status == 404:
+            data = dict(response.body.get("data") or {}) if response.ok else None
+            s.config_map_changed(namespace, name, data, CONFIG_MAP_UPDATE)
+        else:
+            notes.append(f"ConfigMap {namespace}/{name} could not be read ({response.status} "
+                         f"{response.message()}): the plugins watching it see none")
+    s.refresh()
+    return notes
 
 
 def _context_namespace(kubeconfig: str | None) -> str:

@@ -186,3 +186,24 @@ def test_endpoint_answers_from_the_live_cache_through_the_health_server(
         server.stop()
     assert answer["source"].startswith("live cache of the scheduler on ")
     assert answer["message"] == "would be bound to b, the only feasible node"
+
+
+def test_one_shot_gives_plugins_the_config_maps_they_watch(
+    api: FakeApi, kubeconfig: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """TeamZoneCap (examples/plugins, installed) reads its caps from a ConfigMap: the one-shot
+    answer reads it too, as the running scheduler would have it."""
+    config = tmp_path / "config.yaml"
+    config.write_text("profiles:\n  - schedulerName: secondary-scheduler\n    plugins:\n"
+                      "      multiPoint: {enabled: [{name: TeamZoneCap}]}\n")
+    team_pod = pod("web", cpu="1", labels={"example.com/team": "payments"})
+    serve_cluster(api, team_pod)
+    api.on("GET", "/api/v1/nodes", listing([node("a", zone="z"), node("b", zone="z")]))
+    api.on("GET", "/api/v1/namespaces/kube-system/configmaps/team-zone-caps",
+           Reply(200, {"data": {"payments": "0"}}))
+    assert main_module.main(["explain", "default/web", "--kubeconfig", str(kubeconfig),
+                             "--config", str(config), "-o", "json", "--one-shot"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["message"] == ("0/2 nodes are available: 2 node(s) in a zone where team "
+                                 "payments runs its cap of 0 pods. preemption: 0/2 nodes are "
+                                 "available: 2 No preemption victims found for incoming pod.")
