@@ -41,7 +41,7 @@ class Server:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/scheduler"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
 
 
 @pytest.fixture
@@ -171,3 +171,94 @@ def test_verbs_not_configured_send_nothing() -> None:
     assert unused.prioritize(pod_info("p"), ["a"], s.snapshot) == {"a": 0}
     assert not (unused.is_filter or unused.is_prioritizer or unused.is_binder
                 or unused.supports_preemption)
+
+
+def self_signed(tmp_path: Any) -> tuple[Any, bytes]:
+    """A certificate for 127.0.0.1 and its key, as files, and the certificate's PEM."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "extender")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(1)
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                 x509.DNSName("extender.local")]), critical=False)
+            .sign(key, hashes.SHA256()))
+    pem = cert.public_bytes(serialization.Encoding.PEM)
+    (tmp_path / "cert.pem").write_bytes(pem)
+    (tmp_path / "key.pem").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    return tmp_path, pem
+
+
+@pytest.fixture
+def https_server(serve: Any, tmp_path: Any) -> tuple[Server, bytes]:
+    import ssl
+
+    folder, pem = self_signed(tmp_path)
+    server = serve(lambda path, body: (200, {"NodeNames": ["a"]}))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(folder / "cert.pem", folder / "key.pem")
+    server.httpd.socket = context.wrap_socket(server.httpd.socket, server_side=True)
+    server.url = server.url.replace("http://", "https://")
+    return server, pem
+
+
+@pytest.mark.parametrize(
+    ("case", "tls", "enable_https", "ok"),
+    [
+        ("enableHTTPS without a CA does not verify (upstream)", None, True, True),
+        ("the CA given as data verifies", "ca", False, True),
+        ("an https URL without a CA verifies against the system's, and fails", None, False,
+         False),
+        ("insecure skips verification", "insecure", False, True),
+        ("serverName is the name verified", "server-name", False, True),
+        ("a serverName the certificate does not have fails", "wrong-name", False, False),
+    ],
+)
+def test_https_as_upstreams_transport(
+    https_server: tuple[Server, bytes], case: str, tls: str | None, enable_https: bool,
+    ok: bool,
+) -> None:
+    from scheduler.framework.config import ExtenderTLS
+
+    server, pem = https_server
+    settings = {None: None, "ca": ExtenderTLS(ca_data=pem),
+                "insecure": ExtenderTLS(insecure=True),
+                "server-name": ExtenderTLS(ca_data=pem, server_name="extender.local"),
+                "wrong-name": ExtenderTLS(ca_data=pem, server_name="other.local")}[tls]
+    ext = extender(server.url, filter_verb="filter", node_cache_capable=True,
+                   enable_https=enable_https, tls=settings)
+    s, _ = scheduler_of(nodes=NODES)
+    if ok:
+        assert list(ext.filter(pod_info("p"), ["a"], s.snapshot).nodes) == ["a"], case
+    else:
+        with pytest.raises(ExtenderError, match="CERTIFICATE_VERIFY_FAILED"):
+            ext.filter(pod_info("p"), ["a"], s.snapshot)
+
+
+def test_a_slow_extender_times_out_with_gos_words(serve: Any) -> None:
+    import time
+
+    def slow(path: str, body: Any) -> tuple[int, Any]:
+        time.sleep(0.5)
+        return 200, {}
+
+    server = serve(slow)
+    s, _ = scheduler_of(nodes=NODES)
+    with pytest.raises(ExtenderError) as excinfo:
+        extender(server.url, filter_verb="filter", http_timeout=0.1).filter(
+            pod_info("p"), ["a"], s.snapshot)
+    assert str(excinfo.value) == (f'Post "{server.url}/filter": context deadline exceeded '
+                                  "(Client.Timeout exceeded while awaiting headers)")
