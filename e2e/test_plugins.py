@@ -26,13 +26,10 @@ SPOT = "node.example.com/spot"
 def test_an_installed_plugin_places_pods_as_configured(
     env: Env, kubeconfig: Path, tmp_path: Path
 ) -> None:
-    config = tmp_path / "config.yaml"
-    config.write_text(f"""\
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection: {{leaderElect: false}}
-profiles:
-  - schedulerName: {PROFILE}
+    # The default scores prefer the two big empty nodes; the plugin, the small labelled one.
+    env.nodes("big", 2, cpu="32", pods=110)
+    (spot,) = env.nodes("spot", 1, cpu="4", pods=110, labels={SPOT: "true"})
+    scheduler = start_with(kubeconfig, tmp_path, PROFILE, f"""\
     plugins:
       score:
         enabled: [{{name: PreferLabel, weight: 50}}]
@@ -40,13 +37,7 @@ profiles:
       - name: PreferLabel
         args: {{label: {SPOT}, value: "true"}}
 """)
-    # The default scores prefer the two big empty nodes; the plugin, the small labelled one.
-    env.nodes("big", 2, cpu="32", pods=110)
-    (spot,) = env.nodes("spot", 1, cpu="4", pods=110, labels={SPOT: "true"})
-    scheduler = LocalScheduler(kubeconfig, tmp_path / "plugin-scheduler.log", config)
-    scheduler.start()
     try:
-        scheduler.wait_ready()
         names = [f"batch-{i}" for i in range(3)]
         for name in names:
             env.create_pod(name, cpu="100m", scheduler=PROFILE)
