@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from scheduler.cache.volume_objects import KINDS as VOLUME_KINDS
 from scheduler.cycle import (
     NO_NODES_AVAILABLE,
     SchedulingError,
@@ -213,6 +214,11 @@ class Listing:
     namespaces: list[dict[str, Any]] = field(default_factory=list)
     pdbs: list[dict[str, Any]] = field(default_factory=list)
     priority_classes: list[dict[str, Any]] = field(default_factory=list)
+    persistentvolumeclaims: list[dict[str, Any]] = field(default_factory=list)
+    persistentvolumes: list[dict[str, Any]] = field(default_factory=list)
+    storageclasses: list[dict[str, Any]] = field(default_factory=list)
+    csinodes: list[dict[str, Any]] = field(default_factory=list)
+    csidrivers: list[dict[str, Any]] = field(default_factory=list)
 
 
 def scheduler_from_listing(
@@ -228,6 +234,8 @@ def scheduler_from_listing(
     intake.resync(PDBS, listing.pdbs)
     intake.resync_nodes(listing.nodes)
     intake.resync_pods(listing.pods)
+    for kind in VOLUME_KINDS:
+        intake.resync_volume_objects(kind, getattr(listing, kind))
     s.refresh()
     return s, intake
 

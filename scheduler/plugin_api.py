@@ -89,10 +89,26 @@ from scheduler.model.selectors import (
 )
 from scheduler.model.taints import Taint, Toleration
 from scheduler.model.validation import label_key_error
+from scheduler.model.volumes import (
+    ANN_BIND_COMPLETED,
+    ANN_BOUND_BY_CONTROLLER,
+    ANN_SELECTED_NODE,
+    NO_PROVISIONER,
+    READ_WRITE_ONCE_POD,
+    ZONE_KEYS,
+    ClaimInfo,
+    CSIDriverInfo,
+    CSINodeInfo,
+    StorageClassInfo,
+    VolumeInfo,
+)
 
-API_VERSION = "1.0"
+API_VERSION = "1.1"
 
 __all__ = [
+    "ANN_BIND_COMPLETED",
+    "ANN_BOUND_BY_CONTROLLER",
+    "ANN_SELECTED_NODE",
     "API_VERSION",
     "CPU",
     "EPHEMERAL_STORAGE",
@@ -100,14 +116,20 @@ __all__ = [
     "MAX_NODE_SCORE",
     "MEMORY",
     "NODE_NAME_FIELD",
+    "NO_PROVISIONER",
     "PODS",
     "POINT_METHODS",
+    "READ_WRITE_ONCE_POD",
     "SKIP",
     "SUCCESS",
+    "ZONE_KEYS",
     "Action",
     "AffinityTerm",
     "BindOutcome",
     "BoolArray",
+    "CSIDriverInfo",
+    "CSINodeInfo",
+    "ClaimInfo",
     "ClusterEvent",
     "ClusterEventWithHint",
     "ClusterSnapshot",
@@ -142,9 +164,11 @@ __all__ = [
     "Resource",
     "SpreadConstraint",
     "Status",
+    "StorageClassInfo",
     "Taint",
     "Toleration",
     "Victims",
+    "VolumeInfo",
     "fit_error_message",
     "is_extended_resource_name",
     "is_scalar_resource",

@@ -21,17 +21,19 @@ import structlog
 from scheduler.cache.cache import Cache
 from scheduler.cache.inbox import Inbox
 from scheduler.cache.snapshot import Snapshot
+from scheduler.cache.volume_objects import CLAIMS, VOLUMES
 from scheduler.cycle import schedule_one
 from scheduler.framework.config import ProfileConfig, SchedulerConfig
 from scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
 from scheduler.framework.extender import EXTENDER_NAME, Extender, ordered
 from scheduler.framework.interface import Plugin
-from scheduler.framework.ports import Binder, Evictor, Reporter
+from scheduler.framework.ports import Binder, Evictor, ObjectWriter, Reporter, WriteResult
 from scheduler.framework.registry import POINT_METHODS, Registry
 from scheduler.framework.runtime import Framework, PluginSets
 from scheduler.framework.waiting import WaitingPods
 from scheduler.metrics import Metrics
 from scheduler.model.pod import PodInfo
+from scheduler.model.volumes import ClaimInfo, VolumeInfo
 from scheduler.queue.nominator import Nominator
 from scheduler.queue.scheduling_queue import SchedulingQueue
 
@@ -98,6 +100,18 @@ class ProfileHandle:
         return self.scheduler.extenders
 
     @property
+    def writer(self) -> ObjectWriter:
+        return self.scheduler.writer
+
+    def get_claim(self, namespace: str, name: str) -> ClaimInfo | None:
+        claim = self.scheduler.volume_objects_latest[CLAIMS].get(f"{namespace}/{name}")
+        return claim if isinstance(claim, ClaimInfo) else None
+
+    def get_volume(self, name: str) -> VolumeInfo | None:
+        volume = self.scheduler.volume_objects_latest[VOLUMES].get(name)
+        return volume if isinstance(volume, VolumeInfo) else None
+
+    @property
     def metrics(self) -> Metrics:
         return self.scheduler.metrics
 
@@ -129,8 +143,10 @@ class Scheduler:
         binding_workers: int = 16,
         metrics: Metrics | None = None,
         extenders: Sequence[Extender] = (),
+        writer: ObjectWriter | None = None,
     ) -> None:
         self.config = config
+        self.writer: ObjectWriter = writer or _NoWriter()
         self.extenders: Sequence[Extender] = ordered(extenders)
         self.metrics = metrics or Metrics()
         self.binder = binder
@@ -150,6 +166,9 @@ class Scheduler:
         # written by the watch thread only (the intake), read from any thread one key at a
         # time. Whether a pod still exists, unbound, is decided here, not by a cycle's copy.
         self.pods: dict[str, PodInfo] = {}
+        # Likewise the newest claims and volumes (by "namespace/name" and name), which
+        # VolumeBinding's PreBind reads from a binding thread while it waits for the binding.
+        self.volume_objects_latest: dict[str, dict[str, Any]] = {CLAIMS: {}, VOLUMES: {}}
         self.profiles: dict[str, Framework] = {}
         # The ConfigMaps plugins watch, by (namespace, name): the operator feeds them in.
         self.config_map_watches: dict[
@@ -324,6 +343,14 @@ class Scheduler:
 
     def _plugin_instances(self) -> list[Plugin]:
         return [p for framework in self.profiles.values() for p in framework.instances.values()]
+
+
+class _NoWriter:
+    """For schedulers that may not write (the one-shot explain): a PreBind that would write
+    fails instead."""
+
+    def replace(self, path: str, obj: Mapping[str, Any]) -> WriteResult:
+        return WriteResult(False, "this scheduler writes no API objects")
 
 
 def _profile_of(pod: PodInfo) -> str:

@@ -264,7 +264,7 @@ def scheduler_of(
         cfg = parse_config(dict(config), registry) if config else default_config(registry)
     ports = NullPorts()
     s = Scheduler(cfg, registry, binder=ports, reporter=ports, seed=1, extenders=extenders,
-                  clock=clock or ManualClock())
+                  clock=clock or ManualClock(), writer=ports)
     s.submit_binding = lambda fn, *args: fn(*args)  # type: ignore[method-assign]
     for namespace, name in s.config_map_watches:
         data = (config_maps or {}).get((namespace, name))

@@ -29,6 +29,7 @@ from cachetools import TTLCache
 
 from scheduler.cache.node_table import NodeTable
 from scheduler.cache.pod_index import PodLabelIndex
+from scheduler.cache.volume_objects import VolumeObjects
 from scheduler.model.disruption import DisruptionBudget
 from scheduler.model.pod import PodInfo
 
@@ -55,6 +56,7 @@ class Cache:
         )
         self.namespaces: dict[str, dict[str, str]] = {}
         self.pdbs: dict[str, DisruptionBudget] = {}
+        self.volumes = VolumeObjects()
 
     # -- nodes ----------------------------------------------------------------------------
     def upsert_node(self, node: Mapping[str, Any]) -> None:
@@ -168,7 +170,7 @@ class Cache:
             self.remove_pod(uid)
         return expired
 
-    # -- namespaces, priority classes, PDBs -----------------------------------------------
+    # -- namespaces, priority classes, PDBs, volume objects ---------------------------------
     def upsert_namespace(self, obj: Mapping[str, Any]) -> None:
         self.namespaces[obj["metadata"]["name"]] = dict(obj["metadata"].get("labels") or {})
 

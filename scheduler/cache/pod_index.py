@@ -8,7 +8,7 @@ those candidates are matched in full.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -31,6 +31,9 @@ class PodLabelIndex:
         self.with_affinity_terms: dict[str, PodInfo] = {}
         # Pods by (namespace, controller kind, controller name): the default spreading's siblings.
         self.by_owner: dict[tuple[str, str, str], dict[str, PodInfo]] = {}
+        # How many pods name each claim ("namespace/name") in their volumes (upstream's
+        # PVCRefCounts, summed over the nodes).
+        self.claim_refs: Counter[str] = Counter()
 
     def __len__(self) -> int:
         return len(self.by_uid)
@@ -54,6 +57,8 @@ class PodLabelIndex:
             self.with_affinity_terms[pod.uid] = pod
         if pod.owner_kind and pod.owner_name:
             self.by_owner.setdefault((ns, pod.owner_kind, pod.owner_name), {})[pod.uid] = pod
+        for claim, _ in pod.claims:
+            self.claim_refs[f"{ns}/{claim}"] += 1
 
     def remove(self, uid: str) -> PodInfo | None:
         pod = self.by_uid.pop(uid, None)
@@ -68,6 +73,11 @@ class PodLabelIndex:
             siblings.pop(uid, None)
             if not siblings:
                 del self.by_owner[owner]
+        for claim, _ in pod.claims:
+            key = f"{ns}/{claim}"
+            self.claim_refs[key] -= 1
+            if self.claim_refs[key] <= 0:
+                del self.claim_refs[key]
         _discard(self._by_ns, ns, uid)
         for key, value in pod.labels.items():
             _discard(self._by_key, (ns, key), uid)

@@ -20,6 +20,13 @@ if TYPE_CHECKING:
     from scheduler.cache.cache import Cache
     from scheduler.model.disruption import DisruptionBudget
     from scheduler.model.pod import AffinityTerm, PodInfo
+    from scheduler.model.volumes import (
+        ClaimInfo,
+        CSIDriverInfo,
+        CSINodeInfo,
+        StorageClassInfo,
+        VolumeInfo,
+    )
 
 
 class Snapshot:
@@ -147,3 +154,24 @@ class Snapshot:
     # -- cluster objects ------------------------------------------------------------------
     def pdbs(self) -> Iterable[DisruptionBudget]:
         return self.cache.pdbs.values()
+
+    def claim(self, namespace: str, name: str) -> ClaimInfo | None:
+        return self.cache.volumes.claims.get(f"{namespace}/{name}")
+
+    def volume(self, name: str) -> VolumeInfo | None:
+        return self.cache.volumes.volumes.get(name)
+
+    def volumes_of_class(self, storage_class: str) -> Iterable[VolumeInfo]:
+        return self.cache.volumes.volumes_by_class.get(storage_class, {}).values()
+
+    def storage_class(self, name: str) -> StorageClassInfo | None:
+        return self.cache.volumes.storage_classes.get(name)
+
+    def csi_node(self, name: str) -> CSINodeInfo | None:
+        return self.cache.volumes.csi_nodes.get(name)
+
+    def csi_driver(self, name: str) -> CSIDriverInfo | None:
+        return self.cache.volumes.csi_drivers.get(name)
+
+    def claim_users(self, namespace: str, name: str) -> int:
+        return self.cache.pods.claim_refs.get(f"{namespace}/{name}", 0)

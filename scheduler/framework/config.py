@@ -2,8 +2,8 @@
 
 Only what this scheduler implements is accepted: an unknown field, plugin or argument is an
 error that names the field, so a typo never silently falls back to a default. The default
-profile is upstream's default plugin list (v1.37) without the volume and DRA plugins, which
-need PersistentVolume and ResourceClaim watches this scheduler does not have.
+profile is upstream's default plugin list (v1.37) without the DRA plugins, which need
+ResourceClaim watches this scheduler does not have.
 """
 
 from __future__ import annotations
@@ -39,6 +39,10 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     ("NodeAffinity", 2),
     ("NodePorts", 0),
     ("NodeResourcesFit", 1),
+    ("VolumeRestrictions", 0),
+    ("NodeVolumeLimits", 0),
+    ("VolumeBinding", 0),
+    ("VolumeZone", 0),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
     ("DefaultPreemption", 0),

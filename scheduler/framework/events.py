@@ -25,6 +25,11 @@ class Resource(enum.Enum):
     PRIORITY_CLASS = "PriorityClass"
     # A ConfigMap a plugin watches (Handle.watch_config_map).
     CONFIG_MAP = "ConfigMap"
+    PVC = "PersistentVolumeClaim"
+    PV = "PersistentVolume"
+    STORAGE_CLASS = "StorageClass"
+    CSI_NODE = "CSINode"
+    CSI_DRIVER = "CSIDriver"
     WILDCARD = "*"
 
 

@@ -15,11 +15,12 @@ if TYPE_CHECKING:
 
     from scheduler.framework.events import ClusterEvent
     from scheduler.framework.extender import Extender
-    from scheduler.framework.ports import Binder, Evictor, Reporter
+    from scheduler.framework.ports import Binder, Evictor, ObjectWriter, Reporter
     from scheduler.framework.runtime import Framework
     from scheduler.framework.snapshot import ClusterSnapshot
     from scheduler.metrics import Metrics
     from scheduler.model.pod import PodInfo
+    from scheduler.model.volumes import ClaimInfo, VolumeInfo
 
 
 class NominatorView(Protocol):
@@ -97,6 +98,19 @@ class Handle(Protocol):
 
     @property
     def reporter(self) -> Reporter: ...
+
+    @property
+    def writer(self) -> ObjectWriter:
+        """PUTs API objects (VolumeBinding's PreBind); called from binding threads."""
+        ...
+
+    def get_claim(self, namespace: str, name: str) -> ClaimInfo | None:
+        """The newest version of a PersistentVolumeClaim the watch delivered; any thread."""
+        ...
+
+    def get_volume(self, name: str) -> VolumeInfo | None:
+        """The newest version of a PersistentVolume the watch delivered; any thread."""
+        ...
 
     @property
     def extenders(self) -> Sequence[Extender]:

@@ -9,8 +9,9 @@ thread, so a slow API server slows binding, not scheduling decisions.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from scheduler.model.pod import PodInfo
@@ -82,19 +83,44 @@ class Evictor(Protocol):
 
 
 @dataclass
+@dataclass(frozen=True)
+class WriteResult:
+    """A PUT of an API object: ``message`` is the API's when it failed (409 on a stale
+    resourceVersion), ``resource_version`` the written one when it succeeded."""
+
+    ok: bool
+    message: str = ""
+    resource_version: str = ""
+
+
+class ObjectWriter(Protocol):
+    """Writes the API objects plugins change (VolumeBinding's PVs and PVCs)."""
+
+    def replace(self, path: str, obj: Mapping[str, Any]) -> WriteResult:
+        """PUT ``obj`` at ``path``; its resourceVersion is the precondition."""
+        ...
+
+
 class NullPorts:
     """Ports that record calls and touch nothing: for the benchmark and unit tests."""
 
     bound: list[tuple[str, str]]
     failures: list[tuple[str, str, str]]
+    written: list[tuple[str, Mapping[str, Any]]]
 
     def __init__(self) -> None:
         self.bound = []
         self.failures = []
+        self.written = []
 
     def bind(self, pod: PodInfo, node: str) -> BindResult:
         self.bound.append((pod.key, node))
         return BindResult(BindOutcome.BOUND)
+
+    def replace(self, path: str, obj: Mapping[str, Any]) -> WriteResult:
+        self.written.append((path, obj))
+        return WriteResult(True, resource_version=str(
+            (obj.get("metadata") or {}).get("resourceVersion") or ""))
 
     def scheduled(self, pod: PodInfo, node: str) -> None:
         return None

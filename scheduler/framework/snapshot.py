@@ -20,6 +20,13 @@ from scheduler.model.disruption import DisruptionBudget
 from scheduler.model.pod import AffinityTerm, PodInfo
 from scheduler.model.selectors import LabelSelector
 from scheduler.model.taints import Taint
+from scheduler.model.volumes import (
+    ClaimInfo,
+    CSIDriverInfo,
+    CSINodeInfo,
+    StorageClassInfo,
+    VolumeInfo,
+)
 
 
 class ResourceColumns(Protocol):
@@ -167,3 +174,20 @@ class ClusterSnapshot(Protocol):
     def get_pod(self, uid: str) -> PodInfo | None: ...
 
     def pdbs(self) -> Iterable[DisruptionBudget]: ...
+
+    # Volume objects, as the watches last delivered them (upstream's listers).
+    def claim(self, namespace: str, name: str) -> ClaimInfo | None: ...
+
+    def volume(self, name: str) -> VolumeInfo | None: ...
+
+    def volumes_of_class(self, storage_class: str) -> Iterable[VolumeInfo]: ...
+
+    def storage_class(self, name: str) -> StorageClassInfo | None: ...
+
+    def csi_node(self, name: str) -> CSINodeInfo | None: ...
+
+    def csi_driver(self, name: str) -> CSIDriverInfo | None: ...
+
+    def claim_users(self, namespace: str, name: str) -> int:
+        """How many pods on nodes (bound or assumed) name this claim in their volumes."""
+        ...

@@ -239,6 +239,17 @@ def normalized_image_name(name: str) -> str:
     return name
 
 
+def _claims(spec: Mapping[str, Any], pod_name: str) -> tuple[tuple[str, bool], ...]:
+    out: list[tuple[str, bool]] = []
+    for volume in _list(spec.get("volumes"), "spec.volumes"):
+        claim = volume.get("persistentVolumeClaim")
+        if claim is not None:
+            out.append((_opt_str(claim.get("claimName"), "claimName"), False))
+        elif volume.get("ephemeral") is not None:
+            out.append((f"{pod_name}-{_opt_str(volume.get('name'), 'name')}", True))
+    return tuple(out)
+
+
 def _ports_and_images(spec: Mapping[str, Any]) -> tuple[tuple[HostPort, ...], tuple[str, ...]]:
     """``GetHostPorts`` (restartable init containers, then app containers; hostPort > 0) and
     the normalised images of init and app containers, in that order."""
@@ -320,6 +331,9 @@ class PodInfo:
     owner_kind: str
     owner_name: str
     parse_error: InvalidSpecError | None
+    # PersistentVolumeClaims the pod's volumes name, in order: (claim name, ephemeral). A
+    # generic ephemeral volume's claim is "<pod>-<volume>".
+    claims: tuple[tuple[str, bool], ...] = ()
 
     @property
     def key(self) -> str:
@@ -504,6 +518,12 @@ class PodInfo:
         except _MALFORMED as exc:
             error = error or _as_error(exc, "spec.containers")
 
+        claims: tuple[tuple[str, bool], ...] = ()
+        try:
+            claims = _claims(spec, name)
+        except _MALFORMED as exc:
+            error = error or _as_error(exc, "spec.volumes")
+
         spread_constraints: tuple[SpreadConstraint, ...] = ()
         raw_spread = spec.get("topologySpreadConstraints")
         if raw_spread:
@@ -548,4 +568,5 @@ class PodInfo:
             owner_kind=owner_kind,
             owner_name=owner_name,
             parse_error=error,
+            claims=claims,
         )

@@ -18,7 +18,13 @@ import structlog
 from cachetools import TTLCache
 
 from scheduler.framework.fit_error import truncate_note
-from scheduler.framework.ports import BindOutcome, BindResult, EvictionOutcome, EvictionResult
+from scheduler.framework.ports import (
+    BindOutcome,
+    BindResult,
+    EvictionOutcome,
+    EvictionResult,
+    WriteResult,
+)
 from scheduler.model.pod import PodInfo
 from scheduler.operator.kubeapi import STRATEGIC_MERGE, KubeApi
 
@@ -257,6 +263,14 @@ class ApiPorts:
         if not response.ok:
             log.warning("Could not record event", pod=pod.key, reason=reason,
                         status=response.status, error=response.message())
+
+    # -- ObjectWriter ---------------------------------------------------------------------
+    def replace(self, path: str, obj: Mapping[str, Any]) -> WriteResult:
+        response = self.api.request("PUT", path, body=obj)
+        if not response.ok:
+            return WriteResult(False, response.message())
+        meta = response.body.get("metadata") if isinstance(response.body, Mapping) else None
+        return WriteResult(True, resource_version=str((meta or {}).get("resourceVersion") or ""))
 
     # -- Evictor --------------------------------------------------------------------------
     def mark_disruption_target(self, victim: PodInfo, message: str) -> bool:

@@ -10,6 +10,7 @@ from typing import Any
 
 import structlog
 
+from scheduler.cache.volume_objects import CLAIMS, CSI_DRIVERS, CSI_NODES, STORAGE_CLASSES, VOLUMES
 from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.events import CONFIG_MAP_ADD, CONFIG_MAP_DELETE, CONFIG_MAP_UPDATE
 from scheduler.framework.registry import Registry
@@ -30,6 +31,14 @@ LIST_PATHS = {
     NAMESPACES: "/api/v1/namespaces",
     PRIORITY_CLASSES: "/apis/scheduling.k8s.io/v1/priorityclasses",
     PDBS: "/apis/policy/v1/poddisruptionbudgets",
+}
+# The volume plugins' kinds, through reflectors like pods and nodes.
+VOLUME_PATHS = {
+    CLAIMS: "/api/v1/persistentvolumeclaims",
+    VOLUMES: "/api/v1/persistentvolumes",
+    STORAGE_CLASSES: "/apis/storage.k8s.io/v1/storageclasses",
+    CSI_NODES: "/apis/storage.k8s.io/v1/csinodes",
+    CSI_DRIVERS: "/apis/storage.k8s.io/v1/csidrivers",
 }
 # kopf relists these without reporting deletions it missed; reconcile them this often.
 RESYNC_SECONDS = 60.0
@@ -72,6 +81,7 @@ class SchedulerApp:
             config, registry, binder=self.ports, reporter=self.ports,
             evictor=self.ports, metrics=self.metrics, binding_workers=BINDING_WORKERS,
             extenders=[HTTPExtender(extender) for extender in config.extenders],
+            writer=self.ports,
         )
         self.intake = Intake(self.scheduler)
         self.ports.pod_exists = self.scheduler.pods.__contains__
@@ -80,6 +90,7 @@ class SchedulerApp:
                       on_event=self.intake.on_node, on_listed=self.intake.resync_nodes),
             Reflector(self.api, "/api/v1/pods", name="pods",
                       on_event=self.intake.on_pod, on_listed=self.intake.resync_pods),
+            *(self._volume_reflector(kind, path) for kind, path in VOLUME_PATHS.items()),
             *(self._config_map_reflector(namespace, name)
               for namespace, name in self.scheduler.config_map_watches),
         ]
@@ -107,6 +118,14 @@ class SchedulerApp:
             store, election, identity=self.identity, on_started=self._became_leader,
             on_lost=self._leadership_lost,
             on_status=lambda leading: self.metrics.set_leader(election.resource_name, leading),
+        )
+
+    def _volume_reflector(self, kind: str, path: str) -> Reflector:
+        intake = self.intake
+        return Reflector(
+            self.api, path, name=kind,
+            on_event=lambda event_type, obj: intake.on_volume_object(kind, event_type, obj),
+            on_listed=lambda items: intake.resync_volume_objects(kind, items),
         )
 
     def _config_map_reflector(self, namespace: str, name: str) -> Reflector:

@@ -30,6 +30,7 @@ from scheduler.explain_render import as_dict, from_dict, to_text
 from scheduler.framework.config import default_config, load_config_file
 from scheduler.framework.events import CONFIG_MAP_UPDATE
 from scheduler.framework.registry import ConfigError
+from scheduler.operator.app import VOLUME_PATHS
 from scheduler.operator.explain_endpoint import PATH, pod_path
 from scheduler.operator.kubeapi import KubeApi, api_client_from
 from scheduler.operator.reflector import ListError, list_all
@@ -45,6 +46,7 @@ LISTS = {
     "namespaces": "/api/v1/namespaces",
     "pdbs": "/apis/policy/v1/poddisruptionbudgets",
     "priority_classes": "/apis/scheduling.k8s.io/v1/priorityclasses",
+    **VOLUME_PATHS,
 }
 # Without these the answer would be wrong, not just less detailed.
 REQUIRED_LISTS = ("nodes", "pods")

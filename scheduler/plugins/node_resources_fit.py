@@ -192,7 +192,7 @@ def resources_errors(resources: Any, path: str) -> list[str]:
     return errors
 
 
-def _shape_errors(shape: Any, path: str) -> list[str]:
+def shape_errors(shape: Any, path: str) -> list[str]:
     """validateFunctionShape."""
     if not isinstance(shape, list) or not shape:
         return [f"{path}: Required value: at least one point must be specified"]
@@ -285,7 +285,7 @@ def validate_args(args: Mapping[str, Any], path: str) -> None:
             else:
                 errors.extend(f"{rp}.{k}: Invalid value: unknown field" for k in ratio
                               if k != "shape")
-                errors.extend(_shape_errors(ratio.get("shape"), f"{rp}.shape"))
+                errors.extend(shape_errors(ratio.get("shape"), f"{rp}.shape"))
         elif ratio is not None:
             errors.append(f"{rp}: Forbidden: must be nil when type is not RequestedToCapacityRatio")
     if errors:

@@ -22,9 +22,13 @@ from scheduler.plugins import (
     node_ports,
     node_resources_fit,
     node_unschedulable,
+    node_volume_limits,
     pod_topology_spread,
     priority_sort,
     taint_toleration,
+    volume_binding,
+    volume_restrictions,
+    volume_zone,
 )
 
 PLUGIN_MODULES = (
@@ -35,6 +39,10 @@ PLUGIN_MODULES = (
     node_affinity,
     node_ports,
     node_resources_fit,
+    volume_restrictions,
+    node_volume_limits,
+    volume_binding,
+    volume_zone,
     pod_topology_spread,
     inter_pod_affinity,
     default_preemption,

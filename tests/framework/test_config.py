@@ -15,19 +15,23 @@ def names(config: Any, point: str, profile: int = 0) -> list[str]:
     return [ref.name for ref in config.profiles[profile].points[point]]
 
 
-def test_the_default_profile_is_kube_schedulers_without_volume_plugins() -> None:
+def test_the_default_profile_is_kube_schedulers_without_dra() -> None:
     config = parse_config({}, default_registry())
     profile = config.profiles[0]
     assert profile.scheduler_name == "secondary-scheduler"
     assert names(config, "filter") == [
         "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts",
-        "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
+        "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
+        "VolumeZone", "PodTopologySpread", "InterPodAffinity",
     ]
     weights = {ref.name: ref.weight for ref in profile.points["score"]}
     assert weights == {
-        "TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "PodTopologySpread": 2,
-        "InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1,
+        "TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "VolumeBinding": 1,
+        "PodTopologySpread": 2, "InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1,
+        "ImageLocality": 1,
     }
+    assert names(config, "reserve") == ["VolumeBinding"]
+    assert names(config, "preBind") == ["VolumeBinding"]
     assert names(config, "queueSort") == ["PrioritySort"]
     assert names(config, "postFilter") == ["DefaultPreemption"]
     assert names(config, "bind") == ["DefaultBinder"]
