@@ -79,6 +79,12 @@ class ProfileHandle:
     def rng(self) -> np.random.Generator:
         return self.scheduler.rng
 
+    def now(self) -> float:
+        return self.scheduler.clock()
+
+    def sleep(self, seconds: float) -> None:
+        self.scheduler.sleep(seconds)
+
     @property
     def parallelism(self) -> int:
         return self.scheduler.config.parallelism
@@ -139,6 +145,7 @@ class Scheduler:
         reporter: Reporter,
         evictor: Evictor | None = None,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
         seed: int | None = None,
         binding_workers: int = 16,
         metrics: Metrics | None = None,
@@ -153,6 +160,7 @@ class Scheduler:
         self.reporter = reporter
         self.evictor = evictor
         self.clock = clock
+        self.sleep = sleep
         self.rng = np.random.default_rng(seed)
         self.cache = Cache(clock=clock)
         self.inbox = Inbox()

@@ -17,6 +17,13 @@ import numpy as np
 
 from scheduler.cache.cache import Cache
 from scheduler.cache.snapshot import Snapshot
+from scheduler.cache.volume_objects import (
+    CLAIMS,
+    CSI_DRIVERS,
+    CSI_NODES,
+    STORAGE_CLASSES,
+    VOLUMES,
+)
 from scheduler.cycle import schedule_one
 from scheduler.framework.config import default_config, load_config_file, parse_config
 from scheduler.framework.events import CONFIG_MAP_DELETE, CONFIG_MAP_UPDATE
@@ -138,6 +145,96 @@ def pod_info(name: str, **kwargs: Any) -> PodInfo:
     return info
 
 
+# -- storage ------------------------------------------------------------------------------
+STORAGE_KINDS = {
+    "PersistentVolumeClaim": CLAIMS, "PersistentVolume": VOLUMES,
+    "StorageClass": STORAGE_CLASSES, "CSINode": CSI_NODES, "CSIDriver": CSI_DRIVERS,
+}
+
+
+def claim(
+    name: str, *, namespace: str = "default", storage: str = "1Gi",
+    storage_class: str | None = None, volume_name: str = "", bound: bool = False,
+    access_modes: Sequence[str] = ("ReadWriteOnce",), selected_node: str | None = None,
+    phase: str = "Pending", uid: str | None = None, resource_version: str = "1",
+) -> dict[str, Any]:
+    """A PersistentVolumeClaim; ``bound`` adds the bind-completed annotation."""
+    annotations: dict[str, str] = {}
+    if bound:
+        annotations["pv.kubernetes.io/bind-completed"] = "yes"
+    if selected_node is not None:
+        annotations["volume.kubernetes.io/selected-node"] = selected_node
+    spec: dict[str, Any] = {"accessModes": list(access_modes),
+                            "resources": {"requests": {"storage": storage}}}
+    if storage_class is not None:
+        spec["storageClassName"] = storage_class
+    if volume_name:
+        spec["volumeName"] = volume_name
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": namespace, "annotations": annotations,
+                         "uid": uid or f"uid-{namespace}-{name}",
+                         "resourceVersion": resource_version},
+            "spec": spec, "status": {"phase": "Bound" if bound else phase}}
+
+
+def volume(
+    name: str, *, storage: str = "1Gi", storage_class: str = "", hostnames: Sequence[str] = (),
+    access_modes: Sequence[str] = ("ReadWriteOnce",), claim_ref: Mapping[str, str] | None = None,
+    phase: str = "Available", labels: Mapping[str, str] | None = None,
+    csi: tuple[str, str] | None = None, resource_version: str = "1",
+) -> dict[str, Any]:
+    """A PersistentVolume; ``hostnames`` give it a node affinity (a local volume), ``csi``
+    its (driver, volumeHandle)."""
+    spec: dict[str, Any] = {"capacity": {"storage": storage},
+                            "accessModes": list(access_modes),
+                            "storageClassName": storage_class}
+    if hostnames:
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": list(hostnames)}]}]}}
+    if claim_ref is not None:
+        spec["claimRef"] = dict(claim_ref)
+    if csi is not None:
+        spec["csi"] = {"driver": csi[0], "volumeHandle": csi[1]}
+    return {"apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": name, "labels": dict(labels or {}),
+                         "resourceVersion": resource_version},
+            "spec": spec, "status": {"phase": phase}}
+
+
+def storage_class(
+    name: str, *, provisioner: str = "kubernetes.io/no-provisioner",
+    wait_for_first_consumer: bool = True,
+    allowed_zones: Sequence[str] = (),
+) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+        "provisioner": provisioner,
+        "volumeBindingMode": "WaitForFirstConsumer" if wait_for_first_consumer else "Immediate"}
+    if allowed_zones:
+        obj["allowedTopologies"] = [{"matchLabelExpressions": [
+            {"key": "topology.kubernetes.io/zone", "values": list(allowed_zones)}]}]
+    return obj
+
+
+def csi_node(name: str, drivers: Mapping[str, int | None]) -> dict[str, Any]:
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name},
+            "spec": {"drivers": [
+                {"name": d, "nodeID": name, **({"allocatable": {"count": c}} if c is not None
+                                               else {})} for d, c in drivers.items()]}}
+
+
+def csi_driver(name: str, *, prevent_if_missing: bool = False) -> dict[str, Any]:
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": name},
+            "spec": {"preventPodSchedulingIfMissing": prevent_if_missing}}
+
+
+def with_claims(obj: dict[str, Any], *claims: str) -> dict[str, Any]:
+    """The pod, with a volume for each claim name."""
+    obj["spec"]["volumes"] = [
+        {"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)]
+    return obj
+
+
 def namespace(name: str, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     return {"metadata": {"name": name, "labels": dict(labels or {})}}
 
@@ -246,6 +343,7 @@ def scheduler_of(
     extenders: Sequence[Extender] = (),
     config_maps: ConfigMaps | None = None,
     clock: ManualClock | None = None,
+    storage: Objects = (),
 ) -> tuple[Scheduler, NullPorts]:
     """A scheduler that does no I/O: the built-in plugins plus ``plugins``, configured by
     ``config`` (a KubeSchedulerConfiguration as a mapping or a file; the defaults when None),
@@ -253,8 +351,10 @@ def scheduler_of(
     through ports that only record (``ports.bound``, ``ports.failures``). ``extenders``
     stand in for the configuration's HTTP extenders; ``config_maps`` are the ``data`` of the
     ConfigMaps plugins watch, by (namespace, name): a watched one not given does not exist
-    (change them later with :func:`set_config_map`). The queue runs on ``clock``, a
-    :class:`ManualClock` of its own when not given."""
+    (change them later with :func:`set_config_map`). ``storage`` are PersistentVolumeClaims,
+    PersistentVolumes, StorageClasses, CSINodes and CSIDrivers (see :func:`claim` and the
+    builders beside it). The scheduler runs on ``clock``, a :class:`ManualClock` of its
+    own when not given: what waits on it (VolumeBinding's PreBind) advances it instead."""
     registry = default_registry()
     for spec in plugins:
         registry.register(spec)
@@ -263,13 +363,16 @@ def scheduler_of(
     else:
         cfg = parse_config(dict(config), registry) if config else default_config(registry)
     ports = NullPorts()
+    clock = clock or ManualClock()
     s = Scheduler(cfg, registry, binder=ports, reporter=ports, seed=1, extenders=extenders,
-                  clock=clock or ManualClock(), writer=ports)
+                  clock=clock, sleep=clock.advance, writer=ports)
     s.submit_binding = lambda fn, *args: fn(*args)  # type: ignore[method-assign]
     for namespace, name in s.config_map_watches:
         data = (config_maps or {}).get((namespace, name))
         s.config_map_changed(namespace, name, data, CONFIG_MAP_UPDATE)
     intake = Intake(s)
+    for obj in storage:
+        intake.on_volume_object(STORAGE_KINDS[obj["kind"]], None, obj)
     for obj in nodes:
         intake.on_node(None, obj)
     for obj in pods:
@@ -300,12 +403,12 @@ def schedule(
     config: Mapping[str, Any] | str | Path | None, nodes: Objects,
     pods: Sequence[Mapping[str, Any]], *,
     plugins: Iterable[PluginSpec] = (), extenders: Sequence[Extender] = (),
-    config_maps: ConfigMaps | None = None,
+    config_maps: ConfigMaps | None = None, storage: Objects = (),
 ) -> dict[str, str]:
     """Whole scheduling cycles until the queue has nothing to pop: the node each of ``pods``
     was bound to, ``""`` for those left pending."""
     s, ports = scheduler_of(config, plugins=plugins, nodes=nodes, pods=pods,
-                            extenders=extenders, config_maps=config_maps)
+                            extenders=extenders, config_maps=config_maps, storage=storage)
     try:
         run_cycles(s)
     finally:
@@ -329,21 +432,22 @@ def _only(spec: PluginSpec, args: Mapping[str, Any] | None) -> dict[str, Any]:
 
 def _plugin_in(
     spec: PluginSpec, args: Mapping[str, Any] | None, nodes: Objects, pods: Objects,
-    config_maps: ConfigMaps | None,
+    config_maps: ConfigMaps | None, storage: Objects,
 ) -> tuple[Scheduler, Any]:
     builtin = default_registry().get(spec.name) is not None
     s, _ = scheduler_of(_only(spec, args), plugins=() if builtin else (spec,),
-                        nodes=nodes, pods=pods, config_maps=config_maps)
+                        nodes=nodes, pods=pods, config_maps=config_maps, storage=storage)
     return s, s.profiles["secondary-scheduler"].instances[spec.name]
 
 
 def filter_nodes(
     spec: PluginSpec, args: Mapping[str, Any] | None, incoming: Mapping[str, Any],
     nodes: Sequence[Mapping[str, Any]], pods: Objects = (), config_maps: ConfigMaps | None = None,
+    storage: Objects = (),
 ) -> dict[str, list[str]]:
     """One Filter plugin (after its PreFilter, if it has one) on every node: the reasons per
     node name, an empty list where the node passes."""
-    s, plugin = _plugin_in(spec, args, nodes, pods, config_maps)
+    s, plugin = _plugin_in(spec, args, nodes, pods, config_maps, storage)
     info = PodInfo.from_pod(dict(incoming))
     state = CycleState()
     if callable(getattr(plugin, "pre_filter", None)):
@@ -359,13 +463,21 @@ def filter_nodes(
 def score_nodes(
     spec: PluginSpec, args: Mapping[str, Any] | None, incoming: Mapping[str, Any],
     nodes: Sequence[Mapping[str, Any]], pods: Objects = (), config_maps: ConfigMaps | None = None,
+    storage: Objects = (),
 ) -> dict[str, int]:
     """One Score plugin (PreScore, Score, NormalizeScore) on every node: the normalised score
-    per node name, before the profile's weight."""
-    s, plugin = _plugin_in(spec, args, nodes, pods, config_maps)
+    per node name, before the profile's weight. A plugin that also filters runs PreFilter and
+    Filter first, as a cycle would (its scores may read what they found)."""
+    s, plugin = _plugin_in(spec, args, nodes, pods, config_maps, storage)
     info = PodInfo.from_pod(dict(incoming))
     state = CycleState()
     view = full_view(s.snapshot)
+    if callable(getattr(plugin, "filter", None)):
+        skipped = False
+        if callable(getattr(plugin, "pre_filter", None)):
+            skipped = plugin.pre_filter(state, info, s.snapshot)[1].is_skip()
+        if not skipped:
+            plugin.filter(state, info, view)
     if callable(getattr(plugin, "pre_score", None)) and plugin.pre_score(
             state, info, view).is_skip():
         return dict.fromkeys(view.names(), 0)

@@ -83,6 +83,15 @@ class Handle(Protocol):
         """The scheduler's random source (seeded in tests)."""
         ...
 
+    def now(self) -> float:
+        """The scheduler's clock (monotonic seconds; a manual clock in tests)."""
+        ...
+
+    def sleep(self, seconds: float) -> None:
+        """Wait on the scheduler's clock: binding threads that poll (VolumeBinding's PreBind)
+        wait through this, so tests with a manual clock do not wait at all."""
+        ...
+
     @property
     def parallelism(self) -> int:
         """API calls one plugin may make at once (the configuration's ``parallelism``)."""

@@ -118,9 +118,12 @@ class NullPorts:
         return BindResult(BindOutcome.BOUND)
 
     def replace(self, path: str, obj: Mapping[str, Any]) -> WriteResult:
+        """Accepted, with the next resourceVersion, as the API server would answer; the
+        watch never delivers it (a test plays the controllers)."""
         self.written.append((path, obj))
-        return WriteResult(True, resource_version=str(
-            (obj.get("metadata") or {}).get("resourceVersion") or ""))
+        version = str((obj.get("metadata") or {}).get("resourceVersion") or "0")
+        return WriteResult(True, resource_version=str(int(version) + 1)
+                           if version.isdigit() else version)
 
     def scheduled(self, pod: PodInfo, node: str) -> None:
         return None

@@ -27,8 +27,7 @@ from __future__ import annotations
 
 import copy
 import threading
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -162,8 +161,6 @@ class VolumeBinding:
         self._lock = threading.Lock()
         self._volumes: dict[str, tuple[str, VolumeInfo]] = {}
         self._claims: dict[str, tuple[str, ClaimInfo]] = {}
-        self.sleep: Callable[[float], None] = time.sleep
-        self.clock: Callable[[], float] = time.monotonic
 
     # -- the overlay ----------------------------------------------------------------------
     def _volume(self, snapshot: ClusterSnapshot, name: str) -> VolumeInfo | None:
@@ -369,15 +366,16 @@ class VolumeBinding:
                 self.unreserve(state, pod, node)
                 return Status.error(result.message)
             written[key] = _version(result.resource_version)
-        deadline = self.clock() + self.bind_timeout
+        handle = self.handle
+        deadline = handle.now() + self.bind_timeout
         while True:
-            self.sleep(POLL_SECONDS)
+            handle.sleep(POLL_SECONDS)
             done, problem = self._bound(st, pod, node, written)
             if problem is not None:
                 return Status.error(f"binding volumes: {problem}")
             if done:
                 return SUCCESS
-            if self.clock() >= deadline:
+            if handle.now() >= deadline:
                 return Status.error("binding volumes: context deadline exceeded")
 
     def _bound(
