@@ -194,3 +194,23 @@ def test_bad_arguments_are_refused() -> None:
                                           "BindTimeoutSeconds, should not be a negative value"):
         schedule(config, [node("n")], [])
     assert pod_info("p").claims == ()
+
+
+def test_a_pod_waiting_for_its_immediate_claim_moves_when_the_claim_is_bound() -> None:
+    storage = [claim("data", storage_class="immediate"), IMMEDIATE]
+    s, ports = scheduler_of(None, nodes=[node("a")], pods=[with_claims(pod("p"), "data")],
+                            storage=storage)
+    run_cycles(s)
+    assert ports.failures[0][2].startswith(f"0/1 nodes are available: {UNBOUND_IMMEDIATE}")
+    assert s.queue.pending_pods()["unschedulable"] == ["default/p"]
+    intake = Intake(s)
+    # Another claim changing does not move it; its own claim being bound does.
+    intake.on_volume_object("persistentvolumeclaims", "ADDED",
+                            claim("other", storage_class="immediate"))
+    assert s.queue.pending_pods()["unschedulable"] == ["default/p"]
+    intake.on_volume_object("persistentvolumes", "ADDED", volume(
+        "pv", storage_class="immediate", phase="Bound",
+        claim_ref={"namespace": "default", "name": "data", "uid": "uid-default-data"}))
+    intake.on_volume_object("persistentvolumeclaims", "MODIFIED", claim(
+        "data", storage_class="immediate", volume_name="pv", bound=True, resource_version="2"))
+    assert s.queue.pending_pods()["unschedulable"] == []
