@@ -219,6 +219,7 @@ class Listing:
     storageclasses: list[dict[str, Any]] = field(default_factory=list)
     csinodes: list[dict[str, Any]] = field(default_factory=list)
     csidrivers: list[dict[str, Any]] = field(default_factory=list)
+    csistoragecapacities: list[dict[str, Any]] = field(default_factory=list)
 
 
 def scheduler_from_listing(

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from scheduler.cache.volume_objects import (
+    CAPACITIES,
     CLAIMS,
     CSI_DRIVERS,
     CSI_NODES,
@@ -54,6 +55,7 @@ ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 VOLUME_RESOURCES = {
     CLAIMS: Resource.PVC, VOLUMES: Resource.PV, STORAGE_CLASSES: Resource.STORAGE_CLASS,
     CSI_NODES: Resource.CSI_NODE, CSI_DRIVERS: Resource.CSI_DRIVER,
+    CAPACITIES: Resource.CSI_STORAGE_CAPACITY,
 }
 NAMESPACES, PRIORITY_CLASSES, PDBS = "namespaces", "priorityclasses", "poddisruptionbudgets"
 

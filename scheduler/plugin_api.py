@@ -99,6 +99,7 @@ from scheduler.model.volumes import (
     ClaimInfo,
     CSIDriverInfo,
     CSINodeInfo,
+    StorageCapacityInfo,
     StorageClassInfo,
     VolumeInfo,
 )
@@ -164,6 +165,7 @@ __all__ = [
     "Resource",
     "SpreadConstraint",
     "Status",
+    "StorageCapacityInfo",
     "StorageClassInfo",
     "Taint",
     "Toleration",

@@ -18,6 +18,7 @@ import numpy as np
 from scheduler.cache.cache import Cache
 from scheduler.cache.snapshot import Snapshot
 from scheduler.cache.volume_objects import (
+    CAPACITIES,
     CLAIMS,
     CSI_DRIVERS,
     CSI_NODES,
@@ -149,6 +150,7 @@ def pod_info(name: str, **kwargs: Any) -> PodInfo:
 STORAGE_KINDS = {
     "PersistentVolumeClaim": CLAIMS, "PersistentVolume": VOLUMES,
     "StorageClass": STORAGE_CLASSES, "CSINode": CSI_NODES, "CSIDriver": CSI_DRIVERS,
+    "CSIStorageCapacity": CAPACITIES,
 }
 
 
@@ -223,9 +225,27 @@ def csi_node(name: str, drivers: Mapping[str, int | None]) -> dict[str, Any]:
                                                else {})} for d, c in drivers.items()]}}
 
 
-def csi_driver(name: str, *, prevent_if_missing: bool = False) -> dict[str, Any]:
+def csi_driver(
+    name: str, *, prevent_if_missing: bool = False, storage_capacity: bool = False
+) -> dict[str, Any]:
     return {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": name},
-            "spec": {"preventPodSchedulingIfMissing": prevent_if_missing}}
+            "spec": {"preventPodSchedulingIfMissing": prevent_if_missing,
+                     "storageCapacity": storage_capacity}}
+
+
+def storage_capacity(
+    name: str, storage_class: str, capacity: str, *, hostname: str,
+    maximum_volume_size: str | None = None, namespace: str = "kube-system",
+) -> dict[str, Any]:
+    """A CSIStorageCapacity of ``storage_class`` on the node named ``hostname``."""
+    obj: dict[str, Any] = {
+        "apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity",
+        "metadata": {"name": name, "namespace": namespace}, "storageClassName": storage_class,
+        "capacity": capacity,
+        "nodeTopology": {"matchLabels": {"kubernetes.io/hostname": hostname}}}
+    if maximum_volume_size is not None:
+        obj["maximumVolumeSize"] = maximum_volume_size
+    return obj
 
 
 def with_claims(obj: dict[str, Any], *claims: str) -> dict[str, Any]:

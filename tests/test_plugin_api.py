@@ -30,7 +30,7 @@ API_1 = {
 API_1_1 = {
     "ANN_BIND_COMPLETED", "ANN_BOUND_BY_CONTROLLER", "ANN_SELECTED_NODE", "NO_PROVISIONER",
     "READ_WRITE_ONCE_POD", "ZONE_KEYS", "CSIDriverInfo", "CSINodeInfo", "ClaimInfo",
-    "StorageClassInfo", "VolumeInfo",
+    "StorageCapacityInfo", "StorageClassInfo", "VolumeInfo",
 }
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         ClaimInfo,
         CSIDriverInfo,
         CSINodeInfo,
+        StorageCapacityInfo,
         StorageClassInfo,
         VolumeInfo,
     )
@@ -172,6 +173,9 @@ class Snapshot:
 
     def csi_driver(self, name: str) -> CSIDriverInfo | None:
         return self.cache.volumes.csi_drivers.get(name)
+
+    def storage_capacities(self) -> Iterable[StorageCapacityInfo]:
+        return self.cache.volumes.capacities.values()
 
     def claim_users(self, namespace: str, name: str) -> int:
         return self.cache.pods.claim_refs.get(f"{namespace}/{name}", 0)

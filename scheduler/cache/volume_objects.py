@@ -11,19 +11,22 @@ from scheduler.model.volumes import (
     ClaimInfo,
     CSIDriverInfo,
     CSINodeInfo,
+    StorageCapacityInfo,
     StorageClassInfo,
     VolumeInfo,
 )
 
-CLAIMS, VOLUMES, STORAGE_CLASSES, CSI_NODES, CSI_DRIVERS = (
-    "persistentvolumeclaims", "persistentvolumes", "storageclasses", "csinodes", "csidrivers")
+CLAIMS, VOLUMES, STORAGE_CLASSES, CSI_NODES, CSI_DRIVERS, CAPACITIES = (
+    "persistentvolumeclaims", "persistentvolumes", "storageclasses", "csinodes", "csidrivers",
+    "csistoragecapacities")
+KINDS = (CLAIMS, VOLUMES, STORAGE_CLASSES, CSI_NODES, CSI_DRIVERS, CAPACITIES)
 
-KINDS = (CLAIMS, VOLUMES, STORAGE_CLASSES, CSI_NODES, CSI_DRIVERS)
-
-Parsed = ClaimInfo | VolumeInfo | StorageClassInfo | CSINodeInfo | CSIDriverInfo
+Parsed = (ClaimInfo | VolumeInfo | StorageClassInfo | CSINodeInfo | CSIDriverInfo
+          | StorageCapacityInfo)
 PARSERS: Mapping[str, Callable[[Mapping[str, Any]], Parsed]] = {
     CLAIMS: ClaimInfo.parse, VOLUMES: VolumeInfo.parse, STORAGE_CLASSES: StorageClassInfo.parse,
     CSI_NODES: CSINodeInfo.parse, CSI_DRIVERS: CSIDriverInfo.parse,
+    CAPACITIES: StorageCapacityInfo.parse,
 }
 
 
@@ -40,10 +43,12 @@ class VolumeObjects:
         self.storage_classes: dict[str, StorageClassInfo] = {}
         self.csi_nodes: dict[str, CSINodeInfo] = {}
         self.csi_drivers: dict[str, CSIDriverInfo] = {}
+        self.capacities: dict[str, StorageCapacityInfo] = {}
         self.volumes_by_class: dict[str, dict[str, VolumeInfo]] = {}
         self._stores: dict[str, dict[str, Any]] = {
             CLAIMS: self.claims, VOLUMES: self.volumes, STORAGE_CLASSES: self.storage_classes,
             CSI_NODES: self.csi_nodes, CSI_DRIVERS: self.csi_drivers,
+            CAPACITIES: self.capacities,
         }
 
     def upsert(self, kind: str, key: str, parsed: Parsed) -> None:

@@ -30,6 +30,7 @@ class Resource(enum.Enum):
     STORAGE_CLASS = "StorageClass"
     CSI_NODE = "CSINode"
     CSI_DRIVER = "CSIDriver"
+    CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
     WILDCARD = "*"
 
 

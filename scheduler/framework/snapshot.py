@@ -24,6 +24,7 @@ from scheduler.model.volumes import (
     ClaimInfo,
     CSIDriverInfo,
     CSINodeInfo,
+    StorageCapacityInfo,
     StorageClassInfo,
     VolumeInfo,
 )
@@ -187,6 +188,8 @@ class ClusterSnapshot(Protocol):
     def csi_node(self, name: str) -> CSINodeInfo | None: ...
 
     def csi_driver(self, name: str) -> CSIDriverInfo | None: ...
+
+    def storage_capacities(self) -> Iterable[StorageCapacityInfo]: ...
 
     def claim_users(self, namespace: str, name: str) -> int:
         """How many pods on nodes (bound or assumed) name this claim in their volumes."""

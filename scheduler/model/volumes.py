@@ -82,6 +82,8 @@ class ClaimInfo:
     storage_class: str
     access_modes: tuple[str, ...]
     request: int
+    # Whether resources.requests.storage is set at all (a capacity check needs one).
+    has_request: bool
     volume_mode: str
     attributes_class: str
     selector: LabelSelector | None
@@ -118,6 +120,7 @@ class ClaimInfo:
             volume_name=str(spec.get("volumeName") or ""), storage_class=class_of(obj),
             access_modes=_strs(spec.get("accessModes")),
             request=_storage((spec.get("resources") or {}).get("requests")),
+            has_request="storage" in ((spec.get("resources") or {}).get("requests") or {}),
             volume_mode=str(spec.get("volumeMode") or FILESYSTEM),
             attributes_class=str(spec.get("volumeAttributesClassName") or ""),
             selector=selector, phase=str((obj.get("status") or {}).get("phase") or ""),
@@ -245,9 +248,49 @@ class CSINodeInfo:
 class CSIDriverInfo:
     name: str
     prevent_scheduling_if_missing: bool
+    # spec.storageCapacity: the driver publishes CSIStorageCapacity objects to check.
+    storage_capacity: bool
 
     @classmethod
     def parse(cls, obj: Mapping[str, Any]) -> CSIDriverInfo:
+        spec = _spec(obj)
         return cls(name=str(_meta(obj).get("name") or ""),
-                   prevent_scheduling_if_missing=_spec(obj).get(
-                       "preventPodSchedulingIfMissing") is True)
+                   prevent_scheduling_if_missing=spec.get("preventPodSchedulingIfMissing") is True,
+                   storage_capacity=spec.get("storageCapacity") is True)
+
+
+@dataclass(frozen=True)
+class StorageCapacityInfo:
+    """A CSIStorageCapacity: what a class can still provision on the nodes it selects."""
+
+    key: str
+    storage_class: str
+    capacity: int | None
+    maximum_volume_size: int | None
+    node_topology: LabelSelector | None
+
+    @property
+    def limit(self) -> int | None:
+        """The largest volume it can take: maximumVolumeSize if set, else capacity."""
+        return self.maximum_volume_size if self.maximum_volume_size is not None else self.capacity
+
+    def reaches(self, labels: Mapping[str, str]) -> bool:
+        return self.node_topology is not None and self.node_topology.matches(labels)
+
+    @classmethod
+    def parse(cls, obj: Mapping[str, Any]) -> StorageCapacityInfo:
+        meta = _meta(obj)
+        topology: LabelSelector | None = None
+        if is_mapping(obj.get("nodeTopology")):
+            try:
+                topology = LabelSelector.parse(obj["nodeTopology"], "nodeTopology")
+            except ValueError:
+                topology = None
+
+        def size(key: str) -> int | None:
+            return _storage({"storage": obj[key]}) if obj.get(key) is not None else None
+
+        return cls(key=f"{meta.get('namespace')}/{meta.get('name')}",
+                   storage_class=str(obj.get("storageClassName") or ""),
+                   capacity=size("capacity"), maximum_volume_size=size("maximumVolumeSize"),
+                   node_topology=topology)

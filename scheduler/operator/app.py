@@ -10,7 +10,14 @@ from typing import Any
 
 import structlog
 
-from scheduler.cache.volume_objects import CLAIMS, CSI_DRIVERS, CSI_NODES, STORAGE_CLASSES, VOLUMES
+from scheduler.cache.volume_objects import (
+    CAPACITIES,
+    CLAIMS,
+    CSI_DRIVERS,
+    CSI_NODES,
+    STORAGE_CLASSES,
+    VOLUMES,
+)
 from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.events import CONFIG_MAP_ADD, CONFIG_MAP_DELETE, CONFIG_MAP_UPDATE
 from scheduler.framework.registry import Registry
@@ -39,6 +46,7 @@ VOLUME_PATHS = {
     STORAGE_CLASSES: "/apis/storage.k8s.io/v1/storageclasses",
     CSI_NODES: "/apis/storage.k8s.io/v1/csinodes",
     CSI_DRIVERS: "/apis/storage.k8s.io/v1/csidrivers",
+    CAPACITIES: "/apis/storage.k8s.io/v1/csistoragecapacities",
 }
 # kopf relists these without reporting deletions it missed; reconcile them this often.
 RESYNC_SECONDS = 60.0

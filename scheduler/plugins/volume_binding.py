@@ -19,8 +19,12 @@ binds WaitForFirstConsumer claims for the node it chose (upstream ``volumebindin
 - **PreBind** writes them (PUT, resourceVersion as precondition), then waits for the PV
   controller to bind every claim, polling each second, up to ``bindTimeoutSeconds``.
 
-Not done, unlike upstream: CSIStorageCapacity (capacity is taken as sufficient), in-tree to
-CSI translation of PV node affinity, and the ``SignPod`` batching extension.
+- Provisioning on a node needs, for a CSI driver that publishes CSIStorageCapacity objects,
+  one of them for the claim's class, reaching the node, with room for the request.
+
+Not done, unlike upstream: in-tree to CSI translation of PV node affinity, the
+``nominatedNodeName`` written before PreBind (NominatedNodeNameForExpectation), and the
+``SignPod`` batching extension.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from scheduler.plugin_api import (
     QueueingHint,
     Resource,
     Status,
+    StorageCapacityInfo,
     VolumeInfo,
 )
 from scheduler.plugins.node_resources_fit import BrokenLinear, build_shape, shape_errors
@@ -133,7 +138,9 @@ class _NodeVolumes:
     """What Filter found for one node: PVs to bind to claims, and claims to provision."""
 
     static: list[tuple[VolumeInfo, ClaimInfo]] = field(default_factory=list)
-    provisions: list[ClaimInfo] = field(default_factory=list)
+    # Claims to provision, each with the CSIStorageCapacity that showed room (if checked).
+    provisions: list[tuple[ClaimInfo, StorageCapacityInfo | None]] = field(
+        default_factory=list)
 
 
 @dataclass
@@ -279,7 +286,10 @@ class VolumeBinding:
                     storage_class is not None and storage_class.allowed_topologies is not None
                     and not storage_class.allowed_topologies.matches(labels, "")):
                 return found, _ordered([*reasons, ERR_BIND_CONFLICT])
-            found.provisions.append(claim)
+            enough, capacity = has_enough_capacity(snapshot, provisioner, claim, labels)
+            if not enough:
+                return found, _ordered([*reasons, ERR_NOT_ENOUGH_SPACE])
+            found.provisions.append((claim, capacity))
         return found, _ordered(reasons)
 
     # -- Score ----------------------------------------------------------------------------
@@ -294,13 +304,26 @@ class VolumeBinding:
                             for row in nodes.idx), dtype=np.int64, count=len(nodes))
 
     def _node_score(self, found: _NodeVolumes | None) -> int:
-        if found is None or not found.static:
-            return 0  # dynamic provisions score only with CSIStorageCapacity, not watched
+        """Static bindings by class (requests over the chosen PVs' capacity), or else the
+        provisions whose capacity was checked (requests over that capacity)."""
+        if found is None:
+            return 0
         per_class: dict[str, list[int]] = {}
-        for volume, claim in found.static:
-            sums = per_class.setdefault(volume.storage_class, [0, 0])
-            sums[0] += claim.request
-            sums[1] += volume.capacity
+        if found.static:
+            for volume, claim in found.static:
+                sums = per_class.setdefault(volume.storage_class, [0, 0])
+                sums[0] += claim.request
+                sums[1] += volume.capacity
+        else:
+            for claim, checked in found.provisions:
+                if checked is None:
+                    continue
+                sums = per_class.setdefault(claim.storage_class, [0, 0])
+                sums[0] += claim.request
+                # Assigned, not summed: two claims share the one capacity of the node.
+                sums[1] = checked.capacity or 0
+        if not per_class:
+            return 0
         scores = []
         for requested, capacity in per_class.values():
             util = (MAX_UTILIZATION if capacity == 0 or requested > capacity
@@ -329,7 +352,7 @@ class VolumeBinding:
                 if bound is not volume:
                     self._volumes[volume.name] = (volume.resource_version, bound)
                     st.assumed_volumes.append(bound)
-            for claim in found.provisions:
+            for claim, _ in found.provisions:
                 raw = copy.deepcopy(claim.raw)
                 raw.setdefault("metadata", {}).setdefault("annotations", {})[
                     ANN_SELECTED_NODE] = node
@@ -426,6 +449,9 @@ class VolumeBinding:
             ClusterEventWithHint(
                 ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL)),
             ClusterEventWithHint(ClusterEvent(Resource.CSI_NODE, Action.ADD | Action.UPDATE)),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.CSI_STORAGE_CAPACITY, Action.ADD | Action.UPDATE),
+                _after_capacity_change),
         ]
 
 
@@ -446,6 +472,25 @@ def bind_volume_to_claim(volume: VolumeInfo, claim: ClaimInfo) -> VolumeInfo:
             annotations[ANN_BOUND_BY_CONTROLLER] = "yes"
             changed = True
     return VolumeInfo.parse(raw) if changed else volume
+
+
+def has_enough_capacity(
+    snapshot: ClusterSnapshot, provisioner: str, claim: ClaimInfo, labels: Mapping[str, str]
+) -> tuple[bool, StorageCapacityInfo | None]:
+    """upstream's hasEnoughCapacity: checked only for a CSI driver that publishes capacity
+    (``storageCapacity: true``) and a claim with a storage request; then some
+    CSIStorageCapacity of the class that reaches the node must take the request."""
+    if not claim.has_request:
+        return True, None
+    driver = snapshot.csi_driver(provisioner)
+    if driver is None or not driver.storage_capacity:
+        return True, None
+    for capacity in sorted(snapshot.storage_capacities(), key=lambda c: c.key):
+        limit = capacity.limit
+        if (capacity.storage_class == claim.storage_class and limit is not None
+                and limit >= claim.request and capacity.reaches(labels)):
+            return True, capacity
+    return False, None
 
 
 def _claim_problem(
@@ -491,6 +536,15 @@ def _after_class_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
         return QueueingHint.QUEUE
     changed = new is not None and new.allowed_topologies != old.allowed_topologies
     return QueueingHint.QUEUE if changed else QueueingHint.SKIP
+
+
+def _after_capacity_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """An added capacity, or one whose limit grew or appeared."""
+    if old is None:
+        return QueueingHint.QUEUE
+    before, after = old.limit, new.limit if new is not None else None
+    grew = after is not None and (before is None or after > before)
+    return QueueingHint.QUEUE if grew else QueueingHint.SKIP
 
 
 def _after_claim_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:

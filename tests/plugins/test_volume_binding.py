@@ -12,6 +12,7 @@ from scheduler.intake import Intake
 from scheduler.plugins.volume_binding import (
     ERR_BIND_CONFLICT,
     ERR_NODE_CONFLICT,
+    ERR_NOT_ENOUGH_SPACE,
     ERR_PV_NOT_EXIST,
     SPEC,
     UNBOUND_IMMEDIATE,
@@ -20,6 +21,7 @@ from scheduler.plugins.volume_binding import (
 from scheduler.testing import (
     ManualClock,
     claim,
+    csi_driver,
     filter_nodes,
     node,
     pod,
@@ -28,6 +30,7 @@ from scheduler.testing import (
     schedule,
     scheduler_of,
     score_nodes,
+    storage_capacity,
     storage_class,
     volume,
     with_claims,
@@ -214,3 +217,47 @@ def test_a_pod_waiting_for_its_immediate_claim_moves_when_the_claim_is_bound() -
     intake.on_volume_object("persistentvolumeclaims", "MODIFIED", claim(
         "data", storage_class="immediate", volume_name="pv", bound=True, resource_version="2"))
     assert s.queue.pending_pods()["unschedulable"] == []
+
+
+CAPACITY_DRIVER = "example.com/fake"
+
+
+@pytest.mark.parametrize(
+    ("case", "capacities", "want"),
+    [
+        ("room on a only", [storage_capacity("cap-a", "dynamic", "10Gi", hostname="a")],
+         {"a": [], "b": [ERR_NOT_ENOUGH_SPACE], "c": [ERR_NOT_ENOUGH_SPACE]}),
+        ("too little room", [storage_capacity("cap-a", "dynamic", "1Gi", hostname="a")],
+         {n: [ERR_NOT_ENOUGH_SPACE] for n in "abc"}),
+        ("maximumVolumeSize is the limit when set",
+         [storage_capacity("cap-a", "dynamic", "100Gi", hostname="a",
+                           maximum_volume_size="1Gi")],
+         {n: [ERR_NOT_ENOUGH_SPACE] for n in "abc"}),
+        ("another class's room does not count",
+         [storage_capacity("cap-a", "other", "10Gi", hostname="a")],
+         {n: [ERR_NOT_ENOUGH_SPACE] for n in "abc"}),
+    ],
+)
+def test_provisioning_needs_room_where_the_driver_publishes_capacity(
+    case: str, capacities: list[dict[str, Any]], want: dict[str, list[str]]
+) -> None:
+    storage = [claim("data", storage_class="dynamic", storage="5Gi"), DYNAMIC,
+               csi_driver(CAPACITY_DRIVER, storage_capacity=True), *capacities]
+    got = filter_nodes(SPEC, None, with_claims(pod("p"), "data"), NODES, storage=storage)
+    assert got == want, case
+
+
+def test_a_driver_without_published_capacity_is_not_checked() -> None:
+    storage = [claim("data", storage_class="dynamic", storage="5Gi"), DYNAMIC,
+               csi_driver(CAPACITY_DRIVER)]
+    got = filter_nodes(SPEC, None, with_claims(pod("p"), "data"), NODES, storage=storage)
+    assert got == {n: [] for n in "abc"}
+
+
+def test_provisions_score_by_the_room_left() -> None:
+    storage = [claim("data", storage_class="dynamic", storage="25Gi"), DYNAMIC,
+               csi_driver(CAPACITY_DRIVER, storage_capacity=True),
+               storage_capacity("cap-a", "dynamic", "100Gi", hostname="a"),
+               storage_capacity("cap-b", "dynamic", "50Gi", hostname="b")]
+    got = score_nodes(SPEC, None, with_claims(pod("p"), "data"), NODES, storage=storage)
+    assert got == {"a": 75, "b": 50, "c": 0}
