@@ -137,6 +137,11 @@ def test_a_statefulset_on_local_volumes(env: Env, storage: Storage) -> None:
 
     bound = wait_until(placed, 90, "two of three replicas bound", diagnose=env.diagnose)
     assert sorted(n for n in bound.values() if n) == sorted([a, b])
+    # While PreBind waited for the PV controller, nominatedNodeName said where it was going.
+    for name, node in bound.items():
+        if node:
+            assert env.rec.ever(name, lambda p, node=node: (p.get("status") or {}).get(
+                "nominatedNodeName") == node), name
     (waiting,) = [name for name, node in bound.items() if not node]
     condition = env.wait_unschedulable(waiting, timeout=30)
     assert f"3 {NO_PV}" in condition["message"], condition

@@ -465,7 +465,14 @@ def binding_cycle(
     at_permit = True
     at_bind = False
     try:
-        status = s.waiting.wait(pod.uid)
+        status = framework.run_pre_bind_pre_flights(state, pod, node)
+        if status.is_success() or (status.is_skip() and pod.uid in s.waiting):
+            # Other components learn where the pod is going while PreBind or Permit works.
+            s.reporter.expecting(pod, node)
+        if status.code is not Code.ERROR:
+            status = s.waiting.wait(pod.uid)
+        else:
+            at_permit = False
         if status.is_success():
             at_permit = False
             status = framework.run_pre_bind(state, pod, node)

@@ -70,6 +70,7 @@ class RecordingPorts:
         self.binds: list[tuple[str, str]] = []
         self.scheduled_calls: list[tuple[str, str]] = []
         self.failures: list[tuple[str, str, str, str | None]] = []
+        self.expected: list[tuple[str, str]] = []
         self.outcomes: dict[str, list[BindOutcome]] = {}
         self.gate: threading.Event | None = None
         self.on_bind: Callable[[PodInfo, str, BindOutcome], None] | None = None
@@ -90,6 +91,10 @@ class RecordingPorts:
             BindOutcome.FAILED: "500: etcdserver: request timed out",
         }
         return BindResult(outcome, messages[outcome])
+
+    def expecting(self, pod: PodInfo, node: str) -> None:
+        with self.lock:
+            self.expected.append((pod.key, node))
 
     def scheduled(self, pod: PodInfo, node: str) -> None:
         with self.lock:

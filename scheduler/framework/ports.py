@@ -41,6 +41,12 @@ class Reporter(Protocol):
 
     def scheduled(self, pod: PodInfo, node: str) -> None: ...
 
+    def expecting(self, pod: PodInfo, node: str) -> None:
+        """The pod is about to be bound to ``node`` after PreBind or Permit work: write it as
+        ``nominatedNodeName`` for other components (upstream's NominatedNodeNameForExpectation);
+        a later failure report clears it."""
+        ...
+
     def failed(
         self, pod: PodInfo, reason: str, message: str, nominated_node: str | None
     ) -> None:
@@ -107,11 +113,13 @@ class NullPorts:
     bound: list[tuple[str, str]]
     failures: list[tuple[str, str, str]]
     written: list[tuple[str, Mapping[str, Any]]]
+    expected: list[tuple[str, str]]
 
     def __init__(self) -> None:
         self.bound = []
         self.failures = []
         self.written = []
+        self.expected = []
 
     def bind(self, pod: PodInfo, node: str) -> BindResult:
         self.bound.append((pod.key, node))
@@ -127,6 +135,9 @@ class NullPorts:
 
     def scheduled(self, pod: PodInfo, node: str) -> None:
         return None
+
+    def expecting(self, pod: PodInfo, node: str) -> None:
+        self.expected.append((pod.key, node))
 
     def failed(
         self, pod: PodInfo, reason: str, message: str, nominated_node: str | None

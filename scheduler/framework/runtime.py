@@ -20,6 +20,7 @@ import structlog
 
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
+    SKIP,
     SUCCESS,
     BindPlugin,
     Code,
@@ -411,6 +412,24 @@ class Framework:
         if wait > 0:
             return PermitDecision(Status(Code.WAIT), wait)
         return PermitDecision(SUCCESS)
+
+    def run_pre_bind_pre_flights(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        """Whether PreBind will have work to do (upstream's RunPreBindPreFlights): Success if
+        any PreBind plugin says so, Skip if none does, or the first error. A plugin without
+        ``pre_bind_pre_flight`` is taken to have work."""
+        outcome = SKIP
+        for plugin in self._plugins_for(state).pre_bind:
+            check = getattr(plugin, "pre_bind_pre_flight", None)
+            status: Status = check(state, pod, node) if callable(check) else SUCCESS
+            if status.code is Code.ERROR:
+                return Status.error(f'running PreBindPreFlight "{plugin.name}": {status.message}')
+            if status.is_success():
+                outcome = SUCCESS
+            elif not status.is_skip():
+                return Status.error(
+                    f'PreBindPreFlight {plugin.name} returned "{status.code.name}", which is '
+                    "unsupported. It is supposed to return Success, Skip, or Error status")
+        return outcome
 
     @_timed_point("PreBind", lambda status: status.code)
     def run_pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:

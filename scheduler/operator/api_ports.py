@@ -136,6 +136,23 @@ class ApiPorts:
             "event",
         )
 
+    def expecting(self, pod: PodInfo, node: str) -> None:
+        with self._lock:
+            # The next failure report must write its condition (and clear this) whatever
+            # the last one said.
+            self._conditions.pop(pod.uid, None)
+        if pod.nominated_node_name == node:
+            return
+        body = {"status": {"nominatedNodeName": node}}
+        self._background(pod, lambda: self._patch_status(pod, body), "expecting")
+
+    def _patch_status(self, pod: PodInfo, body: Mapping[str, Any]) -> None:
+        response = self.api.request("PATCH", _pod_path(pod, "status"), body=body,
+                                    content_type=STRATEGIC_MERGE)
+        if not response.ok and response.status != 404:
+            log.warning("Could not update pod status", pod=pod.key, status=response.status,
+                        reason=response.message())
+
     def failed(self, pod: PodInfo, reason: str, message: str, nominated_node: str | None) -> None:
         with self._lock:
             self._reports += 1

@@ -372,6 +372,15 @@ class VolumeBinding:
                 self._claims.pop(claim.key, None)
 
     # -- PreBind --------------------------------------------------------------------------
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        """Skip when every claim is bound; Success when PreBind will write and wait."""
+        st: _State = state.read(STATE_KEY)
+        if st.all_bound:
+            return SKIP
+        if node not in st.by_node:
+            return Status.error(f'no pod volume found for node "{node}"')
+        return SUCCESS
+
     def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         st: _State = state.read(STATE_KEY)
         if st.all_bound:

@@ -365,3 +365,21 @@ def test_a_standby_sends_no_failure_report_and_forgets_it(api: FakeApi) -> None:
     ports.close()
     assert len(api.calls("PATCH", f"{POD}/status")) == 1
     assert len(api.calls("POST", EVENTS)) == 1
+
+
+def test_an_expected_node_is_written_and_a_later_identical_failure_clears_it(
+    api: FakeApi,
+) -> None:
+    """NominatedNodeNameForExpectation: the node is written before PreBind works; the
+    failure that follows writes its condition again (and clears the node) even though it
+    repeats the last one."""
+    api.on("POST", "/apis/events.k8s.io/v1/namespaces/default/events", Reply(201, {}))
+    api.on("PATCH", f"{POD}/status", Reply(200, {}))
+    ports = ApiPorts(api.kube_api())
+    ports.failed(web(), "SchedulerError", "binding volumes: context deadline exceeded", "")
+    ports.expecting(web(), "n1")
+    ports.failed(web(), "SchedulerError", "binding volumes: context deadline exceeded", "")
+    ports.expecting(pod_info("web", cpu="1", nominated_node_name="n1"), "n1")
+    ports.close()
+    patches = [p.body["status"] for p in api.calls("PATCH", f"{POD}/status")]
+    assert [p.get("nominatedNodeName", "-") for p in patches] == [None, "n1", None]

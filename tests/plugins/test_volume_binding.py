@@ -261,3 +261,15 @@ def test_provisions_score_by_the_room_left() -> None:
                storage_capacity("cap-b", "dynamic", "50Gi", hostname="b")]
     got = score_nodes(SPEC, None, with_claims(pod("p"), "data"), NODES, storage=storage)
     assert got == {"a": 75, "b": 50, "c": 0}
+
+
+def test_the_expected_node_is_reported_before_pre_bind_waits_only_when_it_will() -> None:
+    storage = [claim("data", storage_class="local"), LOCAL, local_pv("pv-a", "a")]
+    clock = ControllerClock()
+    s, ports = scheduler_of(None, nodes=NODES,
+                            pods=[with_claims(pod("p"), "data"), pod("plain")],
+                            storage=storage, clock=clock)
+    clock.intake = Intake(s)
+    run_cycles(s)
+    assert ports.expected == [("default/p", "a")]
+    assert {key for key, _ in ports.bound} == {"default/p", "default/plain"}
