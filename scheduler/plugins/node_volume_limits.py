@@ -41,6 +41,7 @@ from scheduler.plugin_api import (
     Resource,
     Status,
 )
+from scheduler.plugins.volume_restrictions import after_claim_named
 
 NAME = "NodeVolumeLimits"
 STATE_KEY = f"PreFilter{NAME}"
@@ -149,7 +150,7 @@ class NodeVolumeLimits:
                                  _after_csi_node_update),
             ClusterEventWithHint(ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE),
                                  _after_pod_deleted),
-            ClusterEventWithHint(ClusterEvent(Resource.PVC, Action.ADD), _after_claim_added),
+            ClusterEventWithHint(ClusterEvent(Resource.PVC, Action.ADD), after_claim_named),
         ]
 
 
@@ -166,12 +167,6 @@ def _after_pod_deleted(pod: PodInfo, old: PodInfo | None, new: object) -> Queuei
         return QueueingHint.QUEUE
     placed = bool(old.node_name or old.nominated_node_name)
     return QueueingHint.QUEUE if placed and old.claims else QueueingHint.SKIP
-
-
-def _after_claim_added(pod: PodInfo, old: object, new: Any) -> QueueingHint:
-    named = new is not None and new.namespace == pod.namespace and any(
-        n == new.name for n, _ in pod.claims)
-    return QueueingHint.QUEUE if named else QueueingHint.SKIP
 
 
 def new(args: Mapping[str, Any], handle: Handle) -> NodeVolumeLimits:

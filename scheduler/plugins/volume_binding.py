@@ -65,6 +65,7 @@ from scheduler.plugin_api import (
     VolumeInfo,
 )
 from scheduler.plugins.node_resources_fit import BrokenLinear, build_shape, shape_errors
+from scheduler.plugins.volume_restrictions import after_claim_named
 
 T = TypeVar("T", VolumeInfo, ClaimInfo)
 NAME = "VolumeBinding"
@@ -453,7 +454,7 @@ class VolumeBinding:
             ClusterEventWithHint(ClusterEvent(Resource.STORAGE_CLASS, Action.ADD | Action.UPDATE),
                                  _after_class_change),
             ClusterEventWithHint(ClusterEvent(Resource.PVC, Action.ADD | Action.UPDATE),
-                                 _after_claim_change),
+                                 after_claim_named),
             ClusterEventWithHint(ClusterEvent(Resource.PV, Action.ADD | Action.UPDATE)),
             ClusterEventWithHint(
                 ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL)),
@@ -554,12 +555,6 @@ def _after_capacity_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
     before, after = old.limit, new.limit if new is not None else None
     grew = after is not None and (before is None or after > before)
     return QueueingHint.QUEUE if grew else QueueingHint.SKIP
-
-
-def _after_claim_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
-    named = new is not None and new.namespace == pod.namespace and any(
-        n == new.name for n, _ in pod.claims)
-    return QueueingHint.QUEUE if named else QueueingHint.SKIP
 
 
 def new(args: Mapping[str, Any], handle: Handle) -> VolumeBinding:

@@ -147,7 +147,7 @@ class VolumeRestrictions:
             ClusterEventWithHint(ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE),
                                  _after_pod_deleted),
             ClusterEventWithHint(ClusterEvent(Resource.NODE, Action.ADD)),
-            ClusterEventWithHint(ClusterEvent(Resource.PVC, Action.ADD), _after_claim_added),
+            ClusterEventWithHint(ClusterEvent(Resource.PVC, Action.ADD), after_claim_named),
         ]
 
 
@@ -168,7 +168,9 @@ def _after_pod_deleted(pod: PodInfo, old: PodInfo | None, new: object) -> Queuei
     return QueueingHint.SKIP
 
 
-def _after_claim_added(pod: PodInfo, old: object, new: Any) -> QueueingHint:
+def after_claim_named(pod: PodInfo, old: object, new: Any) -> QueueingHint:
+    """A claim event helps only a pod of the claim's namespace whose volumes name it
+    (generic ephemeral ones included); shared by the volume plugins' hints."""
     named = new is not None and new.namespace == pod.namespace and any(
         n == new.name for n, _ in pod.claims)
     return QueueingHint.QUEUE if named else QueueingHint.SKIP
