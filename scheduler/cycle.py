@@ -278,7 +278,10 @@ def find_nodes_that_fit(
                 log.error("Evaluation failed on nominated node", pod=pod.key,
                           node=pod.nominated_node_name, reason=outcome.error.message)
             elif outcome.codes[0] == Code.SUCCESS:
-                passed = find_nodes_that_pass_extenders(s, pod, single.idx, diagnosis)
+                # What extenders say of it here is said again by the full pass if it fails.
+                scratch = Diagnosis(codes=diagnosis.codes.copy(),
+                                    num_all_nodes=diagnosis.num_all_nodes)
+                passed = find_nodes_that_pass_extenders(s, pod, single.idx, scratch)
                 if passed.size:
                     return passed, diagnosis, 1
 

@@ -265,3 +265,10 @@ def test_extender_scores_are_score_times_weight_times_ten_summed_over_extenders(
     ])
     totals = extender_scores(s, pod_info("p", cpu="1"), full_view(s.snapshot))
     assert totals.tolist() == [3 * 2 * 10 + 1 * 5 * 10, 0, 10 * 2 * 10]
+
+
+def test_a_nominated_node_the_extender_refuses_is_counted_once() -> None:
+    nominated = pod("p", cpu="100m", nominated_node_name="a")
+    _, ports = run([FakeExtender(filter_fn=only())], [nominated])
+    assert ports.failures[0][2].startswith(
+        "0/3 nodes are available: 3 node(s) not on the list."), ports.failures
