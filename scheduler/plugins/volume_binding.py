@@ -383,11 +383,10 @@ class VolumeBinding:
         return SUCCESS
 
     def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        pre_flight = self.pre_bind_pre_flight(state, pod, node)
+        if not pre_flight.is_success():
+            return SUCCESS if pre_flight.is_skip() else pre_flight
         st: _State = state.read(STATE_KEY)
-        if st.all_bound:
-            return SUCCESS
-        if node not in st.by_node:
-            return Status.error(f'no pod volume found for node "{node}"')
         written: dict[str, int] = {}
         writes = [(f"/api/v1/persistentvolumes/{v.name}", v.name, v.raw)
                   for v in st.assumed_volumes]
