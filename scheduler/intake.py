@@ -28,7 +28,6 @@ from scheduler.cache.volume_objects import (
     PARSERS,
     STORAGE_CLASSES,
     VOLUMES,
-    Parsed,
     key_of,
 )
 from scheduler.framework.events import (
@@ -92,8 +91,6 @@ class Intake:
         self._known: dict[str, dict[str, int]] = {NAMESPACES: {}, PRIORITY_CLASSES: {}, PDBS: {}}
         self._gone: dict[str, dict[str, int]] = {NAMESPACES: {}, PRIORITY_CLASSES: {}, PDBS: {}}
         self._low_volume_lock = threading.RLock()
-        # Per volume kind, the parsed object last seen by key (the hints' "old" objects).
-        self._volume_objects: dict[str, dict[str, Parsed]] = {}
         self._appliers: dict[str, Callable[[str | None, Mapping[str, Any]], None]] = {
             NAMESPACES: self._namespace, PRIORITY_CLASSES: self._priority_class, PDBS: self._pdb,
         }
@@ -390,21 +387,16 @@ class Intake:
         """A watch event of a volume kind: the cache gets the parsed object, and the queue an
         event of that kind with the old and new parsed objects for the hints."""
         key = key_of(obj)
-        known = self._volume_objects.setdefault(kind, {})
+        known = self.s.volume_objects[kind]
         old = known.get(key)
-        latest = self.s.volume_objects_latest.get(kind)
         if event_type == DELETED:
             known.pop(key, None)
-            if latest is not None:
-                latest.pop(key, None)
             self.s.inbox.put(lambda: self.s.cache.volumes.remove(kind, key))
             self.s.queue.move_all_to_active_or_backoff(
                 ClusterEvent(VOLUME_RESOURCES[kind], Action.DELETE), old, None)
             return
         parsed = PARSERS[kind](_without_managed_fields(obj))
         known[key] = parsed
-        if latest is not None:
-            latest[key] = parsed
         self.s.inbox.put(lambda: self.s.cache.volumes.upsert(kind, key, parsed))
         action = Action.ADD if old is None else Action.UPDATE
         self.s.queue.move_all_to_active_or_backoff(
@@ -415,7 +407,7 @@ class Intake:
         for obj in listed:
             self.on_volume_object(kind, None, obj)
             keys.add(key_of(obj))
-        for key in [k for k in self._volume_objects.get(kind, {}) if k not in keys]:
+        for key in [k for k in self.s.volume_objects[kind] if k not in keys]:
             namespace, _, name = key.rpartition("/")
             meta = {"name": name, **({"namespace": namespace} if namespace else {})}
             self.on_volume_object(kind, DELETED, {"metadata": meta})

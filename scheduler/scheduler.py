@@ -21,7 +21,7 @@ import structlog
 from scheduler.cache.cache import Cache
 from scheduler.cache.inbox import Inbox
 from scheduler.cache.snapshot import Snapshot
-from scheduler.cache.volume_objects import CLAIMS, VOLUMES
+from scheduler.cache.volume_objects import CLAIMS, KINDS, VOLUMES, Parsed
 from scheduler.cycle import schedule_one
 from scheduler.framework.config import ProfileConfig, SchedulerConfig
 from scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
@@ -110,11 +110,11 @@ class ProfileHandle:
         return self.scheduler.writer
 
     def get_claim(self, namespace: str, name: str) -> ClaimInfo | None:
-        claim = self.scheduler.volume_objects_latest[CLAIMS].get(f"{namespace}/{name}")
+        claim = self.scheduler.volume_objects[CLAIMS].get(f"{namespace}/{name}")
         return claim if isinstance(claim, ClaimInfo) else None
 
     def get_volume(self, name: str) -> VolumeInfo | None:
-        volume = self.scheduler.volume_objects_latest[VOLUMES].get(name)
+        volume = self.scheduler.volume_objects[VOLUMES].get(name)
         return volume if isinstance(volume, VolumeInfo) else None
 
     @property
@@ -174,9 +174,10 @@ class Scheduler:
         # written by the watch thread only (the intake), read from any thread one key at a
         # time. Whether a pod still exists, unbound, is decided here, not by a cycle's copy.
         self.pods: dict[str, PodInfo] = {}
-        # Likewise the newest claims and volumes (by "namespace/name" and name), which
-        # VolumeBinding's PreBind reads from a binding thread while it waits for the binding.
-        self.volume_objects_latest: dict[str, dict[str, Any]] = {CLAIMS: {}, VOLUMES: {}}
+        # Likewise the newest object of each volume kind, by key ("namespace/name" or name):
+        # the hints' "old" objects, and what VolumeBinding's PreBind reads from a binding
+        # thread while it waits for the PV controller.
+        self.volume_objects: dict[str, dict[str, Parsed]] = {kind: {} for kind in KINDS}
         self.profiles: dict[str, Framework] = {}
         # The ConfigMaps plugins watch, by (namespace, name): the operator feeds them in.
         self.config_map_watches: dict[

@@ -143,15 +143,11 @@ class ApiPorts:
             self._conditions.pop(pod.uid, None)
         if pod.nominated_node_name == node:
             return
-        body = {"status": {"nominatedNodeName": node}}
-        self._background(pod, lambda: self._patch_status(pod, body), "expecting")
+        self._background(pod, lambda: self._expect(pod, node), "expecting")
 
-    def _patch_status(self, pod: PodInfo, body: Mapping[str, Any]) -> None:
-        response = self.api.request("PATCH", _pod_path(pod, "status"), body=body,
-                                    content_type=STRATEGIC_MERGE)
-        if not response.ok and response.status != 404:
-            log.warning("Could not update pod status", pod=pod.key, status=response.status,
-                        reason=response.message())
+    def _expect(self, pod: PodInfo, node: str) -> None:
+        if not self.set_nominated_node(pod, node):
+            log.warning("Could not write the expected node", pod=pod.key, node=node)
 
     def failed(self, pod: PodInfo, reason: str, message: str, nominated_node: str | None) -> None:
         with self._lock:

@@ -183,7 +183,7 @@ class VolumeBinding:
             assumed = overlay.get(key)
             if assumed is None:
                 return informer
-            if informer is not None and assumed[0] == _rv(informer):
+            if informer is not None and assumed[0] == informer.resource_version:
                 return assumed[1]
             del overlay[key]  # the informer moved on: the assumption is void
             return informer
@@ -527,10 +527,6 @@ _REASON_ORDER = (ERR_NODE_CONFLICT, ERR_BIND_CONFLICT, ERR_NOT_ENOUGH_SPACE, ERR
 def _ordered(reasons: Iterable[str]) -> list[str]:
     found = set(reasons)
     return [r for r in _REASON_ORDER if r in found]
-
-
-def _rv(obj: object) -> str:
-    return str(getattr(obj, "resource_version", ""))
 
 
 def _version(value: str) -> int:
