@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,21 +187,7 @@ def explain_in_loop(
 ) -> Explanation:
     """:func:`explain` on the scheduling thread, through the inbox; waits at most ``timeout``
     seconds (``TimeoutError``). ``ExplainError`` is raised here as it was there."""
-    future: Future[Explanation] = Future()
-
-    def run() -> None:
-        if not future.set_running_or_notify_cancel():
-            return
-        try:
-            future.set_result(explain(s, pod, profile))
-        except Exception as exc:  # handed to the waiting thread, not lost in the inbox
-            future.set_exception(exc)
-
-    s.inbox.put(run)
-    try:
-        return future.result(timeout)
-    finally:
-        future.cancel()
+    return s.run_in_loop(lambda: explain(s, pod, profile), timeout)
 
 
 @dataclass

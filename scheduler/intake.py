@@ -30,6 +30,7 @@ from scheduler.cache.volume_objects import (
     VOLUMES,
     key_of,
 )
+from scheduler.framework.avoidance import owner_key
 from scheduler.framework.events import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -43,7 +44,7 @@ from scheduler.framework.events import (
 )
 from scheduler.model.errors import InvalidSpecError
 from scheduler.model.node import NodeSummary
-from scheduler.model.pod import PodInfo
+from scheduler.model.pod import FAILED, PodInfo
 
 if TYPE_CHECKING:
     from scheduler.scheduler import Scheduler
@@ -51,6 +52,9 @@ if TYPE_CHECKING:
 log = structlog.get_logger("scheduler.intake")
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+# status.reason of pods the kubelet failed, besides "OutOf<resource>" admission failures:
+# node-pressure eviction, and admission refusals of other kinds.
+KUBELET_REJECTIONS = frozenset({"Evicted", "UnexpectedAdmissionError", "NodeAffinity"})
 VOLUME_RESOURCES = {
     CLAIMS: Resource.PVC, VOLUMES: Resource.PV, STORAGE_CLASSES: Resource.STORAGE_CLASS,
     CSI_NODES: Resource.CSI_NODE, CSI_DRIVERS: Resource.CSI_DRIVER,
@@ -128,7 +132,30 @@ class Intake:
         memory. Later events of a finished pod find nothing and change nothing."""
         old = self._pods.pop(info.uid, None)
         if old is not None:
+            self._remember_kubelet_rejection(info)
             self._pod_gone(info.uid, old)
+
+    def _remember_kubelet_rejection(self, info: PodInfo) -> None:
+        """A kubelet that refused a pod of ours at admission (``OutOfcpu``...) or evicted it
+        under node pressure gets its controller's next pods only when no other node fits,
+        for the rescheduler's avoid duration (AvoidBounceBack): else the replacement goes
+        straight back to it, and is refused again."""
+        rescheduler = self.s.config.rescheduler
+        reason = str((info.raw.get("status") or {}).get("reason") or "")
+        owner = owner_key(info)
+        if (
+            not rescheduler.enabled
+            or info.phase != FAILED
+            or not info.node_name
+            or owner is None
+            or info.scheduler_name not in self.scheduler_names
+            or not (reason.startswith("OutOf") or reason in KUBELET_REJECTIONS)
+        ):
+            return
+        self.s.avoidance.avoid(owner, info.node_name, rescheduler.avoid_seconds,
+                               f"the kubelet failed a pod of it: {reason}")
+        log.info("Avoiding node for the pod's controller", pod=info.key, node=info.node_name,
+                 reason=reason, seconds=rescheduler.avoid_seconds)
 
     def _pod_deleted(self, info: PodInfo) -> None:
         old = self._pods.pop(info.uid, None)

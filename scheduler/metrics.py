@@ -331,6 +331,18 @@ class Metrics:
         self.bindings = CounterVec(
             "secondary_scheduler_bindings", "Binding requests by outcome (Bound, Gone, "
             "Conflict, Failed).", ["outcome"], registry=reg)
+        self.rescheduler_evictions = CounterVec(
+            "secondary_scheduler_rescheduler_evictions", "Pods the rescheduler moved, by "
+            "objective and result (evicted, dry_run, blocked_by_pdb, gone, failed).",
+            ["objective", "result"], registry=reg)
+        self.rescheduler_replacements = CounterVec(
+            "secondary_scheduler_rescheduler_replacements", "Where the replacements of moved "
+            "pods landed: target (the node the move was for), other, source (back where the "
+            "pod was), or timeout (not bound within the move timeout).", ["landed"],
+            registry=reg)
+        self.rescheduler_pass_duration = HistogramVec(
+            "secondary_scheduler_rescheduler_pass_duration_seconds", "How long one rescheduler "
+            "pass took, evictions included.", [], buckets=SLI_BUCKETS, registry=reg)
         self._sources = _Sources()
         reg.register(self._sources)
         self._profiles: dict[str, ProfileMetrics] = {}

@@ -104,7 +104,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "1.1"
+API_VERSION = "1.2"
 
 __all__ = [
     "ANN_BIND_COMPLETED",

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import structlog
@@ -23,6 +23,7 @@ from scheduler.cache.inbox import Inbox
 from scheduler.cache.snapshot import Snapshot
 from scheduler.cache.volume_objects import CLAIMS, KINDS, VOLUMES, Parsed
 from scheduler.cycle import schedule_one
+from scheduler.framework.avoidance import NodeAvoidance, owner_key
 from scheduler.framework.config import ProfileConfig, SchedulerConfig
 from scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
 from scheduler.framework.extender import EXTENDER_NAME, Extender, ordered
@@ -38,6 +39,8 @@ from scheduler.queue.nominator import Nominator
 from scheduler.queue.scheduling_queue import SchedulingQueue
 
 log = structlog.get_logger("scheduler")
+
+_T = TypeVar("_T")
 
 # Extension points whose plugins can reject a pod (upstream's shouldHaveEnqueueExtensions).
 # How often a standby's loop applies the watch deltas it has not popped pods for.
@@ -129,6 +132,9 @@ class ProfileHandle:
     def activate(self, uids: Iterable[str]) -> None:
         self.scheduler.queue.activate(uids)
 
+    def avoided_nodes(self, pod: PodInfo) -> Mapping[str, str]:
+        return self.scheduler.avoidance.nodes_for(owner_key(pod))
+
     def move_all_to_active_or_backoff(
         self, event: ClusterEvent, old: object, new: object
     ) -> None:
@@ -178,6 +184,7 @@ class Scheduler:
         # the hints' "old" objects, and what VolumeBinding's PreBind reads from a binding
         # thread while it waits for the PV controller.
         self.volume_objects: dict[str, dict[str, Parsed]] = {kind: {} for kind in KINDS}
+        self.avoidance = NodeAvoidance(clock)
         self.profiles: dict[str, Framework] = {}
         # The ConfigMaps plugins watch, by (namespace, name): the operator feeds them in.
         self.config_map_watches: dict[
@@ -272,6 +279,26 @@ class Scheduler:
             self.queue.move_all_to_active_or_backoff(event, None, data)
 
         self.inbox.put(apply)
+
+    def run_in_loop(self, fn: Callable[[], _T], timeout: float) -> _T:
+        """``fn()`` on the scheduling thread, between two cycles (through the inbox), for
+        readers of the cache; waits at most ``timeout`` seconds (``TimeoutError``, and ``fn``
+        will not run). What ``fn`` raises is raised here."""
+        future: Future[_T] = Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn())
+            except Exception as exc:  # handed to the waiting thread, not lost in the inbox
+                future.set_exception(exc)
+
+        self.inbox.put(run)
+        try:
+            return future.result(timeout)
+        finally:
+            future.cancel()
 
     # -- the loop -------------------------------------------------------------------------
     def refresh(self) -> None:

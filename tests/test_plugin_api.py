@@ -39,8 +39,24 @@ def test_the_api_keeps_every_name_of_its_major_version() -> None:
     exported = set(plugin_api.__all__)
     assert API_1 - exported == set(), "names removed: a new major version"
     assert exported - API_1 - API_1_1 == set(), "names added: record them (a minor version)"
-    assert plugin_api.API_VERSION == "1.1"
+    assert plugin_api.API_VERSION == "1.2"
     assert all(hasattr(plugin_api, name) for name in exported)
+
+
+# What a plugin may call on its Handle; API 1.2 added avoided_nodes.
+HANDLE_1 = {
+    "profile_name", "snapshot", "framework", "framework_of", "nominator", "waiting_pods",
+    "get_pod", "rng", "now", "sleep", "parallelism", "binder", "evictor", "reporter", "writer",
+    "get_claim", "get_volume", "extenders", "metrics", "watch_config_map", "activate",
+    "move_all_to_active_or_backoff",
+}
+HANDLE_1_2 = {"avoided_nodes"}
+
+
+def test_the_handle_keeps_every_member_of_its_major_version() -> None:
+    members = {name for name in vars(plugin_api.Handle) if not name.startswith("_")}
+    assert HANDLE_1 - members == set(), "members removed: a new major version"
+    assert members - HANDLE_1 - HANDLE_1_2 == set(), "members added: record them (a minor version)"
 
 
 def test_example_plugins_import_only_the_plugin_api_and_the_testing_kit() -> None:

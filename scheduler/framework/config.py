@@ -30,7 +30,7 @@ DEFAULT_SCHEDULER_NAME = "secondary-scheduler"
 DEFAULT_EXTENDER_TIMEOUT = 5.0
 
 # Upstream's MultiPoint defaults (pkg/scheduler/apis/config/v1/default_plugins.go, v1.37),
-# in order, with their score weights.
+# in order, with their score weights, and AvoidBounceBack.
 DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     ("PrioritySort", 0),
     ("NodeName", 0),
@@ -48,6 +48,9 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
+    # Ours, not upstream's: scores nothing unless the rescheduler or a kubelet rejection
+    # left a record for the pod's controller (scheduler/plugins/avoid_bounce_back.py).
+    ("AvoidBounceBack", 100),
     ("DefaultBinder", 0),
 )
 
@@ -77,6 +80,7 @@ _TOP_FIELDS = {
     "clientConnection",
     "leaderElection",
     "extenders",
+    "rescheduler",
 }
 _PROFILE_FIELDS = {"schedulerName", "plugins", "pluginConfig", "percentageOfNodesToScore"}
 
@@ -151,6 +155,46 @@ class ExtenderConfig:
     ignorable: bool = False
 
 
+# What a move may be for: the Score plugins whose gain counts for each objective.
+UNDERUTILIZED_NODES = "UnderutilizedNodes"
+PREFERRED_TERMS = "PreferredTerms"
+OBJECTIVE_PLUGINS: Mapping[str, frozenset[str]] = {
+    UNDERUTILIZED_NODES: frozenset({"NodeResourcesFit", "NodeResourcesBalancedAllocation"}),
+    PREFERRED_TERMS: frozenset({"NodeAffinity", "InterPodAffinity", "PodTopologySpread"}),
+}
+AVOID_BOUNCE_BACK = "AvoidBounceBack"
+
+
+@dataclass(frozen=True)
+class ReschedulerLimits:
+    """Evictions at most: from one node and in one namespace while their moves are in flight
+    (evicted, the replacement not yet bound), and per pass."""
+
+    per_node: int = 1
+    per_namespace: int = 2
+    per_pass: int = 5
+
+
+@dataclass(frozen=True)
+class ReschedulerConfig:
+    """The ``rescheduler`` section (ours; off by default). Durations in seconds."""
+
+    enabled: bool = False
+    dry_run: bool = False
+    interval: float = 60.0
+    objectives: tuple[str, ...] = (UNDERUTILIZED_NODES, PREFERRED_TERMS)
+    # The aggressiveness knob: how much higher, in weighted score points, the target must
+    # score than the pod's node, counting only the objectives' plugins.
+    min_score_gain: int = 10
+    # How long a moved pod's controller stays off the node it left (AvoidBounceBack), and a
+    # node whose kubelet rejected or evicted one of its pods.
+    avoid_seconds: float = 600.0
+    # A move is in flight until its replacement binds, or this long after the eviction.
+    move_timeout: float = 300.0
+    allow_local_storage: bool = False
+    limits: ReschedulerLimits = field(default_factory=ReschedulerLimits)
+
+
 @dataclass(frozen=True)
 class SchedulerConfig:
     profiles: tuple[ProfileConfig, ...]
@@ -163,6 +207,7 @@ class SchedulerConfig:
     client_connection: ClientConnection = field(default_factory=ClientConnection)
     leader_election: LeaderElection = field(default_factory=LeaderElection)
     extenders: tuple[ExtenderConfig, ...] = ()
+    rescheduler: ReschedulerConfig = field(default_factory=ReschedulerConfig)
 
     def profile(self, scheduler_name: str) -> ProfileConfig | None:
         return next((p for p in self.profiles if p.scheduler_name == scheduler_name), None)
@@ -242,6 +287,13 @@ def parse_config(raw: Any, registry: Registry) -> SchedulerConfig:
     ignored = [name for e in extenders for name in e.ignored_resources]
     if ignored:
         profiles = tuple(_ignore_resources(p, ignored) for p in profiles)
+    rescheduler = _parse_rescheduler(raw.get("rescheduler") or {})
+    if rescheduler.enabled:
+        for i, profile in enumerate(profiles):
+            if not any(ref.name == AVOID_BOUNCE_BACK for ref in profile.points["score"]):
+                raise ConfigError(
+                    f"profiles[{i}].plugins.score: the rescheduler is enabled, so "
+                    f"{AVOID_BOUNCE_BACK} must score (or moved pods may land back)")
     return SchedulerConfig(
         profiles=profiles,
         percentage_of_nodes_to_score=percentage or 0,
@@ -251,6 +303,60 @@ def parse_config(raw: Any, registry: Registry) -> SchedulerConfig:
         client_connection=connection,
         leader_election=leader_election,
         extenders=extenders,
+        rescheduler=rescheduler,
+    )
+
+
+_RESCHEDULER_FIELDS = {
+    "enabled", "dryRun", "interval", "objectives", "minScoreGain", "avoidDuration",
+    "moveTimeout", "allowLocalStorage", "limits",
+}
+_LIMIT_FIELDS = {"perNode": "per_node", "perNamespace": "per_namespace", "perPass": "per_pass"}
+
+
+def _parse_rescheduler(raw: Any) -> ReschedulerConfig:
+    path = "rescheduler"
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: must be a mapping")
+    _no_unknown(raw, _RESCHEDULER_FIELDS, path)
+    default = ReschedulerConfig()
+    objectives = raw.get("objectives", list(default.objectives))
+    if not isinstance(objectives, list) or not objectives:
+        raise ConfigError(f"{path}.objectives: must be a non-empty list of "
+                          f"{', '.join(OBJECTIVE_PLUGINS)}")
+    for j, objective in enumerate(objectives):
+        if objective not in OBJECTIVE_PLUGINS:
+            raise ConfigError(f"{path}.objectives[{j}]: unknown objective {objective!r} "
+                              f"(known: {', '.join(OBJECTIVE_PLUGINS)})")
+    gain = raw.get("minScoreGain", default.min_score_gain)
+    if not isinstance(gain, int) or isinstance(gain, bool) or gain < 1:
+        raise ConfigError(f"{path}.minScoreGain: must be an integer >= 1")
+    limits = raw.get("limits") or {}
+    if not isinstance(limits, Mapping):
+        raise ConfigError(f"{path}.limits: must be a mapping")
+    _no_unknown(limits, set(_LIMIT_FIELDS), f"{path}.limits")
+    counts = {}
+    for key, attr in _LIMIT_FIELDS.items():
+        value = limits.get(key, getattr(default.limits, attr))
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigError(f"{path}.limits.{key}: must be an integer >= 1")
+        counts[attr] = value
+
+    def duration(key: str, fallback: float) -> float:
+        value = raw.get(key)
+        return fallback if value is None else _duration(value, f"{path}.{key}")
+
+    return ReschedulerConfig(
+        enabled=_flag(raw.get("enabled", False), f"{path}.enabled"),
+        dry_run=_flag(raw.get("dryRun", False), f"{path}.dryRun"),
+        interval=duration("interval", default.interval),
+        objectives=tuple(dict.fromkeys(objectives)),
+        min_score_gain=gain,
+        avoid_seconds=duration("avoidDuration", default.avoid_seconds),
+        move_timeout=duration("moveTimeout", default.move_timeout),
+        allow_local_storage=_flag(raw.get("allowLocalStorage", False),
+                                  f"{path}.allowLocalStorage"),
+        limits=ReschedulerLimits(**counts),
     )
 
 

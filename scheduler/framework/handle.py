@@ -142,6 +142,11 @@ class Handle(Protocol):
         """Move these pods from backoff or the unschedulable pool to activeQ."""
         ...
 
+    def avoided_nodes(self, pod: PodInfo) -> Mapping[str, str]:
+        """Nodes ``pod``'s controller should stay off for now, with why: the rescheduler moved
+        one of its pods away from there, or the kubelet there rejected or evicted one."""
+        ...
+
     def move_all_to_active_or_backoff(
         self, event: ClusterEvent, old: object, new: object
     ) -> None:

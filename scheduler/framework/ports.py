@@ -88,7 +88,12 @@ class Evictor(Protocol):
         ...
 
 
-@dataclass
+class MoveReporter(Protocol):
+    """Tells users what the rescheduler did, or would do in a dry run: an Event on the pod."""
+
+    def rescheduled(self, pod: PodInfo, reason: str, note: str) -> None: ...
+
+
 @dataclass(frozen=True)
 class WriteResult:
     """A PUT of an API object: ``message`` is the API's when it failed (409 on a stale

@@ -329,6 +329,14 @@ class ApiPorts:
         note = f"Preempted by pod {preemptor.uid} on node {node}"
         self._event(victim, "Normal", "Preempted", "Preempting", note, related=preemptor)
 
+    # -- MoveReporter ---------------------------------------------------------------------
+    def rescheduled(self, pod: PodInfo, reason: str, note: str) -> None:
+        stamp = _now()
+        self._background(
+            pod, lambda: self._event(pod, "Normal", reason, "Rescheduling", note, stamp=stamp),
+            "event",
+        )
+
     def set_nominated_node(self, pod: PodInfo, node: str) -> bool:
         body: Mapping[str, Any] = {"status": {"nominatedNodeName": node or None}}
         response = self.api.request(

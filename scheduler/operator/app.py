@@ -30,6 +30,7 @@ from scheduler.operator.health import HealthServer
 from scheduler.operator.kubeapi import KubeApi, api_client_from
 from scheduler.operator.leader import ApiLeaseStore, LeaderElector, new_identity
 from scheduler.operator.reflector import Reflector
+from scheduler.rescheduling.rescheduler import Rescheduler
 from scheduler.scheduler import Scheduler
 
 log = structlog.get_logger("scheduler.app")
@@ -90,6 +91,12 @@ class SchedulerApp:
             evictor=self.ports, metrics=self.metrics, binding_workers=BINDING_WORKERS,
             extenders=[HTTPExtender(extender) for extender in config.extenders],
             writer=self.ports,
+        )
+        # Off by default; on, it moves pods on the leader only (it waits while a standby).
+        self.rescheduler = (
+            Rescheduler(self.scheduler, config.rescheduler, evictor=self.ports,
+                        reporter=self.ports)
+            if config.rescheduler.enabled else None
         )
         self.intake = Intake(self.scheduler)
         self.ports.pod_exists = self.scheduler.pods.__contains__
@@ -172,6 +179,8 @@ class SchedulerApp:
         self._stop.set()
         for reflector in self.reflectors:
             reflector.stop()
+        if self.rescheduler is not None:
+            self.rescheduler.stop()
         # Bindings in flight end while the lease is still held; then it is given up.
         self.scheduler.stop()
         self.ports.close()
@@ -245,6 +254,8 @@ class SchedulerApp:
         gc.collect()
         gc.freeze()
         self._initial_applied.set()
+        if self.rescheduler is not None:
+            self.rescheduler.start()
         if self._leading.is_set():
             self.scheduler.allow_scheduling()
 

@@ -12,6 +12,7 @@ from scheduler.plugin_api import (
     Registry,
 )
 from scheduler.plugins import (
+    avoid_bounce_back,
     balanced_allocation,
     default_binder,
     default_preemption,
@@ -48,6 +49,7 @@ PLUGIN_MODULES = (
     default_preemption,
     balanced_allocation,
     image_locality,
+    avoid_bounce_back,
     default_binder,
 )
 

@@ -15,7 +15,7 @@ def names(config: Any, point: str, profile: int = 0) -> list[str]:
     return [ref.name for ref in config.profiles[profile].points[point]]
 
 
-def test_the_default_profile_is_kube_schedulers_without_dra() -> None:
+def test_the_default_profile_is_kube_schedulers_without_dra_plus_avoid_bounce_back() -> None:
     config = parse_config({}, default_registry())
     profile = config.profiles[0]
     assert profile.scheduler_name == "secondary-scheduler"
@@ -28,7 +28,7 @@ def test_the_default_profile_is_kube_schedulers_without_dra() -> None:
     assert weights == {
         "TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "VolumeBinding": 1,
         "PodTopologySpread": 2, "InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1,
-        "ImageLocality": 1,
+        "ImageLocality": 1, "AvoidBounceBack": 100,
     }
     assert names(config, "reserve") == ["VolumeBinding"]
     assert names(config, "preBind") == ["VolumeBinding"]
