@@ -26,20 +26,18 @@ from scheduler.framework.ports import (
     WriteResult,
 )
 from scheduler.model.pod import PodInfo
+from scheduler.operator.event_series import EventRecorder, micro_time
 from scheduler.operator.kubeapi import STRATEGIC_MERGE, KubeApi
 
 log = structlog.get_logger("scheduler.api")
 
-# Identical failure Events for a pod are not repeated within this window (the condition is).
-EVENT_DEDUP_SECONDS = 10 * 60.0
+# How long a pod's last written condition, and that we bound it, are remembered: an identical
+# condition is not written again within it, a late failure report not at all.
+REPORT_MEMORY_SECONDS = 10 * 60.0
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _micro_time(stamp: datetime) -> str:
-    return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _time() -> str:
@@ -47,13 +45,18 @@ def _time() -> str:
 
 
 def _pod_ref(pod: PodInfo) -> dict[str, str]:
-    return {
+    """The pod's ObjectReference as client-go's GetReference makes it (resourceVersion
+    included, which keeps Events of different versions of a pod apart)."""
+    ref = {
         "apiVersion": "v1",
         "kind": "Pod",
         "namespace": pod.namespace,
         "name": pod.name,
         "uid": pod.uid,
     }
+    if pod.resource_version:
+        ref["resourceVersion"] = pod.resource_version
+    return ref
 
 
 def _pod_path(pod: PodInfo, sub: str = "") -> str:
@@ -68,8 +71,9 @@ class ApiPorts:
                  workers: int = 8) -> None:
         self.api = api
         # kube-scheduler posts Events through a client of their own (its own rate limiter),
-        # so that a burst of Events never takes a bind's token.
-        self.events = events or api
+        # so that a burst of Events never takes a bind's token; repeats become series.
+        self.events = EventRecorder(events or api)
+        self.events.start()
         self.hostname = socket.gethostname()
         # One single-threaded lane per shard, chosen by pod uid: a pod's status patches and
         # Events land in the order the scheduler decided them, while pods run in parallel.
@@ -77,15 +81,12 @@ class ApiPorts:
             ThreadPoolExecutor(1, thread_name_prefix=f"api-{i}") for i in range(workers)
         ]
         self._lock = threading.Lock()
-        self._events_sent: TTLCache[tuple[str, str, str], bool] = TTLCache(
-            maxsize=100_000, ttl=EVENT_DEDUP_SECONDS
-        )
         self._conditions: TTLCache[str, tuple[str, str, str | None]] = TTLCache(
-            maxsize=100_000, ttl=EVENT_DEDUP_SECONDS
+            maxsize=100_000, ttl=REPORT_MEMORY_SECONDS
         )
         # Pods this scheduler bound: a failure report of an earlier attempt that reaches its
         # lane afterwards is dropped, so a running pod never reads PodScheduled=False.
-        self._bound: TTLCache[str, bool] = TTLCache(maxsize=100_000, ttl=EVENT_DEDUP_SECONDS)
+        self._bound: TTLCache[str, bool] = TTLCache(maxsize=100_000, ttl=REPORT_MEMORY_SECONDS)
         # The newest failure report queued per pod: an older one still waiting for its lane
         # writes nothing (the newer says what is true now), as upstream's API dispatcher
         # merges the calls queued for one pod.
@@ -98,6 +99,7 @@ class ApiPorts:
     def close(self) -> None:
         for lane in self._lanes:
             lane.shutdown(wait=True)
+        self.events.close()
 
     def _background(self, pod: PodInfo, fn: Callable[[], None], what: str) -> None:
         def run() -> None:
@@ -155,7 +157,6 @@ class ApiPorts:
             report = self._newest_report[pod.uid] = self._reports
 
         def run() -> None:
-            key = (pod.uid, reason, message)
             with self._lock:
                 newest = self._newest_report.get(pod.uid) == report
                 if newest:
@@ -171,13 +172,9 @@ class ApiPorts:
                     log.info("Dropped a failure report that arrived after the binding",
                              pod=pod.key, reason=reason)
                     return
-                repeat = key in self._events_sent
-                self._events_sent[key] = True
                 same_status = self._conditions.get(pod.uid) == (reason, message, nominated_node)
                 self._conditions[pod.uid] = (reason, message, nominated_node)
-            if not repeat:
-                note = truncate_note(message)
-                self._event(pod, "Warning", "FailedScheduling", "Scheduling", note)
+            self._event(pod, "Warning", "FailedScheduling", "Scheduling", truncate_note(message))
             if not same_status:
                 self._patch_scheduled_condition(pod, reason, message, nominated_node)
 
@@ -259,7 +256,7 @@ class ApiPorts:
                 "name": f"{pod.name}.{int(stamp.timestamp() * 1e9):x}",
                 "namespace": pod.namespace,
             },
-            "eventTime": _micro_time(stamp),
+            "eventTime": micro_time(stamp),
             "reportingController": controller,
             "reportingInstance": f"{controller}-{self.hostname}",
             "action": action,
@@ -270,12 +267,7 @@ class ApiPorts:
         }
         if related is not None:
             body["related"] = _pod_ref(related)
-        response = self.events.request(
-            "POST", f"/apis/events.k8s.io/v1/namespaces/{pod.namespace}/events", body=body
-        )
-        if not response.ok:
-            log.warning("Could not record event", pod=pod.key, reason=reason,
-                        status=response.status, error=response.message())
+        self.events.record(body)
 
     # -- ObjectWriter ---------------------------------------------------------------------
     def replace(self, path: str, obj: Mapping[str, Any]) -> WriteResult:

@@ -102,23 +102,28 @@ def test_marking_a_victim_adds_the_disruption_target_condition(api: FakeApi) -> 
     ports.close()
 
 
-def test_repeated_identical_failures_emit_one_event_and_one_status_patch(api: FakeApi) -> None:
-    api.on("POST", "/apis/events.k8s.io/v1/namespaces/default/events", Reply(201, {}))
+def test_repeated_failures_make_one_event_series_and_one_status_patch(api: FakeApi) -> None:
+    events_path = "/apis/events.k8s.io/v1/namespaces/default/events"
+    api.on("POST", events_path, Reply(201, {}))
     api.on("PATCH", f"{POD}/status", Reply(200, {}))
     ports = ApiPorts(api.kube_api())
     message = "0/1 nodes are available: 1 Insufficient cpu."
     for _ in range(3):
         ports.failed(web(), "Unschedulable", message, None)
-    ports.failed(web(), "Unschedulable", "0/2 nodes are available: 2 Insufficient cpu.", None)
     ports.close()
-    events = api.calls("POST", "/apis/events.k8s.io/v1/namespaces/default/events")
-    patches = api.calls("PATCH", f"{POD}/status")
-    assert [e.body["note"] for e in events] == [message,
-                                                "0/2 nodes are available: 2 Insufficient cpu."]
-    assert events[0].body["reason"] == "FailedScheduling"
-    assert events[0].body["reportingController"] == "secondary-scheduler"
-    assert len(patches) == 2
-    condition = patches[0].body["status"]["conditions"][0]
+    # The second report turns the Event into a series (the third is only counted): the
+    # fake API answers the series PATCH 404, so the Event is created again with it.
+    event, again = api.calls("POST", events_path)
+    assert event.body["note"] == message
+    assert event.body["reason"] == "FailedScheduling"
+    assert event.body["reportingController"] == "secondary-scheduler"
+    assert event.body["regarding"]["resourceVersion"] == web().resource_version
+    (series,) = api.calls("PATCH", f"{events_path}/{event.body['metadata']['name']}")
+    assert series.body["series"]["count"] == 2
+    assert again.body["metadata"]["name"] == event.body["metadata"]["name"]
+    assert again.body["series"]["count"] == 2
+    (patch,) = api.calls("PATCH", f"{POD}/status")
+    condition = patch.body["status"]["conditions"][0]
     assert (condition["type"], condition["status"], condition["reason"], condition["message"]) \
         == ("PodScheduled", "False", "Unschedulable", message)
 
