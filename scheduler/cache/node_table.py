@@ -103,6 +103,10 @@ class NodeTable:
         self.used_ports: list[Counter[tuple[str, str, int]]] = []
         self.images: list[dict[str, int]] = []
         self.pods: list[dict[str, PodInfo]] = []
+        # Per controller (namespace, kind, name), the rows of its pods that are not
+        # terminating, by uid: the default topology spreading counts them every cycle, and
+        # reading them here touches no PodInfo (50,000 of them are cache misses).
+        self.owner_rows: dict[tuple[str, str, str], dict[str, int]] = {}
         self.raw: list[dict[str, Any] | None] = []
         self._free: list[int] = []
         # Bumped when anything a cached node mask may depend on changes.
@@ -211,6 +215,8 @@ class NodeTable:
         if row is None:
             return []
         pods = list(self.pods[row].values())
+        for pod in pods:
+            self._uncount_owner(pod)
         self.image_nodes.subtract(self.images[row].keys())
         self.alive[row] = False
         self.allocatable[row] = 0
@@ -244,10 +250,14 @@ class NodeTable:
         for hp in pod.host_ports:
             self.used_ports[row][(hp.ip, hp.protocol, hp.port)] += 1
         self.pods[row][pod.uid] = pod
+        if pod.owner_kind and pod.owner_name and pod.deletion_timestamp is None:
+            key = (pod.namespace, pod.owner_kind, pod.owner_name)
+            self.owner_rows.setdefault(key, {})[pod.uid] = row
 
     def remove_pod(self, row: int, pod: PodInfo) -> None:
         if self.pods[row].pop(pod.uid, None) is None:
             return
+        self._uncount_owner(pod)
         self.requested[row] -= self.resources.pod_vector(pod)
         self.non_zero_requested[row, 0] -= pod.non_zero_cpu
         self.non_zero_requested[row, 1] -= pod.non_zero_memory
@@ -259,5 +269,11 @@ class NodeTable:
             if ports[key] <= 0:
                 del ports[key]
 
+
+    def _uncount_owner(self, pod: PodInfo) -> None:
+        key = (pod.namespace, pod.owner_kind, pod.owner_name)
+        rows = self.owner_rows.get(key)
+        if rows is not None and rows.pop(pod.uid, None) is not None and not rows:
+            del self.owner_rows[key]
     def rows(self) -> IntArray:
         return np.flatnonzero(self.alive).astype(np.int64)

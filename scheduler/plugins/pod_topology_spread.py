@@ -71,7 +71,7 @@ from scheduler.plugin_api import (
     Status,
     label_key_error,
 )
-from scheduler.plugins.inter_pod_affinity import matched_pods, rows_of
+from scheduler.plugins.inter_pod_affinity import matched_pods
 
 NAME = "PodTopologySpread"
 
@@ -314,10 +314,8 @@ class _CountedPods:
             assert c.owner is not None
             rows = self._siblings.get(c.owner)
             if rows is None:
-                siblings = self.snapshot.pods_of_owner(self.namespace, *c.owner)
-                rows = rows_of(self.snapshot,
-                               (p for p in siblings.values() if not p.is_terminating))
-                rows = self._siblings[c.owner] = rows[rows >= 0]
+                rows = self._siblings[c.owner] = self.snapshot.owner_rows(self.namespace,
+                                                                          *c.owner)
             return rows
         if c.counts_nothing:
             return np.zeros(0, dtype=np.int64)

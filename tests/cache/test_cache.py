@@ -211,3 +211,36 @@ def test_label_index_finds_matching_pods_in_the_selected_namespaces() -> None:
     everything = LabelSelector.parse({}, "selector")
     assert sorted(p.name for p in Snapshot(cache).matching_pods(["default", "other"],
                                                                  everything)) == ["a", "b", "c"]
+
+
+def owned(name: str, node_name: str, **kw: object) -> PodInfo:
+    obj = pod(name, node_name=node_name, **kw)  # type: ignore[arg-type]
+    obj["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "name": "web", "uid": "rs",
+                                           "controller": True}]
+    return PodInfo.from_pod(obj)
+
+
+def test_owner_rows_follow_pods_terminations_and_nodes() -> None:
+    cache = Cache()
+    snapshot = Snapshot(cache)
+    for name in ("a", "b"):
+        cache.upsert_node(node(name))
+    cache.upsert_pod(owned("w1", "a"))
+    cache.upsert_pod(owned("w2", "b"))
+    cache.upsert_pod(owned("w3", "b"))
+    cache.upsert_pod(pod_info("bare", node_name="a"))
+
+    def nodes() -> list[str]:
+        rows = snapshot.owner_rows("default", "ReplicaSet", "web")
+        return sorted(cache.nodes.names[int(r)] for r in rows)
+
+    assert nodes() == ["a", "b", "b"]
+    cache.upsert_pod(owned("w2", "b", deletion_timestamp="2026-11-25T00:00:00Z"))
+    assert nodes() == ["a", "b"]  # terminating pods do not count
+    cache.remove_node("b")
+    assert nodes() == ["a"]  # w3 waits for its node
+    cache.upsert_node(node("b"))
+    assert nodes() == ["a", "b"]
+    cache.remove_pod("uid-default-w1")
+    cache.remove_pod("uid-default-w3")
+    assert nodes() == [] and cache.nodes.owner_rows == {}

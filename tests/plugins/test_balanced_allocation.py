@@ -3,15 +3,17 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
 from scheduler.framework.interface import Code, CycleState
 from scheduler.framework.registry import ConfigError
 from scheduler.plugins import balanced_allocation as ba
-from scheduler.plugins.balanced_allocation import BalancedAllocation
+from scheduler.plugins.balanced_allocation import BalancedAllocation, balanced_resource_score
 from scheduler.testing import container, full_view, node, pod, pod_info, snapshot_of, view_with
 
 GPU = "nvidia.com/gpu"
@@ -151,3 +153,31 @@ def test_args_defaulting() -> None:
     ba.validate_args({"resources": [{"name": "cpu", "weight": 0}]}, "args")
     plugin = ba.new({"resources": []}, None)  # type: ignore[arg-type]
     assert [(r.name, r.weight) for r in plugin.resources] == [("cpu", 1), ("memory", 1)]
+
+
+def _upstream_score(requested: list[int], allocatable: list[int]) -> int:
+    """balancedResourceScore for one node, as upstream writes it (Go float64 arithmetic)."""
+    fractions = [min(r / a, 1.0) for r, a in zip(requested, allocatable, strict=True) if a != 0]
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = sum(fractions) / len(fractions)
+        std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+    else:
+        std = 0.0
+    return int((1 - std) * 100)
+
+
+@pytest.mark.parametrize("zeros", [False, True])
+def test_every_row_scores_as_upstreams_formula(zeros: bool) -> None:
+    # Both paths: nodes that all have cpu and memory, and nodes missing one of them.
+    rng = np.random.default_rng(7)
+    n = 2000
+    allocatable = [rng.integers(1, 64_000, n), rng.integers(1, 2**36, n)]
+    if zeros:
+        allocatable[1][::3] = 0
+    requested = [rng.integers(0, 80_000, n), rng.integers(0, 2**37, n)]
+    got = balanced_resource_score(requested, allocatable)
+    want = [_upstream_score([int(r[i]) for r in requested], [int(a[i]) for a in allocatable])
+            for i in range(n)]
+    assert got.tolist() == want
