@@ -644,5 +644,4 @@ def _record_rejectors(diagnosis: Diagnosis, code: Code, plugins: set[str]) -> No
 
 def node_view(s: CycleHost, rows: IntArray) -> NodeView:
     """These node rows as the cache has them, no hypothetical pods."""
-    nodes = s.snapshot.nodes
-    return NodeView(s.snapshot, rows, nodes.requested[rows], nodes.pod_count[rows])
+    return NodeView.of(s.snapshot, rows)

@@ -324,7 +324,7 @@ class _Explainer:
         return candidates[outcome.feasible]
 
     def _view(self, rows: IntArray) -> NodeView:
-        return NodeView(self.snapshot, rows, self.table.requested[rows], self.table.pod_count[rows])
+        return NodeView.of(self.snapshot, rows)
 
     def _every_filter(self, order: IntArray) -> dict[str, list[FilterVerdict]]:
         """Per Filter plugin, its verdict on each node of ``order`` (the nodes as they are,

@@ -285,12 +285,7 @@ def snapshot_of(
 def full_view(snapshot: Snapshot) -> NodeView:
     """Every node of the snapshot, in the order the nodes were added."""
     rows = np.asarray(sorted(snapshot.nodes.index.values()), dtype=np.int64)
-    return NodeView(
-        snapshot=snapshot,
-        idx=rows,
-        requested=snapshot.nodes.requested[rows],
-        pod_count=snapshot.nodes.pod_count[rows],
-    )
+    return NodeView.of(snapshot, rows)
 
 
 def view_with(

@@ -469,7 +469,7 @@ class DefaultPreemption:
 
         # 1) Everything lower-priority removed: does the pod fit at all?
         resources = snapshot.resources
-        base_requested = nodes.requested[batch_rows]
+        base_requested = np.take(nodes.requested, batch_rows, axis=0)
         base_count = nodes.pod_count[batch_rows]
         # Only build per-row pod lists when an active filter reads them; for a pod without
         # affinity, spreading or host ports the numbers alone decide.
