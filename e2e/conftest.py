@@ -407,6 +407,30 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             report.sections.append(("scheduler", f"(could not read: {exc!r})"))
 
 
+def start_own_scheduler(kubeconfig: Path, log: Path, profile: str, *, shared: str = "",
+                        ours: str = "") -> LocalScheduler:
+    """A scheduler process of a test's own, with one profile named ``profile`` and no leader
+    election: ours, or upstream kube-scheduler with E2E_SCHEDULER=kube-scheduler. ``shared``
+    is configuration both read (extenders); ``ours`` only ours (the rescheduler)."""
+    scheduler: LocalScheduler
+    if os.environ.get("E2E_SCHEDULER") == "kube-scheduler":
+        from e2e.cluster.cluster import Cluster
+
+        binary = Cluster().bin_dir(with_kube_scheduler=True) / "kube-scheduler"
+        scheduler = ReferenceScheduler(kubeconfig, log, binary, scheduler_name=profile,
+                                       extra_config=shared)
+    else:
+        config = log.parent / f"{log.stem}-config.yaml"
+        config.write_text(
+            "apiVersion: kubescheduler.config.k8s.io/v1\n"
+            "kind: KubeSchedulerConfiguration\n"
+            "leaderElection: {leaderElect: false}\n"
+            f"profiles: [{{schedulerName: {profile}}}]\n" + shared + ours)
+        scheduler = LocalScheduler(kubeconfig, log, config)
+    scheduler.start()
+    scheduler.wait_ready()
+    return scheduler
+
 # ----------------------------------------------------------------------------- per test
 class Env:
     """One test's namespace, nodes, priority classes and recorder."""

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from e2e.conftest import Env, LocalScheduler, ReferenceScheduler
+from e2e.conftest import Env, LocalScheduler, start_own_scheduler
 from e2e.kube import Kube
 
 BACKEND = os.environ.get("E2E_SCHEDULER", "")
@@ -115,24 +115,8 @@ def extenders_yaml(entries: str) -> str:
 
 
 def start_scheduler(kubeconfig: Path, tmp_path: Path, extenders: str) -> LocalScheduler:
-    log = tmp_path / "extender-scheduler.log"
-    if BACKEND == "kube-scheduler":
-        from e2e.cluster.cluster import Cluster
-
-        binary = Cluster().bin_dir(with_kube_scheduler=True) / "kube-scheduler"
-        scheduler: LocalScheduler = ReferenceScheduler(
-            kubeconfig, log, binary, scheduler_name=PROFILE, extra_config=extenders)
-    else:
-        config = tmp_path / "config.yaml"
-        config.write_text(
-            "apiVersion: kubescheduler.config.k8s.io/v1\n"
-            "kind: KubeSchedulerConfiguration\n"
-            "leaderElection: {leaderElect: false}\n"
-            f"profiles: [{{schedulerName: {PROFILE}}}]\n" + extenders)
-        scheduler = LocalScheduler(kubeconfig, log, config)
-    scheduler.start()
-    scheduler.wait_ready()
-    return scheduler
+    return start_own_scheduler(kubeconfig, tmp_path / "extender-scheduler.log", PROFILE,
+                               shared=extenders)
 
 
 @pytest.mark.timeout(180)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from e2e.conftest import Env, LocalScheduler, ReferenceScheduler
+from e2e.conftest import Env, LocalScheduler, start_own_scheduler
 from e2e.kube import NODES, condition, node_of, ns_path, pod_manifest, terminating, wait_until
 
 BACKEND = os.environ.get("E2E_SCHEDULER", "")
@@ -35,25 +35,9 @@ pytestmark = [
 
 
 def start_scheduler(kubeconfig: Path, tmp_path: Path, rescheduler: str) -> LocalScheduler:
-    log = tmp_path / "rescheduler-scheduler.log"
-    if BACKEND == "kube-scheduler":
-        from e2e.cluster.cluster import Cluster
-
-        binary = Cluster().bin_dir(with_kube_scheduler=True) / "kube-scheduler"
-        scheduler: LocalScheduler = ReferenceScheduler(kubeconfig, log, binary,
-                                                       scheduler_name=PROFILE)
-    else:
-        config = tmp_path / "config.yaml"
-        config.write_text(
-            "apiVersion: kubescheduler.config.k8s.io/v1\n"
-            "kind: KubeSchedulerConfiguration\n"
-            "leaderElection: {leaderElect: false}\n"
-            f"profiles: [{{schedulerName: {PROFILE}}}]\n"
-            f"rescheduler: {{enabled: true, interval: 1s, {rescheduler}}}\n")
-        scheduler = LocalScheduler(kubeconfig, log, config)
-    scheduler.start()
-    scheduler.wait_ready()
-    return scheduler
+    return start_own_scheduler(
+        kubeconfig, tmp_path / "rescheduler-scheduler.log", PROFILE,
+        ours=f"rescheduler: {{enabled: true, interval: 1s, {rescheduler}}}\n")
 
 
 @pytest.fixture

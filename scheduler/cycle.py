@@ -246,7 +246,7 @@ def schedule_pod(
     if feasible.size == 1:
         return ScheduleResult(names[int(feasible[0])], evaluated, 1)
     view = node_view(s, feasible)
-    totals = prioritize(framework, state, pod, view)
+    totals, _ = prioritize(framework, state, pod, view)
     if s.extenders:
         totals = totals + extender_scores(s, pod, view)
     host = select_host(s, view, totals)
@@ -413,14 +413,17 @@ def num_feasible_nodes_to_find(profile_pct: int | None, global_pct: int, num_nod
     return max(num_nodes * pct // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def prioritize(framework: Framework, state: CycleState, pod: PodInfo, view: NodeView) -> IntArray:
+def prioritize(
+    framework: Framework, state: CycleState, pod: PodInfo, view: NodeView
+) -> tuple[IntArray, dict[str, IntArray]]:
+    """PreScore and Score: the weighted total per row, and each plugin's normalised scores."""
     status = framework.run_pre_score(state, pod, view)
     if not status.is_success():
         raise SchedulingError(status.message)
-    totals, status, _ = framework.run_score(state, pod, view)
+    totals, status, per_plugin = framework.run_score(state, pod, view)
     if not status.is_success():
         raise SchedulingError(status.message)
-    return totals
+    return totals, per_plugin
 
 
 def extender_scores(s: CycleHost, pod: PodInfo, view: NodeView) -> IntArray:

@@ -31,6 +31,7 @@ from scheduler.cycle import (
     find_nodes_that_pass_extenders,
     node_view,
     pre_filter_candidates,
+    prioritize,
 )
 from scheduler.framework.config import AVOID_BOUNCE_BACK, OBJECTIVE_PLUGINS
 from scheduler.framework.interface import CycleState, Diagnosis, IntArray
@@ -140,12 +141,7 @@ def evaluate(
         if targets.size == 0:
             return Verdict(pod, source, blocker="no other node fits it")
         view = node_view(s, feasible)
-        status = framework.run_pre_score(state, replacement, view)
-        if not status.is_success():
-            raise SchedulingError(status.message)
-        _, status, per_plugin = framework.run_score(state, replacement, view)
-        if not status.is_success():
-            raise SchedulingError(status.message)
+        _, per_plugin = prioritize(framework, state, replacement, view)
     except SchedulingError as err:
         return Verdict(pod, source, blocker=f"simulation failed: {err}")
     weights = {plugin.name: weight for plugin, weight in framework.plugins.score}
