@@ -408,10 +408,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def start_own_scheduler(kubeconfig: Path, log: Path, profile: str, *, shared: str = "",
-                        ours: str = "") -> LocalScheduler:
-    """A scheduler process of a test's own, with one profile named ``profile`` and no leader
-    election: ours, or upstream kube-scheduler with E2E_SCHEDULER=kube-scheduler. ``shared``
-    is configuration both read (extenders); ``ours`` only ours (the rescheduler)."""
+                        ours: str = "", lease: tuple[str, str] | None = None) -> LocalScheduler:
+    """A scheduler process of a test's own, with one profile named ``profile``: ours, or
+    upstream kube-scheduler with E2E_SCHEDULER=kube-scheduler. ``shared`` is configuration
+    both read (extenders); ``ours`` only ours (the rescheduler). Ours elects a leader on
+    ``lease`` (namespace, name) when given, else runs without leader election."""
     scheduler: LocalScheduler
     if os.environ.get("E2E_SCHEDULER") == "kube-scheduler":
         from e2e.cluster.cluster import Cluster
@@ -420,11 +421,14 @@ def start_own_scheduler(kubeconfig: Path, log: Path, profile: str, *, shared: st
         scheduler = ReferenceScheduler(kubeconfig, log, binary, scheduler_name=profile,
                                        extra_config=shared)
     else:
+        election = ("{leaderElect: false}" if lease is None else
+                    f"{{leaderElect: true, resourceNamespace: {lease[0]}, "
+                    f"resourceName: {lease[1]}}}")
         config = log.parent / f"{log.stem}-config.yaml"
         config.write_text(
             "apiVersion: kubescheduler.config.k8s.io/v1\n"
             "kind: KubeSchedulerConfiguration\n"
-            "leaderElection: {leaderElect: false}\n"
+            f"leaderElection: {election}\n"
             f"profiles: [{{schedulerName: {profile}}}]\n" + shared + ours)
         scheduler = LocalScheduler(kubeconfig, log, config)
     scheduler.start()

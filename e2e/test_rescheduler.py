@@ -34,10 +34,11 @@ pytestmark = [
 ]
 
 
-def start_scheduler(kubeconfig: Path, tmp_path: Path, rescheduler: str) -> LocalScheduler:
+def start_scheduler(kubeconfig: Path, tmp_path: Path, rescheduler: str, *, name: str = "",
+                    lease: tuple[str, str] | None = None) -> LocalScheduler:
     return start_own_scheduler(
-        kubeconfig, tmp_path / "rescheduler-scheduler.log", PROFILE,
-        ours=f"rescheduler: {{enabled: true, interval: 1s, {rescheduler}}}\n")
+        kubeconfig, tmp_path / f"rescheduler-scheduler{name}.log", PROFILE,
+        ours=f"rescheduler: {{enabled: true, interval: 1s, {rescheduler}}}\n", lease=lease)
 
 
 @pytest.fixture
@@ -231,3 +232,25 @@ def test_no_eviction_when_no_better_node_fits(env: Env, start: Any) -> None:
     assert wait_placed(env, "big", 1) == {big: old}
     assert env.rec.deleted_at(big) is None
     assert all(e["regarding"]["name"] != big for e in events(env, "Rescheduled"))
+
+
+def test_only_the_leader_moves_pods(env: Env, kubeconfig: Path, tmp_path: Path) -> None:
+    (old,) = env.nodes("old")
+    lease = (env.ns, f"{PROFILE}-{env.id}")
+    replicas = [start_scheduler(kubeconfig, tmp_path, "", name=f"-{i}", lease=lease)
+                for i in range(2)]
+    try:
+        deployment(env, "web", 3, cpu="1")
+        assert set(wait_placed(env, "web", 3).values()) == {old}
+        (new,) = env.nodes("new")
+        wait_until(lambda: new in (placed(env, "web", 3) or {}).values(), 60,
+                   "a web pod moved to the new node", diagnose=env.diagnose)
+        # Read while both run: once the leader stops, the other may take over.
+        logs = [r.log_path.read_text(errors="replace") for r in replicas]
+    finally:
+        for replica in replicas:
+            replica.stop()
+    passes = ['"event": "Rescheduler pass"' in text for text in logs]
+    moves = ['"event": "Moved pod"' in text for text in logs]
+    # One replica leads and moves pods; the standby never runs a pass.
+    assert sorted(passes) == [False, True] and moves == passes, (passes, moves)
