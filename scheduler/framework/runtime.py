@@ -362,23 +362,29 @@ class Framework:
         self, state: CycleState, pod: PodInfo, view: NodeView
     ) -> tuple[IntArray, Status, dict[str, IntArray]]:
         """Weighted sum of normalised scores per row, plus each plugin's scores."""
-        total = np.zeros(len(view), dtype=np.int64)
-        per_plugin: dict[str, IntArray] = {}
+        names: list[str] = []
+        weights: list[int] = []
+        scored: list[IntArray] = []
         for plugin, weight in self._plugins_for(state).score:
             if plugin.name in state.skip_score:
                 continue
-            raw = plugin.score(state, pod, view)
-            scores = plugin.normalize(state, pod, raw)
-            invalid = np.flatnonzero((scores < 0) | (scores > MAX_NODE_SCORE))
-            if invalid.size:
-                return total, Status(Code.ERROR, (
-                    "applying score defaultWeights on Score plugins: "
-                    f'plugin "{plugin.name}" returns an invalid score {int(scores[invalid[0]])}, '
-                    f"it should in the range of [0, {MAX_NODE_SCORE}] after normalizing",
-                ), plugin.name), per_plugin
-            per_plugin[plugin.name] = scores
-            total += scores * weight
-        return total, SUCCESS, per_plugin
+            names.append(plugin.name)
+            weights.append(weight)
+            scored.append(plugin.normalize(state, pod, plugin.score(state, pod, view)))
+        if not scored:
+            return np.zeros(len(view), dtype=np.int64), SUCCESS, {}
+        # One array for every plugin: the range check and the weighted sum in two operations.
+        matrix = np.stack(scored).astype(np.int64, copy=False)
+        invalid = np.argwhere((matrix < 0) | (matrix > MAX_NODE_SCORE))
+        if invalid.size:
+            p, i = (int(v) for v in invalid[0])
+            return np.zeros(len(view), dtype=np.int64), Status(Code.ERROR, (
+                "applying score defaultWeights on Score plugins: "
+                f'plugin "{names[p]}" returns an invalid score {int(matrix[p, i])}, '
+                f"it should in the range of [0, {MAX_NODE_SCORE}] after normalizing",
+            ), names[p]), dict(zip(names[:p], scored[:p], strict=True))
+        total = np.asarray(weights, dtype=np.int64) @ matrix
+        return total, SUCCESS, dict(zip(names, scored, strict=True))
 
     # -- Reserve / Permit / Bind ----------------------------------------------------------
     @_timed_point("Reserve", lambda status: status.code)
