@@ -61,9 +61,11 @@ run: install
 demo: install cluster-bins
 	$(PY) e2e/demo.py
 
-## bench: in-process benchmarks; JSON results in bench/results/
+## bench: in-process benchmarks (scheduling cycles, a rescheduler pass); JSON in bench/results/
 bench: install
 	$(PY) bench/run.py
+	$(PY) bench/rescheduler.py
+	$(PY) bench/rescheduler.py --worst-case
 
 ## bench-e2e: kube-scheduler and ours side by side on a local control plane (JSON + PNG in
 ## bench/results/; BENCH_E2E_ARGS=--quick for a smoke run, --nodes 5000 for the big one)
