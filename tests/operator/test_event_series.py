@@ -105,3 +105,13 @@ def test_an_expired_event_is_created_again_with_its_series(api: FakeApi) -> None
     _, again = api.calls("POST", EVENTS)
     assert again.body["metadata"]["name"] == "web.1"
     assert again.body["series"]["count"] == 2
+
+
+def test_an_event_is_kept_as_its_key_and_four_fields_and_rebuilt_whole() -> None:
+    from scheduler.operator.event_series import _body, _first
+
+    plain = event()
+    related = {**event(), "related": {"kind": "Pod", "namespace": "default", "name": "pre",
+                                      "uid": "p"}}
+    for body in (plain, related):
+        assert _body(event_key(body), _first(body)) == body
