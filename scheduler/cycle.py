@@ -245,7 +245,7 @@ def schedule_pod(
     names = snapshot.nodes.names
     if feasible.size == 1:
         return ScheduleResult(names[int(feasible[0])], evaluated, 1)
-    view = node_view(s, feasible)
+    view = NodeView.of(s.snapshot, feasible)
     totals, _ = prioritize(framework, state, pod, view)
     if s.extenders:
         totals = totals + extender_scores(s, pod, view)
@@ -271,7 +271,7 @@ def find_nodes_that_fit(
     if pod.nominated_node_name:
         row = snapshot.row_of(pod.nominated_node_name)
         if row is not None:
-            single = node_view(s, np.asarray([row], dtype=np.int64))
+            single = NodeView.of(s.snapshot, np.asarray([row], dtype=np.int64))
             outcome = framework.run_filters_with_nominated(state, pod, single, nominated)
             if outcome.error is not None:
                 # Upstream logs this and goes on with every node.
@@ -290,7 +290,7 @@ def find_nodes_that_fit(
         return np.zeros(0, dtype=np.int64), diagnosis, 0
     start_index = s.next_start_index % n
     rotated = np.concatenate((candidates[start_index:], candidates[:start_index]))
-    view = node_view(s, rotated)
+    view = NodeView.of(s.snapshot, rotated)
     outcome = framework.run_filters_with_nominated(state, pod, view, nominated)
     if outcome.error is not None:
         raise SchedulingError(outcome.error.message)
@@ -644,7 +644,3 @@ def _record_rejectors(diagnosis: Diagnosis, code: Code, plugins: set[str]) -> No
     else:
         diagnosis.unschedulable_plugins |= plugins
 
-
-def node_view(s: CycleHost, rows: IntArray) -> NodeView:
-    """These node rows as the cache has them, no hypothetical pods."""
-    return NodeView.of(s.snapshot, rows)

@@ -29,12 +29,11 @@ from scheduler.cycle import (
     SchedulingError,
     extender_scores,
     find_nodes_that_pass_extenders,
-    node_view,
     pre_filter_candidates,
     prioritize,
 )
 from scheduler.framework.config import AVOID_BOUNCE_BACK, OBJECTIVE_PLUGINS
-from scheduler.framework.interface import CycleState, Diagnosis, IntArray
+from scheduler.framework.interface import CycleState, Diagnosis, IntArray, NodeView
 from scheduler.framework.runtime import Framework
 from scheduler.model.pod import PodInfo
 from scheduler.scheduler import Scheduler
@@ -140,7 +139,7 @@ def evaluate(
         targets = _targets(s, feasible, source_row, avoided)
         if targets.size == 0:
             return Verdict(pod, source, blocker="no other node fits it")
-        view = node_view(s, feasible)
+        view = NodeView.of(s.snapshot, feasible)
         _, per_plugin = prioritize(framework, state, replacement, view)
     except SchedulingError as err:
         return Verdict(pod, source, blocker=f"simulation failed: {err}")
@@ -183,7 +182,7 @@ def _feasible_rows(s: Scheduler, framework: Framework, state: CycleState, pod: P
     if candidates is None or candidates.size == 0:
         return np.zeros(0, dtype=np.int64)
     outcome = framework.run_filters_with_nominated(
-        state, pod, node_view(s, candidates), s.queue.nominator.all())
+        state, pod, NodeView.of(s.snapshot, candidates), s.queue.nominator.all())
     if outcome.error is not None:
         raise SchedulingError(outcome.error.message)
     feasible = candidates[outcome.feasible]
