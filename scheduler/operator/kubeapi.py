@@ -84,17 +84,21 @@ class TokenBucket:
         self._lock = threading.Lock()
 
     def acquire(self) -> None:
+        """Take a token, waiting for it if none is left.
+
+        As golang.org/x/time/rate's Wait, which client-go uses: each caller reserves the
+        next token at once (the count may go below zero) and sleeps until its own turn, so
+        writes leave in the order they asked. Racing for each refill instead lets some
+        callers lose many times in a row: bindings then leave seconds out of order.
+        """
         if self.qps <= 0:
             return
-        while True:
-            with self._lock:
-                now = self._clock()
-                self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.qps)
-                self.updated = now
-                if self.tokens >= 1:
-                    self.tokens -= 1
-                    return
-                wait = (1 - self.tokens) / self.qps
+        with self._lock:
+            now = self._clock()
+            self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.qps) - 1
+            self.updated = now
+            wait = -self.tokens / self.qps
+        if wait > 0:
             self._sleep(wait)
 
 

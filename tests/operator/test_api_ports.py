@@ -189,6 +189,20 @@ def test_the_token_bucket_allows_a_burst_then_paces_at_qps() -> None:
     assert slept == [pytest.approx(1 / 50)]
 
 
+def test_the_token_bucket_serves_waiting_callers_in_the_order_they_asked() -> None:
+    # Concurrent callers: nobody's sleep has ended when the next one asks.
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        assert len(slept) < 10, "a caller retried instead of waiting for its turn"
+
+    bucket = TokenBucket(qps=50, burst=1, clock=lambda: 0.0, sleep=sleep)
+    for _ in range(4):
+        bucket.acquire()
+    assert slept == [pytest.approx(k / 50) for k in (1, 2, 3)]
+
+
 @pytest.mark.parametrize(
     ("api_key", "prefix", "expected"),
     [
