@@ -352,6 +352,19 @@ class PodInfo:
         """The pod has a required pod affinity or a required pod anti-affinity term."""
         return bool(self.required_affinity or self.required_anti_affinity)
 
+    def deleted_at_once(self) -> bool:
+        """A DELETE without a grace period of its own removes the pod at once: its effective
+        grace period is 0 (upstream's CheckGracefulDelete: the spec's, or 0 when unbound or
+        terminal) and no finalizer holds it."""
+        metadata = self.raw.get("metadata")
+        if is_mapping(metadata) and metadata.get("finalizers"):
+            return False
+        if not self.node_name or self.phase in ("Succeeded", "Failed"):
+            return True
+        spec = self.raw.get("spec")
+        grace = spec.get("terminationGracePeriodSeconds") if is_mapping(spec) else None
+        return grace == 0
+
     def has_preemption_disruption_target(self) -> bool:
         """The first ``DisruptionTarget`` condition is True with reason PreemptionByScheduler
         (upstream's ``podTerminatingByPreemption`` also requires a deletionTimestamp)."""

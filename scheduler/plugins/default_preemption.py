@@ -15,8 +15,10 @@ framework/preemption, v1.37):
 5. actuation, asynchronously (upstream's prepareCandidateAsync): clear lower-priority
    nominations on that node (their own preemptions, if still running, are void and they
    retry at once), then remove the victims, all but the last in parallel and the last once
-   the others are gone: mark each ``DisruptionTarget``, evict it through the Eviction API,
-   record a ``Preempted`` Event. A victim waiting at Permit is rejected in memory. Victims
+   the others are gone: evict each through the Eviction API (which marks it
+   ``DisruptionTarget``), give the condition our reason unless the victim was deleted at once,
+   and record a ``Preempted`` Event; a budget's refusal in BestEffort mode marks and deletes
+   it, as upstream does. A victim waiting at Permit is rejected in memory. Victims
    already terminating are skipped (none left: nothing is sent). The nomination itself is
    written once, with the PodScheduled condition, by the failure handler. While the
    actuation runs the pod is gated in PreEnqueue; a deletion event of a bound pod makes the
@@ -753,23 +755,28 @@ class DefaultPreemption:
             log.info("Preempted a pod waiting at Permit", pod=pod.key, victim=victim.key,
                      node=node)
             return Removal.GONE
-        if not evictor.mark_disruption_target(victim, message):
-            log.warning("Could not mark preemption victim", pod=pod.key, victim=victim.key)
-            return Removal.FAILED
+        # The Eviction API marks the victim DisruptionTarget itself (reason
+        # EvictionByEvictionAPI) as it deletes it, so no mark goes before it: a victim a
+        # budget spares is left unmarked.
         result = evictor.evict(victim)
         outcome = result.outcome
         self._metrics().evictions.labels(outcome.value).inc()
         if outcome is EvictionOutcome.EVICTED:
-            # The Eviction API rewrites DisruptionTarget to reason EvictionByEvictionAPI.
-            # Restore ours, so the victim reads as upstream's victims do and eligibility
-            # ("a terminating pod on the nominated node") recognises it.
-            evictor.mark_disruption_target(victim, message)
+            if not victim.deleted_at_once() and not evictor.mark_disruption_target(victim, message):
+                # Cosmetic: the victim is going; only its condition's reason is the API's.
+                log.warning("Could not mark preemption victim", pod=pod.key, victim=victim.key)
+            # Otherwise our reason replaces the API's while the victim terminates, so it
+            # reads as upstream's victims do and eligibility ("a terminating pod on the
+            # nominated node") recognises it. A victim deleted at once is not written again.
         elif outcome in _REFUSALS and not self.strict_pdb:
-            # BestEffort, as upstream (which deletes outright): a budget is respected when
-            # possible, not at any cost; a pod under several budgets can never be evicted.
-            # A plain delete keeps our condition as it is.
+            # BestEffort, as upstream (which marks, then deletes outright): a budget is
+            # respected when possible, not at any cost; a pod under several budgets can
+            # never be evicted.
             log.info("Eviction refused by a PodDisruptionBudget; deleting the victim",
                      pod=pod.key, victim=victim.key, reason=result.message)
+            if not evictor.mark_disruption_target(victim, message):
+                log.warning("Could not mark preemption victim", pod=pod.key, victim=victim.key)
+                return Removal.FAILED
             outcome = evictor.delete(victim)
             self._metrics().evictions.labels(DELETED if outcome is EvictionOutcome.EVICTED
                                              else outcome.value).inc()

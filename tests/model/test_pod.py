@@ -166,6 +166,30 @@ def test_has_preemption_disruption_target(conditions: Any, expected: bool) -> No
     assert info.has_preemption_disruption_target() is expected
 
 
+BOUND = {"nodeName": "n1", "terminationGracePeriodSeconds": 30}
+
+
+@pytest.mark.parametrize(
+    ("spec", "phase", "finalizers", "expected"),
+    [
+        pytest.param(BOUND, "Running", None, False, id="bound with a grace period: terminates"),
+        pytest.param({**BOUND, "terminationGracePeriodSeconds": 0}, "Running", None, True,
+                     id="bound without a grace period: deleted at once"),
+        pytest.param({"terminationGracePeriodSeconds": 30}, "Pending", None, True,
+                     id="not bound: deleted at once whatever its grace period"),
+        pytest.param(BOUND, "Succeeded", None, True, id="terminal: deleted at once"),
+        pytest.param({**BOUND, "terminationGracePeriodSeconds": 0}, "Running", ["x/keep"],
+                     False, id="a finalizer holds it"),
+    ],
+)
+def test_deleted_at_once(
+    spec: dict[str, Any], phase: str, finalizers: Any, expected: bool
+) -> None:
+    raw = with_(make_pod(**spec), "status.phase", phase)
+    info = PodInfo.from_pod(with_(raw, "metadata.finalizers", finalizers))
+    assert info.deleted_at_once() is expected
+
+
 @pytest.mark.parametrize(
     ("image", "normalized"),
     [

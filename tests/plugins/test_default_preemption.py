@@ -1284,8 +1284,9 @@ def test_failed_scheduling_message(
 
 # -- actuation ------------------------------------------------------------------------------
 def removed(name: str, *, restore: bool = True) -> list[tuple[str, ...]]:
-    """The calls for a victim the Eviction API removed (then our condition restored)."""
-    calls = [("mark", name, VICTIM_MESSAGE), ("evict", name)]
+    """The calls for a victim the Eviction API removed (then our condition restored, unless
+    it was deleted at once)."""
+    calls: list[tuple[str, ...]] = [("evict", name)]
     if restore:
         calls.append(("mark", name, VICTIM_MESSAGE))
     return [*calls, ("event", name, "p", "node1")]
@@ -1343,45 +1344,50 @@ def deleted(c: Cluster, obj: Mapping[str, Any]) -> None:
         ),
         pytest.param(
             {}, FakeEvictor({"p1.1": E.BLOCKED_BY_PDB}),
-            [("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1"), ("delete", "p1.1"),
+            [("evict", "p1.1"), ("mark", "p1.1", VICTIM_MESSAGE), ("delete", "p1.1"),
              ("event", "p1.1", "p", "node1"), *removed("p1.2")], POOLED,
-            id="BestEffort: an eviction refused by a budget (429) is followed by a delete",
+            id="BestEffort: an eviction refused by a budget (429) is followed by mark, delete",
         ),
         pytest.param(
             {}, FakeEvictor({"p1.1": E.MULTIPLE_PDBS}),
-            [("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1"), ("delete", "p1.1"),
+            [("evict", "p1.1"), ("mark", "p1.1", VICTIM_MESSAGE), ("delete", "p1.1"),
              ("event", "p1.1", "p", "node1"), *removed("p1.2")], POOLED,
             id="BestEffort: a victim under several budgets can never be evicted: deleted",
         ),
         pytest.param(
             {"pdbMode": "Strict"}, FakeEvictor({"p1.1": E.BLOCKED_BY_PDB}),
-            [("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1")], BACKING_OFF,
-            id="Strict: a refused eviction is not forced; the node is released, retry later",
+            [("evict", "p1.1")], BACKING_OFF,
+            id="Strict: a refused eviction is not forced, nor the victim marked; retry later",
         ),
         pytest.param(
             {"pdbMode": "Strict"}, FakeEvictor({"p1.1": E.MULTIPLE_PDBS}),
-            [("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1")], BACKING_OFF,
+            [("evict", "p1.1")], BACKING_OFF,
             id="Strict: several budgets refuse too; the node is released, retry later",
         ),
         pytest.param(
             {}, FakeEvictor({"p1.1": E.FAILED}),
-            [("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1")], ACTIVATED,
+            [("evict", "p1.1")], ACTIVATED,
             id="a failed eviction spares the last victim and sends the preemptor to activeQ",
         ),
         pytest.param(
             {}, FakeEvictor({"p1.1": E.GONE}),
-            [("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1"), *removed("p1.2")], ACTIVATED,
+            [("evict", "p1.1"), *removed("p1.2")], ACTIVATED,
             id="a victim already gone: no deletion event will come for it, retry at once",
         ),
         pytest.param(
             {}, FakeEvictor({"p1.1": E.BLOCKED_BY_PDB}, delete_ok=False),
-            [("mark", "p1.1", VICTIM_MESSAGE), ("evict", "p1.1"), ("delete", "p1.1")],
+            [("evict", "p1.1"), ("mark", "p1.1", VICTIM_MESSAGE), ("delete", "p1.1")],
             ACTIVATED,
             id="BestEffort: a failed delete after a 429 ends the actuation with a retry",
         ),
         pytest.param(
-            {}, FakeEvictor(mark_ok=False), [("mark", "p1.1", VICTIM_MESSAGE)], ACTIVATED,
-            id="a victim that cannot be marked DisruptionTarget is not evicted",
+            {}, FakeEvictor({"p1.1": E.BLOCKED_BY_PDB}, mark_ok=False),
+            [("evict", "p1.1"), ("mark", "p1.1", VICTIM_MESSAGE)], ACTIVATED,
+            id="BestEffort: a victim that cannot be marked DisruptionTarget is not deleted",
+        ),
+        pytest.param(
+            {}, FakeEvictor(mark_ok=False), [*removed("p1.1"), *removed("p1.2")], POOLED,
+            id="an evicted victim whose reason cannot be restored is removed all the same",
         ),
     ],
 )
@@ -1422,6 +1428,26 @@ def test_actuation(
         assert (key, reason, c.ports.nominations[-1]) == (preemptor.key, "Unschedulable", "")
         assert note == ("preemption: a PodDisruptionBudget refused the eviction of a victim "
                         "on node node1")
+
+
+@pytest.mark.parametrize(
+    ("victim", "want_restore"),
+    [
+        pytest.param({"spec": {"terminationGracePeriodSeconds": 0}}, False,
+                     id="no grace period: deleted at once, nothing to mark"),
+        pytest.param({"spec": {"terminationGracePeriodSeconds": 30}}, True,
+                     id="a grace period: our reason is restored while it terminates"),
+    ],
+)
+def test_a_victim_deleted_at_once_is_not_marked_after_its_eviction(
+    victim: dict[str, Any], want_restore: bool
+) -> None:
+    evictor = FakeEvictor()
+    pods = [p("v", on="node1", prio=LOW, res=SMALL, **victim)]
+    c = cluster([n("node1", SMALL)], pods, evictor=evictor)
+    c.schedule(info(p("p", prio=HIGH, res=SMALL)))
+    assert c.plugin.wait_for_actuations(10)
+    assert evictor.calls == removed("v", restore=want_restore)
 
 
 def test_victims_are_removed_in_parallel_and_the_last_once_the_others_are_gone() -> None:
@@ -1556,7 +1582,7 @@ def test_actuation_clears_lower_priority_nominations_on_the_node() -> None:
     c.schedule(info(p("p", prio=HIGH, res=VERY_LARGE)))
     assert c.plugin.wait_for_actuations(10)
     assert evictor.calls[0] == ("nominate", "low-nom", "")
-    assert evictor.calls[1][0] == "mark"
+    assert evictor.calls[1][0] == "evict"
     nominator = c.s.queue.nominator
     assert nominator.node_of("low-nom") is None
     assert nominator.node_of("high-nom") == "node1"
