@@ -38,6 +38,7 @@ from scheduler.framework.interface import (
     NodeView,
     Status,
 )
+from scheduler.framework.runtime import FilterOutcome
 from scheduler.metrics import ERROR, PLUGIN_METRICS_SAMPLE_PERCENT, SCHEDULED, UNSCHEDULABLE
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from scheduler.framework.config import SchedulerConfig
     from scheduler.framework.extender import Extender
     from scheduler.framework.ports import Reporter
-    from scheduler.framework.runtime import FilterOutcome, Framework
+    from scheduler.framework.runtime import Framework
     from scheduler.framework.snapshot import ClusterSnapshot
     from scheduler.framework.waiting import WaitingPods
     from scheduler.metrics import Metrics
@@ -290,21 +291,19 @@ def find_nodes_that_fit(
         return np.zeros(0, dtype=np.int64), diagnosis, 0
     start_index = s.next_start_index % n
     rotated = np.concatenate((candidates[start_index:], candidates[:start_index]))
-    view = NodeView.of(s.snapshot, rotated)
-    outcome = framework.run_filters_with_nominated(state, pod, view, nominated)
-    if outcome.error is not None:
-        raise SchedulingError(outcome.error.message)
-    feasible_positions = outcome.feasible
     to_find = num_feasible_nodes_to_find(
         framework.percentage_of_nodes_to_score, s.config.percentage_of_nodes_to_score, n
     )
     if not (framework.plugins.score or any(e.is_filter or e.is_prioritizer for e in s.extenders)):
         to_find = 1
+    outcome = filter_until_found(s, framework, state, pod, rotated, to_find, nominated)
+    evaluated = int(outcome.codes.size)
+    feasible_positions = outcome.feasible
     if feasible_positions.size > to_find:
         feasible_positions = feasible_positions[:to_find]
         processed = int(feasible_positions[-1]) + 1
     else:
-        processed = n
+        processed = evaluated
     # Upstream: (nextStartNodeIndex + processed) % len(allNodes), whatever the restriction.
     s.next_start_index = (s.next_start_index + processed) % max(int(order.size), 1)
     record_rejections(diagnosis, rotated, outcome, processed)
@@ -314,6 +313,37 @@ def find_nodes_that_fit(
         # Extenders register no events: a pod they rejected retries on any event.
         diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
     return passed, diagnosis, processed
+
+
+def filter_until_found(
+    s: CycleHost,
+    framework: Framework,
+    state: CycleState,
+    pod: PodInfo,
+    rotated: IntArray,
+    to_find: int,
+    nominated: Mapping[str, Sequence[PodInfo]],
+) -> FilterOutcome:
+    """The Filter outcome of the first rows of ``rotated``, in windows, until ``to_find`` of
+    them are feasible or every row is judged: as upstream, which stops checking nodes once it
+    has found enough, the rest of a large cluster is not filtered. Each window is sized from
+    the feasible share seen so far, with a quarter to spare."""
+    n = int(rotated.size)
+    outcomes: list[FilterOutcome] = []
+    judged = found = 0
+    size = min(n, to_find + to_find // 4)
+    while True:
+        view = NodeView.of(s.snapshot, rotated[judged:judged + size])
+        outcome = framework.run_filters_with_nominated(state, pod, view, nominated)
+        if outcome.error is not None:
+            raise SchedulingError(outcome.error.message)
+        outcomes.append(outcome)
+        judged += len(view)
+        found += int(np.count_nonzero(outcome.codes == np.uint8(Code.SUCCESS)))
+        if found >= to_find or judged >= n:
+            return FilterOutcome.joined(outcomes)
+        wanted = (to_find - found) * judged // found if found else n
+        size = min(n - judged, wanted + wanted // 4 + 1)
 
 
 def find_nodes_that_pass_extenders(

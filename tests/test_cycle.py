@@ -802,6 +802,49 @@ def test_round_robin_evaluation_is_fair_across_cycles() -> None:
     assert len(seen) == 500, "every node gets its turn"
 
 
+def windows_harness(rejected: Iterable[int], pct: int) -> tuple[Harness, FakeFilter]:
+    """200 nodes n000..n199, ``rejected`` of them refused by a FakeFilter, an equal score."""
+    refuse = FakeFilter(codes={f"n{i:03d}": Code.UNSCHEDULABLE for i in rejected})
+    h = Harness({**only(refuse, EqualScore()), "percentageOfNodesToScore": pct},
+                plugins=[refuse, EqualScore()])
+    h.nodes(*(node(f"n{i:03d}") for i in range(200)))
+    h.s.refresh()
+    return h, refuse
+
+
+def test_nodes_are_filtered_only_until_enough_are_feasible() -> None:
+    # 100 to find (the minimum) when every node fits: one window of 125, not 200 nodes.
+    h, refuse = windows_harness((), 10)
+    feasible, _, evaluated = find_nodes_that_fit(
+        h.s, h.s.profiles[SCHED], CycleState(), PodInfo.from_pod(pod("p")))
+    assert (feasible.size, evaluated) == (100, 100)
+    assert [len(names) for names in refuse.calls] == [125]
+
+
+def test_windows_go_on_until_enough_are_found_and_agree_with_filtering_everything() -> None:
+    # Every other node refused: the first window finds 63 of 100, the next is sized for the
+    # 37 still missing; the answer is the first 100 feasible nodes in order, as one pass.
+    odd = range(1, 200, 2)
+    h, refuse = windows_harness(odd, 10)
+    feasible, diagnosis, evaluated = find_nodes_that_fit(
+        h.s, h.s.profiles[SCHED], CycleState(), PodInfo.from_pod(pod("p")))
+    assert [len(names) for names in refuse.calls] == [125, 75]
+    names = h.s.snapshot.nodes.names
+    assert [names[r] for r in feasible] == [f"n{i:03d}" for i in range(0, 200, 2)]
+    assert evaluated == 200, "the 100th feasible node is the last one"
+    assert [(rows.size, reason) for rows, reason, _ in diagnosis.reasons] == [
+        (100, "injecting failure for pod p")], "the rejections judged, as one reason"
+
+
+def test_with_too_few_feasible_nodes_every_node_is_judged() -> None:
+    h, refuse = windows_harness(range(190), 10)
+    feasible, diagnosis, evaluated = find_nodes_that_fit(
+        h.s, h.s.profiles[SCHED], CycleState(), PodInfo.from_pod(pod("p")))
+    assert (feasible.size, evaluated) == (10, 200)
+    assert sum(len(names) for names in refuse.calls) == 200
+    assert int(np.count_nonzero(diagnosis.codes)) == 190
+
+
 def test_a_profile_percentage_overrides_the_global_one() -> None:
     config = {"percentageOfNodesToScore": 100, "profiles": [
         {"percentageOfNodesToScore": 50,

@@ -74,6 +74,23 @@ class FilterOutcome:
         wanted = np.uint8(code)
         return {plugin for rows, _, plugin in self.reasons if (self.codes[rows] == wanted).any()}
 
+    @classmethod
+    def joined(cls, parts: Sequence[FilterOutcome]) -> FilterOutcome:
+        """The outcome of consecutive views as one: positions continue across the parts,
+        and a reason a plugin gave in several parts is one entry."""
+        if len(parts) == 1:
+            return parts[0]
+        reasons: dict[tuple[str, str], list[IntArray]] = {}
+        offset = 0
+        for part in parts:
+            for positions, reason, plugin in part.reasons:
+                reasons.setdefault((reason, plugin), []).append(positions + offset)
+            offset += int(part.codes.size)
+        return cls(
+            np.concatenate([part.codes for part in parts]),
+            [(np.concatenate(rows), reason, plugin) for (reason, plugin), rows in reasons.items()],
+        )
+
 
 
 _P = ParamSpec("_P")
