@@ -22,6 +22,7 @@ from scheduler.framework.ports import BindOutcome
 from scheduler.intake import ADDED, MODIFIED
 from scheduler.model.pod import PodInfo
 from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
+from scheduler.scheduler import BINDING_HOLD_SECONDS
 from scheduler.testing import node, pod
 from tests.test_cycle import NO_PREEMPTION, FakeFilter, FakePermit, Harness, only
 
@@ -174,6 +175,56 @@ def test_a_long_burst_is_scheduled_while_events_keep_flowing(
         per_node[n] = per_node.get(n, 0) + 1
     assert max(per_node.values()) <= 32, "no node got more than its 16 cpu"
     assert len(h.s.cache.pod_uids()) == total
+
+
+def test_bindings_wait_for_each_other_while_more_pods_are_ready(
+    running: Callable[..., Harness],
+) -> None:
+    # Cycles run by hand (no loop): 20 pods ready, so the first 15 bindings are held, the
+    # 16th hands all 16 over together; the last 4 go once nothing is ready any more.
+    h = running(NO_PREEMPTION, workers=4)
+    h.nodes(node("n1", cpu="32"))
+    for i in range(20):
+        h.add(pod(f"p{i:02d}"))
+    for _ in range(15):
+        assert h.cycle()
+    assert h.s.in_flight_bindings() == 15, "held ones count as in flight"
+    time.sleep(0.05)
+    assert h.ports.binds == [], "held while other pods are ready"
+    assert h.cycle()
+    assert wait_until(lambda: len(h.ports.binds) == 16)
+    for _ in range(3):
+        assert h.cycle()
+    time.sleep(0.05)
+    assert len(h.ports.binds) == 16
+    assert h.cycle(), "the last ready pod"
+    assert wait_until(lambda: len(h.ports.binds) == 20), "nothing ready: released at once"
+    assert wait_until(lambda: h.s.in_flight_bindings() == 0)
+
+
+def test_a_held_binding_waits_at_most_a_few_milliseconds(
+    running: Callable[..., Harness],
+) -> None:
+    h = running(NO_PREEMPTION, workers=4)
+    h.nodes(node("n1", cpu="32"))
+    for i in range(4):
+        h.add(pod(f"p{i}"))
+    assert h.cycle() and h.cycle()
+    time.sleep(0.05)
+    assert h.ports.binds == []
+    h.clock.advance(BINDING_HOLD_SECONDS + 0.001)
+    assert h.cycle()
+    assert wait_until(lambda: len(h.ports.binds) == 3), "the oldest was held long enough"
+
+
+def test_stop_hands_over_the_held_bindings(running: Callable[..., Harness]) -> None:
+    h = running(NO_PREEMPTION, workers=4)
+    h.nodes(node("n1", cpu="32"))
+    h.add(pod("first"), pod("second"))
+    assert h.cycle()
+    assert h.s.in_flight_bindings() == 1 and h.ports.binds == []
+    h.s.stop(timeout=5)
+    assert [k for k, _ in h.ports.binds] == ["default/first"]
 
 
 def test_stop_lets_in_flight_bindings_finish(running: Callable[..., Harness]) -> None:

@@ -590,6 +590,11 @@ class SchedulingQueue(Generic[P]):
         with self._lock:
             return list(self._in_flight)
 
+    def has_ready(self) -> bool:
+        """A pop would return a pod now (activeQ, or backoffQ under PopFromBackoffQ)."""
+        with self._lock:
+            return bool(len(self._active) or len(self._backoff))
+
     def __len__(self) -> int:
         with self._lock:
             return (
