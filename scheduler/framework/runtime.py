@@ -392,8 +392,8 @@ class Framework:
             return np.zeros(len(view), dtype=np.int64), SUCCESS, {}
         # One array for every plugin: the range check and the weighted sum in two operations.
         matrix = np.stack(scored).astype(np.int64, copy=False)
-        invalid = np.argwhere((matrix < 0) | (matrix > MAX_NODE_SCORE))
-        if invalid.size:
+        if matrix.size and (matrix.min() < 0 or matrix.max() > MAX_NODE_SCORE):
+            invalid = np.argwhere((matrix < 0) | (matrix > MAX_NODE_SCORE))
             p, i = (int(v) for v in invalid[0])
             return np.zeros(len(view), dtype=np.int64), Status(Code.ERROR, (
                 "applying score defaultWeights on Score plugins: "
@@ -570,6 +570,8 @@ class _WrappedPlugin:
 
     def __init__(self, plugin: Plugin, wrap: Wrap) -> None:
         self._plugin = plugin
+        # Read on every call of every extension point: not through __getattr__.
+        self.name = plugin.name
         for attr, (point, status_of) in _POINT_OF_METHOD.items():
             method = getattr(plugin, attr, None)
             if method is not None:
