@@ -48,6 +48,8 @@ from scheduler.plugins.node_resources_fit import (
 )
 
 NAME = "NodeResourcesBalancedAllocation"
+# One array of rows per resource: a list of them, or a 2-D array (resource, row).
+Columns = Sequence[IntArray] | IntArray
 
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
 
@@ -83,7 +85,7 @@ def validate_args(args: Mapping[str, Any], path: str) -> None:
 
 
 def balanced_resource_score(
-    requested: Sequence[IntArray], allocatable: Sequence[IntArray]
+    requested: Columns, allocatable: Columns
 ) -> IntArray:
     """``balancedResourceScore`` per row: ``int((1 - std) · 100)`` over the present resources."""
     if len(allocatable) == 2 and allocatable[0].all() and allocatable[1].all():
@@ -91,7 +93,7 @@ def balanced_resource_score(
         first = np.minimum(requested[0] / allocatable[0], 1.0)
         second = np.minimum(requested[1] / allocatable[1], 1.0)
         return ((1 - np.abs((first - second) / 2)) * float(MAX_NODE_SCORE)).astype(np.int64)
-    n = allocatable[0].shape[0] if allocatable else 0
+    n = allocatable[0].shape[0] if len(allocatable) else 0
     count = np.zeros(n, dtype=np.int64)
     total = np.zeros(n, dtype=np.float64)
     fractions: list[tuple[FloatArray, npt.NDArray[np.bool_]]] = []
@@ -123,10 +125,18 @@ def balanced_resource_score(
 
 
 def balanced_resource_scorer(
-    requested: Sequence[IntArray], allocated: Sequence[IntArray], allocatable: Sequence[IntArray]
+    requested: Columns, allocated: Columns, allocatable: Columns
 ) -> IntArray:
-    with_pod = balanced_resource_score(requested, allocatable)
-    without_pod = balanced_resource_score(allocated, allocatable)
+    if len(allocatable) == 2 and isinstance(allocatable, np.ndarray) and allocatable.all():
+        # The default, both scores in one pass: the same float operations, twice as wide.
+        fractions = np.minimum(np.stack((requested, allocated)) / allocatable, 1.0)
+        both = (1 - np.abs((fractions[:, 0] - fractions[:, 1]) / 2)) * float(MAX_NODE_SCORE)
+        scores = both.astype(np.int64)
+        with_pod: IntArray = scores[0]
+        without_pod: IntArray = scores[1]
+    else:
+        with_pod = balanced_resource_score(requested, allocatable)
+        without_pod = balanced_resource_score(allocated, allocatable)
     half = MAX_NODE_SCORE // 2
     # The inner sum is never negative (both scores lie in [50, 100]): // is Go's division.
     return half + (half + with_pod - without_pod) // 2

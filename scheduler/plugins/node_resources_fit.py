@@ -49,6 +49,7 @@ from scheduler.plugin_api import (
     PODS,
     SUCCESS,
     Action,
+    BoolArray,
     ClusterEvent,
     ClusterEventWithHint,
     ClusterSnapshot,
@@ -332,35 +333,24 @@ def _column(nodes: NodeView, name: str) -> int | None:
     return col
 
 
-def node_allocatable_and_allocated(
-    nodes: NodeView, name: str, use_requested: bool, deltas: IntArray | None = None
-) -> tuple[IntArray, IntArray]:
-    """Upstream ``calculateResourceAllocatableRequest`` for every row of the view."""
-    n = len(nodes)
-    zeros = np.zeros(n, dtype=np.int64)
+def _allocation_column(nodes: NodeView, name: str, pod_request: int) -> int | None:
+    """The table column a score reads for ``name``; None for a resource it skips: one the
+    pod does not ask for (scalar), one it does not know, or one no node has."""
+    if pod_request == 0 and is_scalar_resource(name):
+        return None
     if name not in (CPU, MEMORY, EPHEMERAL_STORAGE) and not is_scalar_resource(name):
-        return zeros, zeros
-    col = _column(nodes, name)
-    if col is None:
-        return zeros, zeros
-    table = nodes.snapshot.nodes
-    allocatable = table.allocatable[nodes.idx, col]
-    if name in (CPU, MEMORY) and not use_requested:
-        k = _nonzero_index(name)
-        allocated = table.non_zero_requested[nodes.idx, k]
-        if deltas is not None:
-            allocated = allocated + deltas[:, k]
-        return allocatable, allocated
-    return allocatable, nodes.requested[:, col]
+        return None
+    return _column(nodes, name)
 
 
 @dataclass(frozen=True)
 class AllocationInputs:
-    """Per configured resource: the rows' requested (with the pod), allocated, allocatable."""
+    """One row per configured resource, one column per node of the view: requested (with the
+    pod), allocated, allocatable. A skipped resource reads 0 allocatable (and 0 the others)."""
 
-    requested: list[IntArray]
-    allocated: list[IntArray]
-    allocatable: list[IntArray]
+    requested: IntArray
+    allocated: IntArray
+    allocatable: IntArray
 
 
 def allocation_inputs(
@@ -369,25 +359,34 @@ def allocation_inputs(
     pod_requests: Sequence[int],
     use_requested: bool,
 ) -> AllocationInputs:
-    """Upstream ``calculateNodeAllocatableRequest``: 0 allocatable marks a skipped resource."""
-    n = len(nodes)
-    deltas = None if use_requested else _nonzero_deltas(nodes)
-    requested: list[IntArray] = []
-    allocated: list[IntArray] = []
-    allocatable: list[IntArray] = []
-    for spec, pod_req in zip(resources, pod_requests, strict=True):
-        if pod_req == 0 and is_scalar_resource(spec.name):
-            zeros = np.zeros(n, dtype=np.int64)
-            requested.append(zeros)
-            allocated.append(zeros)
-            allocatable.append(zeros)
-            continue
-        alloc, used = node_allocatable_and_allocated(nodes, spec.name, use_requested, deltas)
-        present = alloc != 0
-        allocatable.append(alloc)
-        allocated.append(np.where(present, used, 0))
-        requested.append(np.where(present, used + pod_req, 0))
-    return AllocationInputs(requested, allocated, allocatable)
+    """Upstream ``calculateNodeAllocatableRequest`` for every resource and node at once; cpu
+    and memory count non-zero requests unless ``use_requested``."""
+    table = nodes.snapshot.nodes
+    cols = [_allocation_column(nodes, spec.name, req)
+            for spec, req in zip(resources, pod_requests, strict=True)]
+    taken = [0 if c is None else c for c in cols]
+    # Resource-major: each resource's values are contiguous, and sums run across rows.
+    allocatable = np.take(table.allocatable, nodes.idx, axis=0).T[taken]
+    used = nodes.requested.T[taken]
+    non_zero = [(j, _nonzero_index(spec.name)) for j, spec in enumerate(resources)
+                if spec.name in (CPU, MEMORY) and cols[j] is not None]
+    if non_zero and not use_requested:
+        counted = np.take(table.non_zero_requested, nodes.idx, axis=0)
+        deltas = _nonzero_deltas(nodes)
+        if deltas is not None:
+            counted = counted + deltas
+        for j, k in non_zero:
+            used[j] = counted[:, k]
+    skipped = [j for j, c in enumerate(cols) if c is None]
+    if skipped:
+        allocatable[skipped] = 0
+    pod = np.asarray(pod_requests, dtype=np.int64)[:, None]
+    present = allocatable != 0
+    if present.all():
+        return AllocationInputs(used + pod, used, allocatable)
+    return AllocationInputs(
+        np.where(present, used + pod, 0), np.where(present, used, 0), allocatable
+    )
 
 
 # -- scorers --------------------------------------------------------------------------------
@@ -399,39 +398,40 @@ def _go_div(a: IntArray, b: IntArray | int) -> IntArray:
     return np.where((a < 0) != (safe < 0), -q, q).astype(np.int64)
 
 
+def _weights(resources: Sequence[ResourceSpec]) -> IntArray:
+    """The resources' weights as a column, against the (resource, node) inputs."""
+    return np.asarray([spec.weight for spec in resources], dtype=np.int64)[:, None]
+
+
 def least_allocated_score(
     inputs: AllocationInputs, resources: Sequence[ResourceSpec]
 ) -> IntArray:
-    node_score: IntArray | None = None
-    weight_sum: IntArray | None = None
-    for spec, req, alloc in zip(resources, inputs.requested, inputs.allocatable, strict=True):
-        present = alloc != 0
-        safe = np.where(present, alloc, 1)
-        score = np.where(req > alloc, 0, (alloc - req) * MAX_NODE_SCORE // safe)
-        contribution = np.where(present, score * spec.weight, 0)
-        weights = np.where(present, spec.weight, 0)
-        node_score = contribution if node_score is None else node_score + contribution
-        weight_sum = weights if weight_sum is None else weight_sum + weights
-    return _weighted(node_score, weight_sum)
+    req, alloc = inputs.requested, inputs.allocatable
+    present = alloc != 0
+    everywhere = bool(present.all())
+    safe = alloc if everywhere else np.where(present, alloc, 1)
+    score = np.where(req > alloc, 0, (alloc - req) * MAX_NODE_SCORE // safe)
+    return _weighted(score, None if everywhere else present, _weights(resources))
 
 
 def most_allocated_score(inputs: AllocationInputs, resources: Sequence[ResourceSpec]) -> IntArray:
-    node_score: IntArray | None = None
-    weight_sum: IntArray | None = None
-    for spec, req, alloc in zip(resources, inputs.requested, inputs.allocatable, strict=True):
-        present = alloc != 0
-        safe = np.where(present, alloc, 1)
-        score = np.minimum(req, alloc) * MAX_NODE_SCORE // safe
-        contribution = np.where(present, score * spec.weight, 0)
-        weights = np.where(present, spec.weight, 0)
-        node_score = contribution if node_score is None else node_score + contribution
-        weight_sum = weights if weight_sum is None else weight_sum + weights
-    return _weighted(node_score, weight_sum)
+    req, alloc = inputs.requested, inputs.allocatable
+    present = alloc != 0
+    everywhere = bool(present.all())
+    safe = alloc if everywhere else np.where(present, alloc, 1)
+    score = np.minimum(req, alloc) * MAX_NODE_SCORE // safe
+    return _weighted(score, None if everywhere else present, _weights(resources))
 
 
-def _weighted(node_score: IntArray | None, weight_sum: IntArray | None) -> IntArray:
-    if node_score is None or weight_sum is None:
+def _weighted(score: IntArray, counted: BoolArray | None, weights: IntArray) -> IntArray:
+    """Per node, the weighted mean (rounded down) of the counted resources' scores
+    (``counted`` None: every resource on every node)."""
+    if weights.size == 0:
         raise ValueError("resources not found")
+    if counted is None:
+        return np.asarray((score * weights).sum(axis=0) // int(weights.sum()), dtype=np.int64)
+    node_score = np.where(counted, score * weights, 0).sum(axis=0)
+    weight_sum = np.where(counted, weights, 0).sum(axis=0)
     return np.where(weight_sum == 0, 0, node_score // np.where(weight_sum == 0, 1, weight_sum))
 
 
@@ -458,20 +458,18 @@ class BrokenLinear:
 def requested_to_capacity_ratio_score(
     inputs: AllocationInputs, resources: Sequence[ResourceSpec], shape: BrokenLinear
 ) -> IntArray:
-    node_score: IntArray | None = None
-    weight_sum: IntArray | None = None
-    for spec, req, alloc in zip(resources, inputs.requested, inputs.allocatable, strict=True):
-        present = alloc != 0
-        safe = np.where(present, alloc, 1)
-        utilization = np.where(req > alloc, MAX_UTILIZATION, req * MAX_UTILIZATION // safe)
-        score = shape(utilization)
-        counted = present & (score > 0)
-        contribution = np.where(counted, score * spec.weight, 0)
-        weights = np.where(counted, spec.weight, 0)
-        node_score = contribution if node_score is None else node_score + contribution
-        weight_sum = weights if weight_sum is None else weight_sum + weights
-    if node_score is None or weight_sum is None:
+    req, alloc = inputs.requested, inputs.allocatable
+    if not resources:
         raise ValueError("resources not found")
+    present = alloc != 0
+    utilization = np.where(
+        req > alloc, MAX_UTILIZATION, req * MAX_UTILIZATION // np.where(present, alloc, 1)
+    )
+    score = shape(utilization)
+    counted = present & (score > 0)
+    weights = _weights(resources)
+    node_score = np.where(counted, score * weights, 0).sum(axis=0)
+    weight_sum = np.where(counted, weights, 0).sum(axis=0)
     # math.Round(ns / ws), half away from zero, exactly in integers (both are >= 0).
     safe_ws = np.where(weight_sum == 0, 1, weight_sum)
     return np.where(weight_sum == 0, 0, (2 * node_score + safe_ws) // (2 * safe_ws))

@@ -13,7 +13,11 @@ import pytest
 from scheduler.framework.interface import Code, CycleState
 from scheduler.framework.registry import ConfigError
 from scheduler.plugins import balanced_allocation as ba
-from scheduler.plugins.balanced_allocation import BalancedAllocation, balanced_resource_score
+from scheduler.plugins.balanced_allocation import (
+    BalancedAllocation,
+    balanced_resource_score,
+    balanced_resource_scorer,
+)
 from scheduler.testing import container, full_view, node, pod, pod_info, snapshot_of, view_with
 
 GPU = "nvidia.com/gpu"
@@ -181,3 +185,16 @@ def test_every_row_scores_as_upstreams_formula(zeros: bool) -> None:
     want = [_upstream_score([int(r[i]) for r in requested], [int(a[i]) for a in allocatable])
             for i in range(n)]
     assert got.tolist() == want
+
+
+def test_the_two_resource_pass_gives_the_per_resource_scores() -> None:
+    # (resource, node) arrays with cpu and memory on every node take the one-pass path; the
+    # same values as lists take the general one.
+    rng = np.random.default_rng(11)
+    n = 2000
+    allocatable = np.stack([rng.integers(1, 64_000, n), rng.integers(1, 2**36, n)])
+    allocated = np.stack([rng.integers(0, 64_000, n), rng.integers(0, 2**36, n)])
+    requested = allocated + np.asarray([[rng.integers(0, 8_000)], [rng.integers(0, 2**33)]])
+    got = balanced_resource_scorer(requested, allocated, allocatable)
+    want = balanced_resource_scorer(list(requested), list(allocated), list(allocatable))
+    assert got.tolist() == want.tolist()
