@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -257,6 +257,23 @@ def _default_owner(pod: PodInfo) -> tuple[str, str] | None:
 _NOSCHEDULE_EFFECTS = ("NoSchedule", "NoExecute")
 
 
+# Topology keys whose folded domain ids PreScore keeps (one per key in use, in practice).
+_FOLDED_KEPT = 16
+
+
+def _labelled(ids: IntArray) -> Callable[[], BoolArray]:
+    """Computes, per node row, whether the node has the label ``ids`` were made from."""
+    return lambda: ids >= 0
+
+
+def _with_all_keys(snapshot: ClusterSnapshot, keys: Sequence[str]) -> BoolArray:
+    """Per node row: a node that has every label in ``keys``."""
+    out = snapshot.nodes.alive.copy()
+    for key in keys:
+        out &= snapshot.domains(key)[0] >= 0
+    return out
+
+
 def node_affinity_mask(snapshot: ClusterSnapshot, pod: PodInfo) -> BoolArray:
     """Per node row: the node matches the pod's nodeSelector and required node affinity."""
     nodes = snapshot.nodes
@@ -447,6 +464,7 @@ class PodTopologySpread:
     filter_reads_pod_lists = True
 
     def __init__(self, args: Mapping[str, Any]) -> None:
+        self._missing_folded: dict[int, tuple[IntArray, IntArray]] = {}
         merged = {**DEFAULT_ARGS, **args}
         self.system_defaulted = merged["defaultingType"] == SYSTEM_DEFAULTING
         self.default_constraints: tuple[Mapping[str, Any], ...] = (
@@ -561,6 +579,20 @@ class PodTopologySpread:
         return result
 
     # -- PreScore / Score / NormalizeScore --------------------------------------------------
+    def _label_or_missing(self, ids: IntArray, values: Sequence[str]) -> IntArray:
+        """Per node row, the domain id of its label, a missing label read as "" (upstream):
+        the "" domain, or one more id. Kept while the snapshot's ids stay the same array."""
+        cached = self._missing_folded.get(id(ids))
+        if cached is not None and cached[0] is ids:
+            return cached[1]
+        missing_id = values.index("") if "" in values else len(values)
+        eff = np.where(ids >= 0, ids, missing_id)
+        if len(self._missing_folded) >= _FOLDED_KEPT:
+            self._missing_folded.clear()
+        # The ids array is kept with it: its id cannot be reused while it is cached.
+        self._missing_folded[id(ids)] = (ids, eff)
+        return eff
+
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> Status:
         snapshot = nodes.snapshot
         if snapshot.num_nodes == 0:
@@ -572,10 +604,10 @@ class PodTopologySpread:
         require_all = bool(pod.spread_constraints) or not self.system_defaulted
         table = snapshot.nodes
         rows = nodes.idx
-        raw_ids = [snapshot.domains(c.topology_key) for c in constraints]
-        all_keys = table.alive.copy()
-        for ids, _ in raw_ids:
-            all_keys &= ids >= 0
+        keys = tuple(c.topology_key for c in constraints)
+        # Node-only arrays, cached by the snapshot until node labels or the node set change.
+        all_keys = snapshot.node_mask((NAME, "all keys", keys), lambda: _with_all_keys(
+            snapshot, keys))
         ignored = ~all_keys if require_all else np.zeros(table.capacity, dtype=np.bool_)
         scored = rows[~ignored[rows]]
         affinity = taints = None
@@ -584,8 +616,10 @@ class PodTopologySpread:
         domain_ids: list[IntArray] = []
         counts: list[IntArray] = []
         weights: list[float] = []
-        for c, (ids, values) in zip(constraints, raw_ids, strict=True):
-            has_key.append(ids >= 0)
+        for c in constraints:
+            ids, values = snapshot.domains(c.topology_key)
+            has_key.append(snapshot.node_mask((NAME, "has key", c.topology_key),
+                                              _labelled(ids)))
             pod_rows = pods.rows(c)
             if c.topology_key == LABEL_HOSTNAME:
                 # Upstream counts the node's own pods in Score, without inclusion policies.
@@ -593,13 +627,11 @@ class PodTopologySpread:
                 counts.append(np.bincount(pod_rows, minlength=table.capacity).astype(np.int64))
                 weights.append(math.log(scored.shape[0] + 2))
                 continue
-            # A missing label reads as "" upstream: fold it into the "" domain (or a new one).
-            missing_id = values.index("") if "" in values else len(values)
-            eff = np.where(ids >= 0, ids, missing_id)
+            eff = self._label_or_missing(ids, values)
             ndom = len(values) + 1
             wanted = np.zeros(ndom, dtype=np.bool_)
             wanted[eff[scored]] = True
-            ok = table.alive & all_keys if require_all else table.alive
+            ok = all_keys if require_all else table.alive
             if c.honor_node_affinity:
                 if affinity is None:
                     affinity = node_affinity_mask(snapshot, pod)

@@ -876,6 +876,24 @@ def test_default_owner_groups_follow_the_cache_between_cycles() -> None:
     }
 
 
+def test_node_zones_follow_the_cache_between_cycles() -> None:
+    # System defaulting spreads by zone too; the plugin keeps node-only arrays between
+    # cycles, which must follow a relabelled node as a fresh plugin does.
+    zone = "topology.kubernetes.io/zone"
+    names = ["node-a", "node-b", "node-c"]
+    zoned = [node(n, labels={HOSTNAME: n, zone: z})
+             for n, z in zip(names, ("z1", "z2", "z3"), strict=True)]
+    snapshot = snapshot_of(zoned, foo_pods(("p-a1", "node-a"), ("p-c1", "node-c"),
+                                           owner=("ReplicaSet", "rs")))
+    plugin = PodTopologySpread({})
+    incoming = info(raw_pod("p", owner=("ReplicaSet", "rs")))
+    before = run_score(plugin, incoming, snapshot, names)
+    snapshot.cache.upsert_node(node("node-b", labels={HOSTNAME: "node-b", zone: "z1"}))
+    after = run_score(plugin, incoming, snapshot, names)
+    assert after == run_score(PodTopologySpread({}), incoming, snapshot, names)
+    assert after != before, "node-b now shares a zone with a sibling"
+
+
 SPREAD_ON_FOO = raw_pod("p", constraints=[spread(1, "zone")])
 
 
