@@ -215,6 +215,8 @@ class FilterResult:
 
     def reject(self, mask: BoolArray, code: Code, reason: str) -> None:
         """Reject the rows in ``mask`` that no earlier call of this plugin rejected."""
+        if not mask.any():  # the usual answer, at a third of the cost
+            return
         fresh = mask & (self.codes == Code.SUCCESS)
         self.codes[fresh] = np.uint8(code)
         if fresh.any():

@@ -71,19 +71,21 @@ class ImageLocality:
         total_nodes = nodes.snapshot.num_nodes
         sources = pod_image_sources(pod)
         sums = np.zeros(n, dtype=np.int64)
-        if total_nodes > 0:
-            rows = nodes.idx.tolist()
-            images = table.images
-            for name, times in Counter(sources).items():
-                num_nodes = table.image_nodes.get(name, 0)
-                if num_nodes <= 0:
-                    continue
-                spread = num_nodes / total_nodes
-                sizes = np.fromiter(
-                    (images[r].get(name, -1) for r in rows), dtype=np.int64, count=n
-                )
-                scaled = (np.maximum(sizes, 0).astype(np.float64) * spread).astype(np.int64)
-                sums += times * np.where(sizes >= 0, scaled, 0)
+        counted = Counter(sources)
+        nodes_with = {name: table.image_nodes.get(name, 0) for name in counted}
+        if total_nodes == 0 or not any(num > 0 for num in nodes_with.values()):
+            # No node has any of the images: every sum is 0, and so is every score.
+            return sums
+        rows = nodes.idx.tolist()
+        images = table.images
+        for name, times in counted.items():
+            num_nodes = nodes_with[name]
+            if num_nodes <= 0:
+                continue
+            spread = num_nodes / total_nodes
+            sizes = np.fromiter((images[r].get(name, -1) for r in rows), dtype=np.int64, count=n)
+            scaled = (np.maximum(sizes, 0).astype(np.float64) * spread).astype(np.int64)
+            sums += times * np.where(sizes >= 0, scaled, 0)
         return calculate_priority(sums, len(sources))
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
