@@ -266,6 +266,11 @@ def _labelled(ids: IntArray) -> Callable[[], BoolArray]:
     return lambda: ids >= 0
 
 
+def _lacking(alive: BoolArray, has: BoolArray) -> Callable[[], BoolArray]:
+    """Computes, per node row, a node without the label ``has`` tells of."""
+    return lambda: alive & ~has
+
+
 def _with_all_keys(snapshot: ClusterSnapshot, keys: Sequence[str]) -> BoolArray:
     """Per node row: a node that has every label in ``keys``."""
     out = snapshot.nodes.alive.copy()
@@ -444,8 +449,8 @@ def filter_skews(
 @dataclass(frozen=True)
 class _ScoreState:
     constraints: tuple[_Constraint, ...]
-    ignored: BoolArray  # per node row
-    has_key: tuple[BoolArray, ...]  # per node row
+    ignored: BoolArray | None  # per node row; None: no node is
+    has_key: tuple[BoolArray | None, ...]  # per node row; None: every node has the key
     domain_ids: tuple[IntArray, ...]  # per node row; hostname: unused
     counts: tuple[IntArray, ...]  # per domain id; hostname: per node row
     weights: tuple[float, ...]
@@ -608,23 +613,29 @@ class PodTopologySpread:
         # Node-only arrays, cached by the snapshot until node labels or the node set change.
         all_keys = snapshot.node_mask((NAME, "all keys", keys), lambda: _with_all_keys(
             snapshot, keys))
-        ignored = ~all_keys if require_all else np.zeros(table.capacity, dtype=np.bool_)
-        scored = rows[~ignored[rows]]
+        ignored: BoolArray | None = None
+        scored = rows
+        if require_all:
+            ignored = snapshot.node_mask((NAME, "lacks a key", keys), lambda: ~all_keys)
+            scored = rows[~ignored[rows]]
         affinity = taints = None
         pods = _CountedPods(state, snapshot, pod.namespace)
-        has_key: list[BoolArray] = []
+        has_key: list[BoolArray | None] = []
         domain_ids: list[IntArray] = []
         counts: list[IntArray] = []
         weights: list[float] = []
         for c in constraints:
             ids, values = snapshot.domains(c.topology_key)
-            has_key.append(snapshot.node_mask((NAME, "has key", c.topology_key),
-                                              _labelled(ids)))
+            has = snapshot.node_mask((NAME, "has key", c.topology_key), _labelled(ids))
+            lacking = snapshot.node_mask((NAME, "lacks key", c.topology_key),
+                                         _lacking(table.alive, has))
+            # None: every node has the key (the usual case), Score need not look.
+            has_key.append(has if lacking.any() else None)
             pod_rows = pods.rows(c)
             if c.topology_key == LABEL_HOSTNAME:
                 # Upstream counts the node's own pods in Score, without inclusion policies.
                 domain_ids.append(ids)
-                counts.append(np.bincount(pod_rows, minlength=table.capacity).astype(np.int64))
+                counts.append(np.bincount(pod_rows, minlength=table.capacity))
                 weights.append(math.log(scored.shape[0] + 2))
                 continue
             eff = self._label_or_missing(ids, values)
@@ -641,7 +652,7 @@ class PodTopologySpread:
                     taints = node_taints_mask(snapshot, pod)
                 ok = ok & taints
             pod_rows = pod_rows[ok[pod_rows]]
-            count = np.bincount(eff[pod_rows], minlength=ndom).astype(np.int64)
+            count = np.bincount(eff[pod_rows], minlength=ndom)
             count[~wanted] = 0
             domain_ids.append(eff)
             counts.append(count)
@@ -666,21 +677,28 @@ class PodTopologySpread:
             return np.zeros(rows.shape[0], dtype=np.int64)
         total = np.zeros(rows.shape[0], dtype=np.float64)
         for i, c in enumerate(s.constraints):
-            has = s.has_key[i][rows]
             if c.topology_key == LABEL_HOSTNAME:
                 cnt = s.counts[i][rows]
             else:
                 cnt = s.counts[i][s.domain_ids[i][rows]]
-            total += np.where(has, cnt.astype(np.float64) * s.weights[i] + float(c.max_skew - 1),
-                              0.0)
+            term = cnt.astype(np.float64) * s.weights[i] + float(c.max_skew - 1)
+            has = s.has_key[i]
+            total += term if has is None else np.where(has[rows], term, 0.0)
         out = _round_half_away(total)
-        out[s.ignored[rows]] = INVALID_SCORE
+        if s.ignored is not None:
+            out[s.ignored[rows]] = INVALID_SCORE
         return out
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
         if state.get(PRE_SCORE_STATE_KEY) is None:
             return scores
         valid = scores != INVALID_SCORE
+        if valid.all():  # no node lacks a key: the same, without masks
+            lo = int(scores.min())
+            hi = max(int(scores.max()), 0)
+            if hi == 0:
+                return np.full(scores.shape[0], MAX_NODE_SCORE, dtype=np.int64)
+            return np.asarray(MAX_NODE_SCORE * (hi + lo - scores) // hi, dtype=np.int64)
         out = np.zeros(scores.shape[0], dtype=np.int64)
         if not valid.any():
             return out
