@@ -17,10 +17,11 @@ T = TypeVar("T")
 
 
 class _Entry(Generic[T]):
-    __slots__ = ("item", "seq")
+    __slots__ = ("item", "key", "seq")
 
-    def __init__(self, item: T, seq: int) -> None:
+    def __init__(self, item: T, key: str, seq: int) -> None:
         self.item = item
+        self.key = key
         self.seq = seq
 
 
@@ -50,7 +51,7 @@ class IndexedHeap(Generic[T]):
         key = self._key(item)
         i = self._index.get(key)
         if i is None:
-            self._entries.append(_Entry(item, next(self._counter)))
+            self._entries.append(_Entry(item, key, next(self._counter)))
             self._index[key] = len(self._entries) - 1
             self._up(len(self._entries) - 1)
         else:
@@ -91,45 +92,69 @@ class IndexedHeap(Generic[T]):
         entries = self._entries
         removed = entries[i]
         last = entries.pop()
-        del self._index[self._key(removed.item)]
+        del self._index[removed.key]
         if i < len(entries):
             entries[i] = last
-            self._index[self._key(last.item)] = i
-            self._fix(i)
+            self._index[last.key] = i
+            if i == 0:
+                self._sift_head()
+            else:
+                self._fix(i)
         return removed.item
 
     def _fix(self, i: int) -> None:
         if not self._up(i):
             self._down(i)
 
-    def _swap(self, i: int, j: int) -> None:
-        entries = self._entries
-        entries[i], entries[j] = entries[j], entries[i]
-        self._index[self._key(entries[i].item)] = i
-        self._index[self._key(entries[j].item)] = j
+    def _place(self, i: int, entry: _Entry[T]) -> None:
+        self._entries[i] = entry
+        self._index[entry.key] = i
 
     def _up(self, i: int) -> bool:
-        moved = False
+        entries = self._entries
+        entry = entries[i]
+        start = i
         while i > 0:
             parent = (i - 1) // 2
-            if not self._lt(self._entries[i], self._entries[parent]):
+            if not self._lt(entry, entries[parent]):
                 break
-            self._swap(i, parent)
+            self._place(i, entries[parent])
             i = parent
-            moved = True
-        return moved
+        if i == start:
+            return False
+        self._place(i, entry)
+        return True
 
     def _down(self, i: int) -> None:
-        n = len(self._entries)
+        entries = self._entries
+        n = len(entries)
+        entry = entries[i]
         while True:
-            left = 2 * i + 1
-            if left >= n:
-                return
-            child = left
-            right = left + 1
-            if right < n and self._lt(self._entries[right], self._entries[left]):
+            child = 2 * i + 1
+            if child >= n:
+                break
+            right = child + 1
+            if right < n and self._lt(entries[right], entries[child]):
                 child = right
-            if not self._lt(self._entries[child], self._entries[i]):
-                return
-            self._swap(i, child)
+            if not self._lt(entries[child], entry):
+                break
+            self._place(i, entries[child])
             i = child
+        self._place(i, entry)
+
+    def _sift_head(self) -> None:
+        """The head replaced by the last leaf: move the hole down to a leaf along the lesser
+        children, then the leaf's entry up from there (as Python's heapq): about half the
+        comparisons of a sift down, since a last leaf mostly belongs near the bottom."""
+        entries = self._entries
+        n = len(entries)
+        entry = entries[0]
+        i = 0
+        while (child := 2 * i + 1) < n:
+            right = child + 1
+            if right < n and self._lt(entries[right], entries[child]):
+                child = right
+            self._place(i, entries[child])
+            i = child
+        self._place(i, entry)
+        self._up(i)
