@@ -243,10 +243,11 @@ class SchedulerApp:
             while not reflector.listed.wait(1.0):
                 if self._stop.is_set():
                     return
+        # Everything listed is in the inbox; the loop applies it before this marker, in its
+        # first pass: started after it, the loop does not wait a standby's interval for it.
+        self.scheduler.inbox.put(self._initial_listing_applied)
         # The loop runs on a standby too, applying watch deltas: its cache stays warm.
         self.scheduler.start(scheduling=False)
-        # Everything listed is in the inbox; the loop applies it before this marker.
-        self.scheduler.inbox.put(self._initial_listing_applied)
 
     def _initial_listing_applied(self) -> None:
         # The listing is the bulk of the long-lived objects: keep it out of the collector's
