@@ -257,10 +257,6 @@ def _default_owner(pod: PodInfo) -> tuple[str, str] | None:
 _NOSCHEDULE_EFFECTS = ("NoSchedule", "NoExecute")
 
 
-# Topology keys whose folded domain ids PreScore keeps (one per key in use, in practice).
-_FOLDED_KEPT = 16
-
-
 def _labelled(ids: IntArray) -> Callable[[], BoolArray]:
     """Computes, per node row, whether the node has the label ``ids`` were made from."""
     return lambda: ids >= 0
@@ -469,7 +465,8 @@ class PodTopologySpread:
     filter_reads_pod_lists = True
 
     def __init__(self, args: Mapping[str, Any]) -> None:
-        self._missing_folded: dict[int, tuple[IntArray, IntArray]] = {}
+        # Per topology key: the snapshot's domain ids, and them with missing labels folded.
+        self._folded: dict[str, tuple[IntArray, IntArray]] = {}
         merged = {**DEFAULT_ARGS, **args}
         self.system_defaulted = merged["defaultingType"] == SYSTEM_DEFAULTING
         self.default_constraints: tuple[Mapping[str, Any], ...] = (
@@ -584,19 +581,14 @@ class PodTopologySpread:
         return result
 
     # -- PreScore / Score / NormalizeScore --------------------------------------------------
-    def _label_or_missing(self, ids: IntArray, values: Sequence[str]) -> IntArray:
-        """Per node row, the domain id of its label, a missing label read as "" (upstream):
-        the "" domain, or one more id. Kept while the snapshot's ids stay the same array."""
-        cached = self._missing_folded.get(id(ids))
-        if cached is not None and cached[0] is ids:
-            return cached[1]
-        missing_id = values.index("") if "" in values else len(values)
-        eff = np.where(ids >= 0, ids, missing_id)
-        if len(self._missing_folded) >= _FOLDED_KEPT:
-            self._missing_folded.clear()
-        # The ids array is kept with it: its id cannot be reused while it is cached.
-        self._missing_folded[id(ids)] = (ids, eff)
-        return eff
+    def _folded_domains(self, key: str, ids: IntArray, values: Sequence[str]) -> IntArray:
+        """Per node row, the domain id of label ``key``, a missing label read as "" (upstream):
+        the "" domain, or one more id. Kept while the snapshot hands out the same ids."""
+        kept = self._folded.get(key)
+        if kept is None or kept[0] is not ids:
+            missing_id = values.index("") if "" in values else len(values)
+            kept = self._folded[key] = (ids, np.where(ids >= 0, ids, missing_id))
+        return kept[1]
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> Status:
         snapshot = nodes.snapshot
@@ -638,7 +630,7 @@ class PodTopologySpread:
                 counts.append(np.bincount(pod_rows, minlength=table.capacity))
                 weights.append(math.log(scored.shape[0] + 2))
                 continue
-            eff = self._label_or_missing(ids, values)
+            eff = self._folded_domains(c.topology_key, ids, values)
             ndom = len(values) + 1
             wanted = np.zeros(ndom, dtype=np.bool_)
             wanted[eff[scored]] = True
