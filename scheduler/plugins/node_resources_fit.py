@@ -403,24 +403,29 @@ def _weights(resources: Sequence[ResourceSpec]) -> IntArray:
     return np.asarray([spec.weight for spec in resources], dtype=np.int64)[:, None]
 
 
+def _present(alloc: IntArray) -> tuple[BoolArray | None, IntArray]:
+    """Which (resource, node) pairs count (None: all of them, the usual case), and the
+    allocatable to divide by (1 where there is none)."""
+    present = alloc != 0
+    if present.all():
+        return None, alloc
+    return present, np.where(present, alloc, 1)
+
+
 def least_allocated_score(
     inputs: AllocationInputs, resources: Sequence[ResourceSpec]
 ) -> IntArray:
     req, alloc = inputs.requested, inputs.allocatable
-    present = alloc != 0
-    everywhere = bool(present.all())
-    safe = alloc if everywhere else np.where(present, alloc, 1)
-    score = np.where(req > alloc, 0, (alloc - req) * MAX_NODE_SCORE // safe)
-    return _weighted(score, None if everywhere else present, _weights(resources))
+    present, divisor = _present(alloc)
+    score = np.where(req > alloc, 0, (alloc - req) * MAX_NODE_SCORE // divisor)
+    return _weighted(score, present, _weights(resources))
 
 
 def most_allocated_score(inputs: AllocationInputs, resources: Sequence[ResourceSpec]) -> IntArray:
     req, alloc = inputs.requested, inputs.allocatable
-    present = alloc != 0
-    everywhere = bool(present.all())
-    safe = alloc if everywhere else np.where(present, alloc, 1)
-    score = np.minimum(req, alloc) * MAX_NODE_SCORE // safe
-    return _weighted(score, None if everywhere else present, _weights(resources))
+    present, divisor = _present(alloc)
+    score = np.minimum(req, alloc) * MAX_NODE_SCORE // divisor
+    return _weighted(score, present, _weights(resources))
 
 
 def _weighted(score: IntArray, counted: BoolArray | None, weights: IntArray) -> IntArray:
@@ -461,12 +466,10 @@ def requested_to_capacity_ratio_score(
     req, alloc = inputs.requested, inputs.allocatable
     if not resources:
         raise ValueError("resources not found")
-    present = alloc != 0
-    utilization = np.where(
-        req > alloc, MAX_UTILIZATION, req * MAX_UTILIZATION // np.where(present, alloc, 1)
-    )
+    present, divisor = _present(alloc)
+    utilization = np.where(req > alloc, MAX_UTILIZATION, req * MAX_UTILIZATION // divisor)
     score = shape(utilization)
-    counted = present & (score > 0)
+    counted = score > 0 if present is None else present & (score > 0)
     weights = _weights(resources)
     node_score = np.where(counted, score * weights, 0).sum(axis=0)
     weight_sum = np.where(counted, weights, 0).sum(axis=0)
