@@ -762,12 +762,12 @@ class DefaultPreemption:
         outcome = result.outcome
         self._metrics().evictions.labels(outcome.value).inc()
         if outcome is EvictionOutcome.EVICTED:
+            # While the victim terminates our reason replaces the API's, so it reads as
+            # upstream's victims do and eligibility ("a terminating pod on the nominated
+            # node") recognises it. A victim deleted at once is not written again.
             if not victim.deleted_at_once() and not evictor.mark_disruption_target(victim, message):
                 # Cosmetic: the victim is going; only its condition's reason is the API's.
                 log.warning("Could not mark preemption victim", pod=pod.key, victim=victim.key)
-            # Otherwise our reason replaces the API's while the victim terminates, so it
-            # reads as upstream's victims do and eligibility ("a terminating pod on the
-            # nominated node") recognises it. A victim deleted at once is not written again.
         elif outcome in _REFUSALS and not self.strict_pdb:
             # BestEffort, as upstream (which marks, then deletes outright): a budget is
             # respected when possible, not at any cost; a pod under several budgets can
