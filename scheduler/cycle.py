@@ -17,7 +17,6 @@ Whenever the cache assumes a pod, every path that does not end in a confirmed bi
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -542,7 +541,7 @@ def binding_cycle(
     finally:
         s.inbox.put(lambda: s.cache.forget(pod.uid))
     # Forgetting the assumed pod frees its room: an AssignedPodDelete for the others.
-    assumed = dataclasses.replace(pod, node_name=node)
+    assumed = pod.replace(node_name=node)
     if at_bind and status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
         # Deleted, or bound by someone else: nothing to retry.
         log.info("Dropped pod after binding", pod=pod.key, node=node, reason=status.message)

@@ -13,7 +13,6 @@ Failed) is handled as deleted and not kept, as upstream's informer never lists s
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -257,7 +256,7 @@ class Intake:
                     error = InvalidSpecError(
                         "spec.priorityClassName", f"no PriorityClass with name {name} was found"
                     )
-                    return dataclasses.replace(info, parse_error=error)
+                    return info.replace(parse_error=error)
                 return info
             value, _, policy = found
         else:
@@ -269,7 +268,7 @@ class Intake:
                 return info
             value, policy = default
         preemption = info.raw.get("spec", {}).get("preemptionPolicy") or policy
-        return dataclasses.replace(info, priority=value, preemption_policy=preemption)
+        return info.replace(priority=value, preemption_policy=preemption)
 
     # -- nodes ----------------------------------------------------------------------------
     def on_node(self, event_type: str | None, obj: Mapping[str, Any]) -> None:

@@ -19,7 +19,6 @@ enough (minutes) never to drop a pod that a healthy watch will deliver.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -136,7 +135,7 @@ class Cache:
         """Count ``pod`` on ``node`` now, before the API confirms the binding."""
         if pod.uid in self.pods.by_uid:
             raise ValueError(f"pod {pod.key} is already in the cache")
-        assumed = dataclasses.replace(pod, node_name=node)
+        assumed = pod.replace(node_name=node)
         self._place(assumed)
         self._assumed.add(pod.uid)
         return assumed

@@ -93,7 +93,7 @@ class Hypothesis:
         """Count a stand-in for ``pod``'s replacement on ``node``."""
         if self.s.cache.get_pod(pod.uid + STAND_IN_SUFFIX) is not None:
             return
-        stand_in = dataclasses.replace(pod, uid=pod.uid + STAND_IN_SUFFIX, node_name="",
+        stand_in = pod.replace(uid=pod.uid + STAND_IN_SUFFIX, node_name="",
                                        nominated_node_name="")
         self.s.cache.assume(stand_in, node)
         self._stand_ins.append(stand_in.uid)
@@ -124,7 +124,7 @@ def evaluate(
     """Whether moving ``pod`` (already taken off its node in the cache) is worth it."""
     source = pod.node_name
     framework = s.profiles[pod.scheduler_name]
-    replacement = dataclasses.replace(pod, node_name="", nominated_node_name="")
+    replacement = pod.replace(node_name="", nominated_node_name="")
     snapshot = s.snapshot
     source_row = snapshot.row_of(source)
     if source_row is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 
@@ -469,3 +470,22 @@ def test_from_pod_never_raises(raw: dict[str, Any]) -> None:
     assert info.uid
     if raw != {}:
         assert info.parse_error is not None
+
+
+@pytest.mark.parametrize("changes", [
+    {},
+    {"node_name": "node-a"},
+    {"node_name": "", "nominated_node_name": "", "uid": "uid-1-stand-in"},
+    {"priority": 7, "preemption_policy": "Never"},
+])
+def test_replace_is_dataclasses_replace(changes: dict[str, Any]) -> None:
+    pod = PodInfo.from_pod(make_pod(nodeName="node-z", priority=3))
+    copied = pod.replace(**changes)
+    assert copied == dataclasses.replace(pod, **changes)
+    assert copied is not pod
+    assert pod == PodInfo.from_pod(make_pod(nodeName="node-z", priority=3))
+
+
+def test_replace_refuses_an_unknown_field() -> None:
+    with pytest.raises(AttributeError):
+        PodInfo.from_pod(make_pod()).replace(node="node-a")
