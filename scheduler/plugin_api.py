@@ -6,6 +6,7 @@ import-linter enforces it, so this surface is exactly what the built-ins need an
 
 Versioning (:data:`API_VERSION`, ``major.minor``): removing or renaming a name, or changing a
 signature or a protocol incompatibly, is a new major version; adding names is a minor one.
+1.2 added ``Handle.avoided_nodes``; 1.3 an optional ``sort_key`` of QueueSort plugins.
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
@@ -104,7 +105,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "1.2"
+API_VERSION = "1.3"
 
 __all__ = [
     "ANN_BIND_COMPLETED",

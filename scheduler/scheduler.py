@@ -35,6 +35,7 @@ from scheduler.framework.waiting import WaitingPods
 from scheduler.metrics import Metrics
 from scheduler.model.pod import PodInfo
 from scheduler.model.volumes import ClaimInfo, VolumeInfo
+from scheduler.queue.heap import order_of_less
 from scheduler.queue.nominator import Nominator
 from scheduler.queue.scheduling_queue import SchedulingQueue
 
@@ -200,9 +201,10 @@ class Scheduler:
             framework, hints[profile.scheduler_name] = self._build_framework(profile, registry)
             self.profiles[profile.scheduler_name] = framework
         first = self.profiles[config.profiles[0].scheduler_name]
-        assert first.plugins.queue_sort is not None
+        queue_sort = first.plugins.queue_sort
+        assert queue_sort is not None
         self.queue: SchedulingQueue[PodInfo] = SchedulingQueue(
-            first.plugins.queue_sort.less,
+            getattr(queue_sort, "sort_key", None) or order_of_less(queue_sort.less),
             clock=clock,
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,

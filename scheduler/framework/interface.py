@@ -247,6 +247,10 @@ class PreEnqueuePlugin(Plugin, Protocol):
 
 
 class QueueSortPlugin(Plugin, Protocol):
+    """Orders the activeQ (upstream's QueueSort). It may also offer ``sort_key(pod)``, a
+    value compared with ``<`` that orders pods exactly as ``less`` does (API 1.3): the queue
+    then compares keys computed once per pod instead of calling ``less`` a dozen times a pop."""
+
     def less(self, a: QueuedPodLike, b: QueuedPodLike) -> bool: ...
 
 

@@ -26,6 +26,10 @@ class PrioritySort:
         p1, p2 = a.priority, b.priority
         return p1 > p2 or (p1 == p2 and a.timestamp < b.timestamp)
 
+    def sort_key(self, pod: QueuedPodLike) -> tuple[int, float]:
+        """``less`` as a key: ``less(a, b)`` exactly when ``sort_key(a) < sort_key(b)``."""
+        return -pod.priority, pod.timestamp
+
 
 def new(args: Mapping[str, Any], handle: Handle) -> PrioritySort:
     return PrioritySort()

@@ -47,7 +47,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Generic, NamedTuple
+from typing import Any, Generic, NamedTuple
 
 import structlog
 
@@ -143,7 +143,7 @@ def is_wildcard(event: ClusterEvent) -> bool:
 class SchedulingQueue(Generic[P]):
     def __init__(
         self,
-        less: Callable[[QueuedPodInfo[P], QueuedPodInfo[P]], bool],
+        order: Callable[[QueuedPodInfo[P]], Any],
         *,
         clock: Callable[[], float] = time.monotonic,
         initial_backoff: float = DEFAULT_INITIAL_BACKOFF,
@@ -156,7 +156,10 @@ class SchedulingQueue(Generic[P]):
         lookup: Callable[[str], P | None] | None = None,
         on_incoming: Callable[[str, str], None] | None = None,
     ) -> None:
-        """``hints`` maps a plugin name to the events it registered (EnqueueExtensions). A
+        """``order(qpi)`` is the QueueSort plugin's order, compared with ``<``: its ``sort_key``,
+        or :func:`~scheduler.queue.heap.order_of_less` of its ``less``.
+
+        ``hints`` maps a plugin name to the events it registered (EnqueueExtensions). A
         plugin that can reject pods but has no EnqueueExtensions should be registered for
         ``ClusterEvent(Resource.WILDCARD, Action.ALL)``, as upstream does.
 
@@ -171,7 +174,7 @@ class SchedulingQueue(Generic[P]):
         ``on_incoming(queue, event)`` hears every pod entering a queue (called with the lock
         held: it must only count).
         """
-        self._less = less
+        self._order = order
         self._clock = clock
         self._initial_backoff = initial_backoff
         self._max_backoff = max_backoff
@@ -192,11 +195,9 @@ class SchedulingQueue(Generic[P]):
 
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
-        self._active: IndexedHeap[QueuedPodInfo[P]] = IndexedHeap(_uid, less)
-        self._backoff: IndexedHeap[QueuedPodInfo[P]] = IndexedHeap(_uid, self._backoff_less)
-        self._error_backoff: IndexedHeap[QueuedPodInfo[P]] = IndexedHeap(
-            _uid, self._error_backoff_less
-        )
+        self._active: IndexedHeap[QueuedPodInfo[P]] = IndexedHeap(_uid, order)
+        self._backoff: IndexedHeap[QueuedPodInfo[P]] = IndexedHeap(_uid, self._backoff_order)
+        self._error_backoff: IndexedHeap[QueuedPodInfo[P]] = IndexedHeap(_uid, self._expiry_key)
         self._pool: dict[str, _PoolEntry[P]] = {}
         self._pool_tokens = itertools.count()
         self._in_flight: dict[str, _InFlight[P]] = {}
@@ -695,14 +696,8 @@ class SchedulingQueue(Generic[P]):
         )
 
     # -- internals: state (lock held) -------------------------------------------------------
-    def _backoff_less(self, a: QueuedPodInfo[P], b: QueuedPodInfo[P]) -> bool:
-        ea, eb = self._expiry_key(a), self._expiry_key(b)
-        if ea != eb:
-            return ea < eb
-        return self._less(a, b)
-
-    def _error_backoff_less(self, a: QueuedPodInfo[P], b: QueuedPodInfo[P]) -> bool:
-        return self._expiry_key(a) < self._expiry_key(b)
+    def _backoff_order(self, qpi: QueuedPodInfo[P]) -> tuple[float, Any]:
+        return self._expiry_key(qpi), self._order(qpi)
 
     def _expiry_key(self, qpi: QueuedPodInfo[P]) -> float:
         expiry = self.backoff_expiry(qpi)

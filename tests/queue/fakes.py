@@ -156,7 +156,7 @@ def make_queue(
     **kwargs: Any,
 ) -> Queue:
     return SchedulingQueue[FakePod](
-        PrioritySort().less,
+        PrioritySort().sort_key,
         clock=clock or FakeClock(),
         hints=default_hints() if hints is None else hints,
         **kwargs,

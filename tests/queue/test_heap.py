@@ -4,11 +4,11 @@ import random
 
 import pytest
 
-from scheduler.queue.heap import IndexedHeap
+from scheduler.queue.heap import IndexedHeap, order_of_less
 
 
 def _heap() -> IndexedHeap[tuple[str, int]]:
-    return IndexedHeap(key=lambda item: item[0], less=lambda a, b: a[1] < b[1])
+    return IndexedHeap(key=lambda item: item[0], order=lambda item: item[1])
 
 
 def _drain(heap: IndexedHeap[tuple[str, int]]) -> list[str]:
@@ -18,11 +18,11 @@ def _drain(heap: IndexedHeap[tuple[str, int]]) -> list[str]:
 @pytest.mark.parametrize(
     ("items", "expected"),
     [
-        pytest.param([("a", 3), ("b", 1), ("c", 2)], ["b", "c", "a"], id="pops in less order"),
+        pytest.param([("a", 3), ("b", 1), ("c", 2)], ["b", "c", "a"], id="pops in order"),
         pytest.param(
             [("a", 1), ("b", 1), ("c", 0), ("d", 1)],
             ["c", "a", "b", "d"],
-            id="items the less function cannot tell apart keep insertion order",
+            id="items of equal order keep insertion order",
         ),
     ],
 )
@@ -69,3 +69,20 @@ def test_random_operations_match_a_sorted_reference() -> None:
             assert value == min(reference.values())
             assert reference.pop(key) == value
         assert len(heap) == len(reference)
+
+
+def test_an_order_from_a_less_function_pops_as_the_key_it_mirrors() -> None:
+    """A QueueSort plugin without sort_key: its less, turned into an order, gives the pops a
+    key gives, ties (equal values) in insertion order included."""
+    rng = random.Random(11)
+    by_key = _heap()
+    by_less: IndexedHeap[tuple[str, int]] = IndexedHeap(
+        key=lambda item: item[0], order=order_of_less(lambda a, b: a[1] < b[1]))
+    for _ in range(500):
+        item = (f"k{rng.randrange(200)}", rng.randrange(20))
+        by_key.add_or_update(item)
+        by_less.add_or_update(item)
+        if rng.random() < 0.3:
+            assert by_key.pop() == by_less.pop()
+    assert by_less.ordered() == by_key.ordered()
+    assert _drain(by_less) == _drain(by_key)

@@ -30,3 +30,5 @@ def test_priority_sort_orders_queued_pods(
     qa = QueuedPodInfo(pod=FakePod("a", priority=a[0]), timestamp=a[1])
     qb = QueuedPodInfo(pod=FakePod("b", priority=b[0]), timestamp=b[1])
     assert PrioritySort().less(qa, qb) is expected
+    # The key the queue's heap compares orders them the same way.
+    assert (PrioritySort().sort_key(qa) < PrioritySort().sort_key(qb)) is expected
