@@ -24,7 +24,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
-from cachetools import TTLCache
 
 from scheduler.cache.node_table import NodeTable
 from scheduler.cache.pod_index import PodLabelIndex
@@ -50,9 +49,11 @@ class Cache:
         self._orphans: dict[str, dict[str, PodInfo]] = {}
         self._node_of_pod: dict[str, str] = {}
         self._assumed: set[str] = set()
-        self._binding_finished: TTLCache[str, bool] = TTLCache(
-            maxsize=1_000_000, ttl=assumed_ttl, timer=clock
-        )
+        # Assumed pods whose bind call returned, by uid: when their assumption expires. One
+        # TTL for all, so the deadlines ascend in insertion order and expiry reads the front.
+        self._binding_finished: dict[str, float] = {}
+        self._assumed_ttl = assumed_ttl
+        self._clock = clock
         self.namespaces: dict[str, dict[str, str]] = {}
         self.pdbs: dict[str, DisruptionBudget] = {}
         self.volumes = VolumeObjects()
@@ -143,7 +144,8 @@ class Cache:
     def finish_binding(self, uid: str) -> None:
         """The bind call returned: start the safety-net TTL for an observation that never comes."""
         if uid in self._assumed:
-            self._binding_finished[uid] = True
+            self._binding_finished.pop(uid, None)  # a later deadline goes to the back
+            self._binding_finished[uid] = self._clock() + self._assumed_ttl
 
     def forget(self, uid: str) -> None:
         """Undo an assumption after a failed Reserve, Permit or bind."""
@@ -158,7 +160,12 @@ class Cache:
 
     def expire_assumed(self) -> list[str]:
         """Drop assumed pods whose finished binding was never observed within the TTL."""
-        expired = [uid for uid, _ in self._binding_finished.expire()]
+        now = self._clock()
+        expired: list[str] = []
+        for uid, deadline in self._binding_finished.items():
+            if deadline > now:
+                break
+            expired.append(uid)
         for uid in expired:
             pod = self.get_pod(uid)
             log.warning(

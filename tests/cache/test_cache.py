@@ -136,6 +136,33 @@ def test_an_assumed_pod_whose_bind_is_never_observed_expires_after_the_ttl() -> 
     assert cpu_requested(cache, "n1") == 0
 
 
+def test_assumed_pods_expire_each_by_its_own_deadline() -> None:
+    """Bind calls that returned at different times expire in that order; one that returned
+    again counts from the later call; an observed binding never expires."""
+    clock = FakeClock()
+    start = clock.now
+    cache = Cache(assumed_ttl=100, clock=clock)
+    cache.upsert_node(node("n1"))
+    a, b, c, d = (pod_info(name, cpu="1") for name in "abcd")
+    for p in (a, b, c, d):
+        cache.assume(p, "n1")
+    cache.finish_binding(a.uid)  # deadline 100
+    clock.now += 10
+    cache.finish_binding(b.uid)  # deadline 110
+    cache.finish_binding(c.uid)  # deadline 110
+    cache.finish_binding(d.uid)  # deadline 110, then observed
+    cache.upsert_pod(pod_info("d", cpu="1", node_name="n1"))
+    clock.now += 20
+    cache.finish_binding(a.uid)  # again: deadline 130, behind b and c
+    clock.now = start + 110
+    assert cache.expire_assumed() == [b.uid, c.uid]
+    clock.now = start + 129
+    assert cache.expire_assumed() == []
+    clock.now = start + 130
+    assert cache.expire_assumed() == [a.uid]
+    assert cpu_requested(cache, "n1") == 1000  # d, observed
+
+
 def test_a_pod_bound_to_an_unknown_node_is_accounted_when_the_node_arrives() -> None:
     cache = Cache()
     cache.upsert_pod(pod_info("p", cpu="1", node_name="late"))
