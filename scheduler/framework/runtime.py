@@ -164,11 +164,9 @@ class Framework:
         self._profile_name = profile_name
         self.plugins = plugins
         self.metrics = metrics
-        # What cycles run: the same plugins, an exception of theirs turned into a PluginError
-        # that names them; timed one by one too in the cycles sampled for plugin metrics.
-        self._guarded = _wrapped_sets(plugins, _guarded_call)
-        self._timed = (self._guarded if metrics is None
-                       else _wrapped_sets(self._guarded, _timer(metrics)))
+        # What cycles run: the plugins, timed one by one in the cycles sampled for plugin
+        # metrics. The runners turn a plugin's exception into a PluginError that names it.
+        self._timed = plugins if metrics is None else _wrapped_sets(plugins, _timer(metrics))
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.instances: dict[str, Plugin] = dict(instances or {})
 
@@ -185,7 +183,7 @@ class Framework:
         return None
 
     def _plugins_for(self, state: CycleState) -> PluginSets:
-        return self._timed if state.record_plugin_metrics else self._guarded
+        return self._timed if state.record_plugin_metrics else self.plugins
 
     # -- PreFilter ------------------------------------------------------------------------
     @_timed_point("PreFilter", lambda out: out[1].code)
@@ -208,7 +206,10 @@ class Framework:
         rejection: Status | None = None
         rejectors: set[str] = set()
         for plugin in self._plugins_for(state).pre_filter:
-            result, status = plugin.pre_filter(state, pod, snapshot)
+            try:
+                result, status = plugin.pre_filter(state, pod, snapshot)
+            except Exception as exc:
+                raise PluginError("PreFilter", plugin.name, exc) from exc
             if status.is_skip():
                 state.skip_filter.add(plugin.name)
                 continue
@@ -250,7 +251,10 @@ class Framework:
                 break
             if plugin.name in state.skip_filter:
                 continue
-            result = plugin.filter(state, pod, current)
+            try:
+                result = plugin.filter(state, pod, current)
+            except Exception as exc:
+                raise PluginError("Filter", plugin.name, exc) from exc
             rejected = result.codes != np.uint8(Code.SUCCESS)
             if not rejected.any():
                 continue
@@ -350,7 +354,10 @@ class Framework:
         reasons: list[str] = []
         rejector = ""
         for plugin in self._plugins_for(state).post_filter:
-            result, status = plugin.post_filter(state, pod, diagnosis)
+            try:
+                result, status = plugin.post_filter(state, pod, diagnosis)
+            except Exception as exc:
+                raise PluginError("PostFilter", plugin.name, exc) from exc
             if status.is_success():
                 return result, status
             if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -367,7 +374,10 @@ class Framework:
     @_timed_point("PreScore", lambda status: status.code)
     def run_pre_score(self, state: CycleState, pod: PodInfo, view: NodeView) -> Status:
         for plugin in self._plugins_for(state).pre_score:
-            status = plugin.pre_score(state, pod, view)
+            try:
+                status = plugin.pre_score(state, pod, view)
+            except Exception as exc:
+                raise PluginError("PreScore", plugin.name, exc) from exc
             if status.is_skip():
                 state.skip_score.add(plugin.name)
             elif not status.is_success():
@@ -387,7 +397,14 @@ class Framework:
                 continue
             names.append(plugin.name)
             weights.append(weight)
-            scored.append(plugin.normalize(state, pod, plugin.score(state, pod, view)))
+            try:
+                raw = plugin.score(state, pod, view)
+            except Exception as exc:
+                raise PluginError("Score", plugin.name, exc) from exc
+            try:
+                scored.append(plugin.normalize(state, pod, raw))
+            except Exception as exc:
+                raise PluginError("NormalizeScore", plugin.name, exc) from exc
         if not scored:
             return np.zeros(len(view), dtype=np.int64), SUCCESS, {}
         # One array for every plugin: the range check and the weighted sum in two operations.
@@ -407,7 +424,10 @@ class Framework:
     @_timed_point("Reserve", lambda status: status.code)
     def run_reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         for plugin in self._plugins_for(state).reserve:
-            status = plugin.reserve(state, pod, node)
+            try:
+                status = plugin.reserve(state, pod, node)
+            except Exception as exc:
+                raise PluginError("Reserve", plugin.name, exc) from exc
             if not status.is_success():
                 return _plugin_error("Reserve", plugin.name, status)
         return SUCCESS
@@ -427,7 +447,10 @@ class Framework:
         """Allow, reject, or wait for the longest timeout any plugin asked for (capped)."""
         wait = 0.0
         for plugin in self._plugins_for(state).permit:
-            decision = plugin.permit(state, pod, node)
+            try:
+                decision = plugin.permit(state, pod, node)
+            except Exception as exc:
+                raise PluginError("Permit", plugin.name, exc) from exc
             if decision.status.code is Code.WAIT:
                 wait = max(wait, min(decision.timeout_seconds, MAX_PERMIT_WAIT_SECONDS))
             elif not decision.status.is_success():
@@ -457,7 +480,10 @@ class Framework:
     @_timed_point("PreBind", lambda status: status.code)
     def run_pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         for plugin in self._plugins_for(state).pre_bind:
-            status = plugin.pre_bind(state, pod, node)
+            try:
+                status = plugin.pre_bind(state, pod, node)
+            except Exception as exc:
+                raise PluginError("PreBind", plugin.name, exc) from exc
             if not status.is_success():
                 return _plugin_error("PreBind", plugin.name, status)
         return SUCCESS
@@ -465,7 +491,10 @@ class Framework:
     @_timed_point("Bind", lambda status: status.code)
     def run_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         for plugin in self._plugins_for(state).bind:
-            status = plugin.bind(state, pod, node)
+            try:
+                status = plugin.bind(state, pod, node)
+            except Exception as exc:
+                raise PluginError("Bind", plugin.name, exc) from exc
             if status.is_skip():
                 continue
             return status if status.is_success() else _plugin_error("Bind", plugin.name, status)
@@ -531,22 +560,7 @@ class PluginError(Exception):
             super().__init__(f'running {point} plugin "{plugin}": {what}')
 
 
-# Extension point names in error messages, where they differ from the metrics' names.
-_POINT_IN_MESSAGES = {"ScoreExtensionNormalize": "NormalizeScore"}
-
 Wrap = Callable[[Callable[..., Any], str, str, Callable[[Any], Code]], Callable[..., Any]]
-
-
-def _guarded_call(
-    method: Callable[..., Any], plugin: str, point: str, status_of: Callable[[Any], Code]
-) -> Callable[..., Any]:
-    def guarded(*args: Any) -> Any:
-        try:
-            return method(*args)
-        except Exception as exc:
-            raise PluginError(_POINT_IN_MESSAGES.get(point, point), plugin, exc) from exc
-
-    return guarded
 
 
 def _timer(metrics: ProfileMetrics) -> Wrap:

@@ -30,6 +30,7 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.runtime import MAX_PERMIT_WAIT_SECONDS, Framework, PluginSets
+from scheduler.metrics import Metrics
 from scheduler.model.pod import PodInfo
 from scheduler.testing import full_view, node, pod, pod_info, snapshot_of
 from tests.test_cycle import (
@@ -557,3 +558,70 @@ def test_pre_filter_result_plugins_mapping() -> None:
         FakePreFilter("Zeta", result=["n1", "n2"]), FakePreFilter("Alpha", result=["n1"]),
     ]).run_pre_filter(CycleState(), pod_info("p"), snapshot_of([node(n) for n in NODES]))
     assert result == PreFilterResult(frozenset({"n1"}), ("Alpha", "Zeta"))
+
+
+# == a plugin that raises ====================================================================
+class Broken:
+    """Raises at every extension point; ``normalize`` only when asked to."""
+
+    name = "Broken"
+
+    def __init__(self, *, normalize_only: bool = False) -> None:
+        self.normalize_only = normalize_only
+
+    def _raise(self, *args: Any) -> Any:
+        raise RuntimeError("bug")
+
+    pre_filter = filter = post_filter = pre_score = reserve = permit = pre_bind = bind = _raise
+
+    def score(self, *args: Any) -> IntArray:
+        if self.normalize_only:
+            return np.zeros(len(NODES), dtype=np.int64)
+        return self._raise()
+
+    def normalize(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
+        return self._raise() if self.normalize_only else scores
+
+
+@pytest.mark.parametrize(
+    ("point", "make_sets", "message"),
+    [
+        ("PreFilter", lambda b: {"pre_filter": [b]}, 'running PreFilter plugin "Broken"'),
+        ("Filter", lambda b: {"filter": [b]}, 'running "Broken" filter plugin'),
+        ("PostFilter", lambda b: {"post_filter": [b]}, 'running PostFilter plugin "Broken"'),
+        ("PreScore", lambda b: {"pre_score": [b]}, 'running PreScore plugin "Broken"'),
+        ("Score", lambda b: {"score": [(b, 1)]}, 'running Score plugin "Broken"'),
+        ("NormalizeScore", lambda b: {"score": [(b, 1)]},
+         'running NormalizeScore plugin "Broken"'),
+        ("Reserve", lambda b: {"reserve": [b]}, 'running Reserve plugin "Broken"'),
+        ("Permit", lambda b: {"permit": [b]}, 'running Permit plugin "Broken"'),
+        ("PreBind", lambda b: {"pre_bind": [b]}, 'running PreBind plugin "Broken"'),
+        ("Bind", lambda b: {"bind": [b]}, 'running Bind plugin "Broken"'),
+    ],
+)
+@pytest.mark.parametrize("sampled", [False, True], ids=["plain cycle", "sampled for metrics"])
+def test_a_raising_plugin_is_named_with_its_extension_point(
+    point: str, make_sets: Any, message: str, sampled: bool
+) -> None:
+    broken = Broken(normalize_only=point == "NormalizeScore")
+    fw = Framework(SCHED, PluginSets(**make_sets(broken)),
+                   metrics=Metrics().profile(SCHED) if sampled else None)
+    state = CycleState()
+    state.record_plugin_metrics = sampled
+    view = view_of(*NODES)
+    p = pod_info("p")
+    calls = {
+        "PreFilter": lambda: fw.run_pre_filter(state, p, view.snapshot),
+        "Filter": lambda: fw.run_filters(state, p, view),
+        "PostFilter": lambda: fw.run_post_filter(state, p, Diagnosis(np.zeros(3, np.uint8))),
+        "PreScore": lambda: fw.run_pre_score(state, p, view),
+        "Score": lambda: fw.run_score(state, p, view),
+        "NormalizeScore": lambda: fw.run_score(state, p, view),
+        "Reserve": lambda: fw.run_reserve(state, p, "n1"),
+        "Permit": lambda: fw.run_permit(state, p, "n1"),
+        "PreBind": lambda: fw.run_pre_bind(state, p, "n1"),
+        "Bind": lambda: fw.run_bind(state, p, "n1"),
+    }
+    with pytest.raises(Exception, match=f"^{message}: RuntimeError: bug$") as raised:
+        calls[point]()
+    assert isinstance(raised.value.__cause__, RuntimeError)
