@@ -257,6 +257,18 @@ SCENARIOS = {
 }
 
 
+def reference_loop_us() -> float:
+    """How fast this host runs plain Python right now: the best of 20 runs of a fixed loop, in
+    µs. Shared VMs swing by half or more from minute to minute; pods/s read beside this figure
+    can be compared across runs and hosts."""
+    best = float("inf")
+    for _ in range(20):
+        t0 = time.perf_counter()
+        sum(range(10_000))
+        best = min(best, time.perf_counter() - t0)
+    return best * 1e6
+
+
 def run_scenario(scenario: Scenario) -> dict[str, Any]:
     logs.configure("warning")
     s = new_scheduler(scenario.config)
@@ -276,12 +288,17 @@ def run_scenario(scenario: Scenario) -> dict[str, Any]:
         # failure handling read back (without it every preemptor counts as deleted).
         s.pods[info.uid] = info
         s.queue.add(info)
+    reference = reference_loop_us()
     start = time.perf_counter()
+    thread_start, process_start = time.thread_time(), time.process_time()
     for _ in pending:
         t0 = time.perf_counter()
         schedule_one(s, timeout=0)
         latencies.append(time.perf_counter() - t0)
     elapsed = time.perf_counter() - start
+    # The scheduling thread's own CPU, and what the binding threads took from the process.
+    scheduling_cpu = time.thread_time() - thread_start
+    binding_cpu = time.process_time() - process_start - scheduling_cpu
     preemptions = sum(1 for info in pending if s.queue.nominator.node_of(info.uid))
     s.stop(timeout=5)
     latencies.sort()
@@ -295,6 +312,9 @@ def run_scenario(scenario: Scenario) -> dict[str, Any]:
         "pods_per_second": round(count / elapsed, 1),
         "p50_ms": round(statistics.median(latencies) * 1000, 3),
         "p99_ms": round(latencies[min(count - 1, int(count * 0.99))] * 1000, 3),
+        "scheduling_thread_cpu_us_per_pod": round(scheduling_cpu / count * 1e6),
+        "binding_threads_cpu_us_per_pod": round(binding_cpu / count * 1e6),
+        "reference_loop_us": round(reference, 1),
         "peak_rss_mib": round(rss_kib / 1024, 1),
         "setup_seconds": round(build_seconds, 2),
         "python": sys.version.split()[0],
