@@ -333,14 +333,23 @@ def _column(nodes: NodeView, name: str) -> int | None:
     return col
 
 
-def _allocation_column(nodes: NodeView, name: str, pod_request: int) -> int | None:
-    """The table column a score reads for ``name``; None for a resource it skips: one the
-    pod does not ask for (scalar), one it does not know, or one no node has."""
-    if pod_request == 0 and is_scalar_resource(name):
-        return None
-    if name not in (CPU, MEMORY, EPHEMERAL_STORAGE) and not is_scalar_resource(name):
-        return None
-    return _column(nodes, name)
+_NATIVE = frozenset({CPU, MEMORY, EPHEMERAL_STORAGE})
+
+
+def _allocation_columns(
+    nodes: NodeView, resources: Sequence[ResourceSpec], pod_requests: Sequence[int]
+) -> list[int | None]:
+    """The table column a score reads for each resource; None for a resource it skips: a
+    scalar one the pod does not ask for, one it does not know, or one no node has."""
+    column = nodes.snapshot.resources.column
+    width = nodes.requested.shape[1]
+    cols: list[int | None] = []
+    for spec, request in zip(resources, pod_requests, strict=True):
+        name = spec.name
+        col = (column.get(name) if name in _NATIVE or (request and is_scalar_resource(name))
+               else None)
+        cols.append(col if col is not None and col < width else None)
+    return cols
 
 
 @dataclass(frozen=True)
@@ -362,8 +371,7 @@ def allocation_inputs(
     """Upstream ``calculateNodeAllocatableRequest`` for every resource and node at once; cpu
     and memory count non-zero requests unless ``use_requested``."""
     table = nodes.snapshot.nodes
-    cols = [_allocation_column(nodes, spec.name, req)
-            for spec, req in zip(resources, pod_requests, strict=True)]
+    cols = _allocation_columns(nodes, resources, pod_requests)
     taken = [0 if c is None else c for c in cols]
     # Resource-major: each resource's values are contiguous, and sums run across rows.
     allocatable = np.take(table.allocatable, nodes.idx, axis=0).T[taken]
