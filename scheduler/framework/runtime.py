@@ -291,11 +291,16 @@ class Framework:
         plain = self.run_filters(state, pod, view)
         if plain.error is not None or not nominated:
             return plain
-        index = view.snapshot.nodes.index
+        table = view.snapshot.nodes
+        # From whichever is smaller: the view's nodes (a preemption dry run asks about one
+        # node at a time) or the nominated ones; never every nomination for every view.
+        if len(view) < len(nominated):
+            by_row = ((row, nominated.get(table.names[row])) for row in view.idx.tolist())
+        else:
+            by_row = ((table.index.get(name), pods) for name, pods in nominated.items())
         reserved: dict[int, list[PodInfo]] = {}
-        for node_name, pods in nominated.items():
-            row = index.get(node_name)
-            if row is None:
+        for row, pods in by_row:
+            if row is None or not pods:
                 continue
             keep = [p for p in pods if p.uid != pod.uid and p.priority >= pod.priority]
             if keep:

@@ -206,9 +206,12 @@ def test_a_filter_skipped_at_prefilter_does_not_run() -> None:
 
 # == the two-pass rule for nominated pods ====================================================
 def two_pass(pod_obj: dict[str, Any], nominated: Sequence[dict[str, Any]],
-             nodes: Sequence[dict[str, Any]], bound: Sequence[dict[str, Any]] = ()
-             ) -> dict[str, list[tuple[str, str]]]:
-    """Filter ``pod_obj`` on every node with ``nominated`` pods (nominatedNodeName set)."""
+             nodes: Sequence[dict[str, Any]], bound: Sequence[dict[str, Any]] = (),
+             *, one_node_at_a_time: bool = False) -> dict[str, list[tuple[str, str]]]:
+    """Filter ``pod_obj`` on every node with ``nominated`` pods (nominatedNodeName set); with
+    ``one_node_at_a_time``, in views of one node each, as a preemption dry run asks, and with
+    one more nomination on a node the cluster does not have (more nominated nodes than a view
+    has nodes)."""
     h = Harness({"profiles": [{"plugins": {"multiPoint": {
         "disabled": [{"name": "DefaultPreemption"}]}}}]})
     h.nodes(*nodes)
@@ -224,9 +227,19 @@ def two_pass(pod_obj: dict[str, Any], nominated: Sequence[dict[str, Any]],
     _, status, _ = fw.run_pre_filter(state, p, h.s.snapshot)
     assert status.is_success()
     view = full_view(h.s.snapshot)
-    outcome = fw.run_filters_with_nominated(state, p, view, by_node)
-    assert outcome.error is None
-    return reasons_by_node(view, outcome)
+    if not one_node_at_a_time:
+        outcome = fw.run_filters_with_nominated(state, p, view, by_node)
+        assert outcome.error is None
+        return reasons_by_node(view, outcome)
+    by_node["gone"] = [PodInfo.from_pod(
+        pod("elsewhere", cpu="3", priority=1000, nominated_node_name="gone"))]
+    got: dict[str, list[tuple[str, str]]] = {}
+    for row in view.idx:
+        single = NodeView.of(h.s.snapshot, np.asarray([row], dtype=np.int64))
+        outcome = fw.run_filters_with_nominated(state, p, single, by_node)
+        assert outcome.error is None
+        got.update(reasons_by_node(single, outcome))
+    return got
 
 
 AFFINITY_TO_DB = {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
@@ -269,11 +282,14 @@ NO_AFFINITY_MATCH = [("node(s) didn't match pod affinity rules", "InterPodAffini
                      id="anti-affinity to a nominated pod counts: the first pass fails"),
     ],
 )
+@pytest.mark.parametrize("one_node_at_a_time", [False, True],
+                         ids=["every node in one view", "one node per view"])
 def test_run_filters_with_nominated_pods(
     pod_obj: dict[str, Any], nominated: list[dict[str, Any]], want_n1: list[tuple[str, str]],
-    want_n2: list[tuple[str, str]],
+    want_n2: list[tuple[str, str]], one_node_at_a_time: bool,
 ) -> None:
-    got = two_pass(pod_obj, nominated, [node("n1", cpu="4"), node("n2", cpu="4")])
+    got = two_pass(pod_obj, nominated, [node("n1", cpu="4"), node("n2", cpu="4")],
+                   one_node_at_a_time=one_node_at_a_time)
     assert got == {"n1": want_n1, "n2": want_n2}
 
 

@@ -74,7 +74,7 @@ def test_pods_by_node_and_delete() -> None:
     for p in (a, b, c):
         nominator.add(p)
     assert nominator.all() == {"n1": [a, b], "n2": [c]}
-    nominator.delete("uid-a")
+    nominator.delete(a.uid)
     nominator.delete("uid-unknown")
     assert nominator.pods_for_node("n1") == [b]
     nominator.delete("uid-b")
@@ -99,3 +99,19 @@ def test_concurrent_adds_and_deletes_stay_consistent() -> None:
         t.join(timeout=5)
     assert len(nominator) == 4 * 150
     assert sum(len(pods) for pods in nominator.all().values()) == 4 * 150
+
+
+def test_all_is_one_copy_until_a_nomination_changes() -> None:
+    nominator: Nominator[FakePod] = Nominator()
+    a, b = pod("a", nominated="n1"), pod("b", nominated="n2")
+    nominator.add(a)
+    first = nominator.all()
+    assert nominator.all() is first
+    nominator.add(b)
+    second = nominator.all()
+    assert second is not first and second == {"n1": [a], "n2": [b]}
+    assert first == {"n1": [a]}  # a copy handed out earlier does not change under its reader
+    nominator.delete(a.uid)
+    assert nominator.all() == {"n2": [b]}
+    nominator.delete("uid-unknown")
+    assert nominator.all() == {"n2": [b]}
