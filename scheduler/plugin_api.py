@@ -6,7 +6,9 @@ import-linter enforces it, so this surface is exactly what the built-ins need an
 
 Versioning (:data:`API_VERSION`, ``major.minor``): removing or renaming a name, or changing a
 signature or a protocol incompatibly, is a new major version; adding names is a minor one.
-1.2 added ``Handle.avoided_nodes``; 1.3 an optional ``sort_key`` of QueueSort plugins.
+1.2 added ``Handle.avoided_nodes``; 1.3 an optional ``sort_key`` of QueueSort plugins; 1.4
+``NodeTableView.row_generation`` and ``NodeView.as_in_table``, for plugins that keep what they
+computed of a node between cycles.
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
@@ -105,7 +107,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "1.3"
+API_VERSION = "1.4"
 
 __all__ = [
     "ANN_BIND_COMPLETED",

@@ -5,7 +5,11 @@ The examples, like the built-ins (import-linter), import nothing else of the sch
 from __future__ import annotations
 
 import ast
+import dataclasses
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from scheduler import plugin_api
 
@@ -39,7 +43,7 @@ def test_the_api_keeps_every_name_of_its_major_version() -> None:
     exported = set(plugin_api.__all__)
     assert API_1 - exported == set(), "names removed: a new major version"
     assert exported - API_1 - API_1_1 == set(), "names added: record them (a minor version)"
-    assert plugin_api.API_VERSION == "1.3"
+    assert plugin_api.API_VERSION == "1.4"
     assert all(hasattr(plugin_api, name) for name in exported)
 
 
@@ -57,6 +61,33 @@ def test_the_handle_keeps_every_member_of_its_major_version() -> None:
     members = {name for name in vars(plugin_api.Handle) if not name.startswith("_")}
     assert HANDLE_1 - members == set(), "members removed: a new major version"
     assert members - HANDLE_1 - HANDLE_1_2 == set(), "members added: record them (a minor version)"
+
+
+# What a plugin reads of the node table and of a NodeView; API 1.4 added the rows'
+# generations and whether a view's rows are the table's own.
+NODE_TABLE_1 = {
+    "alive", "allocatable", "allowed_pods", "capacity", "image_nodes", "images", "index",
+    "labels", "labels_generation", "membership_generation", "names", "non_zero_requested",
+    "pod_count", "pods", "raw", "requested", "resources", "taints", "taints_generation",
+    "unschedulable", "used_ports",
+}
+NODE_TABLE_1_4 = {"row_generation"}
+NODE_VIEW_1 = {"snapshot", "idx", "requested", "pod_count", "added", "removed"}
+NODE_VIEW_1_4 = {"as_in_table"}
+
+
+@pytest.mark.parametrize(("members", "major", "minor"), [
+    pytest.param(lambda: {n for n in vars(plugin_api.NodeTableView) if not n.startswith("_")},
+                 NODE_TABLE_1, NODE_TABLE_1_4, id="NodeTableView"),
+    pytest.param(lambda: {f.name for f in dataclasses.fields(plugin_api.NodeView)},
+                 NODE_VIEW_1, NODE_VIEW_1_4, id="NodeView"),
+])
+def test_what_plugins_read_keeps_every_member_of_its_major_version(
+    members: Callable[[], set[str]], major: set[str], minor: set[str]
+) -> None:
+    got = members()
+    assert major - got == set(), "members removed: a new major version"
+    assert got - major - minor == set(), "members added: record them (a minor version)"
 
 
 def test_example_plugins_import_only_the_plugin_api_and_the_testing_kit() -> None:

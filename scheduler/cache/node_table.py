@@ -9,6 +9,7 @@ pods) sit in parallel lists indexed by the same row.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -84,6 +85,11 @@ def zone_key(labels: Mapping[str, str]) -> str:
     return f"{region}:\x00:{zone}"
 
 
+# Row changes are numbered from one count for all tables (tests build many): a number read
+# from one table never matches another's.
+_ROW_CHANGES = itertools.count(1)
+
+
 class NodeTable:
     def __init__(self, capacity: int = 64) -> None:
         self.resources = ResourceIndex()
@@ -98,6 +104,9 @@ class NodeTable:
         self.non_zero_requested: IntArray = np.zeros((capacity, 2), dtype=np.int64)
         self.pod_count: IntArray = np.zeros(capacity, dtype=np.int64)
         self.unschedulable: BoolArray = np.zeros(capacity, dtype=np.bool_)
+        # Per row, the number of the row's last change (its node, or the requests of its
+        # pods), from a count shared by every table: a score memo keyed by it stays valid.
+        self.row_generation: IntArray = np.zeros(capacity, dtype=np.int64)
         self.labels: list[dict[str, str]] = []
         self.taints: list[tuple[Taint, ...]] = []
         self.used_ports: list[Counter[tuple[str, str, int]]] = []
@@ -137,6 +146,7 @@ class NodeTable:
         self.non_zero_requested = grow(self.non_zero_requested)
         self.pod_count = grow(self.pod_count)
         self.unschedulable = grow(self.unschedulable)
+        self.row_generation = grow(self.row_generation)
 
     def ensure_resource(self, name: str) -> int:
         before = len(self.resources)
@@ -145,6 +155,7 @@ class NodeTable:
             pad = ((0, 0), (0, len(self.resources) - before))
             self.allocatable = np.pad(self.allocatable, pad)
             self.requested = np.pad(self.requested, pad)
+            self.row_generation[:] = next(_ROW_CHANGES)
         return col
 
     def _new_row(self, name: str) -> int:
@@ -164,6 +175,7 @@ class NodeTable:
         self.names[row] = name
         self.index[name] = row
         self.alive[row] = True
+        self.row_generation[row] = next(_ROW_CHANGES)
         self.membership_generation += 1
         return row
 
@@ -180,6 +192,7 @@ class NodeTable:
             if res != PODS:
                 self.ensure_resource(res)
         self.allocatable[row, :] = self.resources.vector(allocatable)
+        self.row_generation[row] = next(_ROW_CHANGES)
         self.allowed_pods[row] = allocatable.get(PODS, 0)
         self.unschedulable[row] = bool(node.get("spec", {}).get("unschedulable", False))
         labels = dict(node["metadata"].get("labels") or {})
@@ -223,6 +236,7 @@ class NodeTable:
         self.allowed_pods[row] = 0
         self.requested[row] = 0
         self.non_zero_requested[row] = 0
+        self.row_generation[row] = next(_ROW_CHANGES)
         self.pod_count[row] = 0
         self.unschedulable[row] = False
         self.names[row] = ""
@@ -246,6 +260,7 @@ class NodeTable:
         self.requested[row] += self.resources.pod_vector(pod)
         self.non_zero_requested[row, 0] += pod.non_zero_cpu
         self.non_zero_requested[row, 1] += pod.non_zero_memory
+        self.row_generation[row] = next(_ROW_CHANGES)
         self.pod_count[row] += 1
         for hp in pod.host_ports:
             self.used_ports[row][(hp.ip, hp.protocol, hp.port)] += 1
@@ -261,6 +276,7 @@ class NodeTable:
         self.requested[row] -= self.resources.pod_vector(pod)
         self.non_zero_requested[row, 0] -= pod.non_zero_cpu
         self.non_zero_requested[row, 1] -= pod.non_zero_memory
+        self.row_generation[row] = next(_ROW_CHANGES)
         self.pod_count[row] -= 1
         ports = self.used_ports[row]
         for hp in pod.host_ports:

@@ -85,6 +85,13 @@ class NodeTableView(Protocol):
     def unschedulable(self) -> BoolArray: ...
 
     @property
+    def row_generation(self) -> IntArray:
+        """Per row, a number that changes whenever the row's node or the requests of its pods
+        do (upstream's NodeInfo generation): what a plugin computed from a row alone may be
+        kept while the number stays. Numbers from different tables never match."""
+        ...
+
+    @property
     def labels(self) -> Sequence[Mapping[str, str]]: ...
 
     @property

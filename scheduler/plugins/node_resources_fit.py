@@ -35,7 +35,8 @@ advertise it in ``status.allocatable`` fails with ``Insufficient <name>``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -397,6 +398,47 @@ def allocation_inputs(
     )
 
 
+class RowScores:
+    """Scores per node row for each recent key (a pod's requests), kept while the row's
+    ``row_generation`` stays: pods of one ReplicaSet ask the same, and between two of them
+    only the rows that took a pod change. A view with hypothetical pods is computed afresh;
+    for a view of the table's rows, the table's changed rows are computed again.
+
+    ``compute(view, key)`` must read nothing but the view's rows and ``key``."""
+
+    def __init__(
+        self, compute: Callable[[NodeView, tuple[int, ...]], IntArray], keys: int = 16
+    ) -> None:
+        self._compute = compute
+        self._keys = keys
+        # Per key: the generation each row was computed at (-1: never), and its score.
+        self._kept: OrderedDict[tuple[int, ...], tuple[IntArray, IntArray]] = OrderedDict()
+
+    def scores(self, nodes: NodeView, key: tuple[int, ...]) -> IntArray:
+        if not nodes.as_in_table:
+            return self._compute(nodes, key)
+        generation = nodes.snapshot.nodes.row_generation
+        kept = self._kept.get(key)
+        if kept is None or kept[0].shape != generation.shape:
+            kept = (np.full(generation.shape, -1, dtype=np.int64),
+                    np.zeros(generation.shape, dtype=np.int64))
+            self._kept[key] = kept
+            if len(self._kept) > self._keys:
+                self._kept.popitem(last=False)
+        else:
+            self._kept.move_to_end(key)
+        computed_at, scores = kept
+        rows = nodes.idx
+        if (generation.take(rows) != computed_at.take(rows)).any():
+            # Every changed row of the table at once, not only the view's: a computation
+            # costs about the same for 1 row as for 1,000.
+            table = nodes.snapshot.nodes
+            changed = np.flatnonzero((generation != computed_at) & table.alive)
+            scores[changed] = self._compute(NodeView.of(nodes.snapshot, changed), key)
+            computed_at[changed] = generation[changed]
+        return scores.take(rows)
+
+
 # -- scorers --------------------------------------------------------------------------------
 def _go_div(a: IntArray, b: IntArray | int) -> IntArray:
     """Go's integer division (truncates towards zero); ``b`` is never 0 where it matters."""
@@ -547,6 +589,7 @@ class NodeResourcesFit:
         self.shape: BrokenLinear | None = None
         if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
             self.shape = build_shape(strategy["requestedToCapacityRatio"]["shape"])
+        self._scores = RowScores(self._score_rows)
 
     # -- PreFilter / Filter ---------------------------------------------------------------
     def _request(self, pod: PodInfo) -> PodResourceRequest:
@@ -599,6 +642,9 @@ class NodeResourcesFit:
         pod_requests = state.get(PRE_SCORE_STATE_KEY)
         if pod_requests is None:
             pod_requests = self.pod_requests(pod)
+        return self._scores.scores(nodes, pod_requests)
+
+    def _score_rows(self, nodes: NodeView, pod_requests: tuple[int, ...]) -> IntArray:
         inputs = allocation_inputs(nodes, self.resources, pod_requests, use_requested=False)
         if self.strategy == MOST_ALLOCATED:
             return most_allocated_score(inputs, self.resources)

@@ -3,19 +3,23 @@ requested_to_capacity_ratio_test.go (v1.37)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pytest
 
+from scheduler.cache.cache import Cache
+from scheduler.cache.snapshot import Snapshot
 from scheduler.framework.events import Action, QueueingHint, Resource
-from scheduler.framework.interface import Code, CycleState
+from scheduler.framework.interface import Code, CycleState, NodeView
 from scheduler.framework.registry import ConfigError
 from scheduler.model.pod import PodInfo
+from scheduler.plugins import balanced_allocation as balanced
 from scheduler.plugins import node_resources_fit as fit
 from scheduler.plugins.node_resources_fit import NodeResourcesFit
 from scheduler.testing import (
+    cache_of,
     container,
     full_view,
     node,
@@ -577,3 +581,91 @@ def test_assigned_pod_delete_hint() -> None:
     incoming = pod_info("p", cpu="1")
     assert hint(incoming, pod_info("bound", node_name="n1"), None) is QueueingHint.QUEUE
     assert hint(incoming, pod_info("pending"), None) is QueueingHint.SKIP
+
+
+# == scores kept between cycles (RowScores) ==================================================
+def _add_pod(cache: Cache) -> None:
+    cache.upsert_pod(pod_info("landed", cpu="1", memory="12Gi", node_name="n2"))
+
+
+def _remove_pod(cache: Cache) -> None:
+    cache.remove_pod(pod_info("old", node_name="n1").uid)
+
+
+def _resize_node(cache: Cache) -> None:
+    cache.upsert_node(node("n3", cpu="16", memory="64Gi"))
+
+
+def _replace_node(cache: Cache) -> None:
+    # The freed row is reused by a node of another size.
+    cache.remove_node("n1")
+    cache.upsert_node(node("n9", cpu="32", memory="16Gi"))
+
+
+def _new_resource(cache: Cache) -> None:
+    cache.upsert_node(node("n2", cpu="8", memory="16Gi", extra={"example.com/gpu": "2"}))
+
+
+def _assume(cache: Cache) -> None:
+    cache.assume(pod_info("incoming-0", cpu="100m", memory="12Gi"), "n3")
+
+
+CHANGES = [
+    pytest.param(_add_pod, id="a pod lands on a node"),
+    pytest.param(_remove_pod, id="a pod leaves a node"),
+    pytest.param(_resize_node, id="a node's allocatable changes"),
+    pytest.param(_replace_node, id="a node is deleted and its row reused"),
+    pytest.param(_new_resource, id="a resource the table had no column for appears"),
+    pytest.param(_assume, id="the scheduler assumes a pod"),
+]
+SCORERS = [
+    pytest.param(lambda: fit.new({**fit.DEFAULT_ARGS, **LEAST}, None), id="LeastAllocated"),
+    pytest.param(lambda: fit.new({**fit.DEFAULT_ARGS, **MOST}, None), id="MostAllocated"),
+    pytest.param(lambda: fit.new({**fit.DEFAULT_ARGS, **RTCR_UP}, None),
+                 id="RequestedToCapacityRatio"),
+    pytest.param(lambda: balanced.new({}, None), id="BalancedAllocation"),
+]
+
+
+@pytest.mark.parametrize("change", CHANGES)
+@pytest.mark.parametrize("make", SCORERS)
+def test_kept_scores_follow_the_table(make: Callable[[], Any], change: Callable[[Cache], None]
+                                      ) -> None:
+    cache = cache_of(
+        [node("n1", cpu="4", memory="8Gi"), node("n2", cpu="8", memory="16Gi"),
+         node("n3", cpu="4", memory="16Gi")],
+        [pod("old", cpu="3", memory="1Gi", node_name="n1"),
+         pod("other", cpu="3", memory="1Gi", node_name="n3")])
+    snapshot = Snapshot(cache)
+    incoming = pod_info("incoming", cpu="2", memory="1Gi")
+    kept = make()
+    before = kept.score(CycleState(), incoming, full_view(snapshot))
+    assert before.tolist() == make().score(CycleState(), incoming, full_view(snapshot)).tolist()
+    change(cache)
+    after = kept.score(CycleState(), incoming, full_view(snapshot))
+    assert after.tolist() == make().score(CycleState(), incoming, full_view(snapshot)).tolist()
+    assert after.tolist() != before.tolist() or change is _new_resource
+
+
+def test_kept_scores_are_not_used_for_hypothetical_pods() -> None:
+    # BalancedAllocation reads the view's requested numbers (NodeResourcesFit reads the pod
+    # lists, covered above): a view with other numbers is scored from them.
+    snapshot = snapshot_of([node("n1", cpu="4", memory="8Gi")])
+    incoming = pod_info("incoming", cpu="1", memory="1Gi")
+    plugin = balanced.new({}, None)  # type: ignore[arg-type]
+    plain = plugin.score(CycleState(), incoming, full_view(snapshot))
+    view = full_view(snapshot)
+    requested = view.requested + snapshot.resources.vector({"cpu": 2000, "memory": 1 << 30})
+    taken = NodeView(snapshot, view.idx, requested, view.pod_count)
+    assert plugin.score(CycleState(), incoming, taken).tolist() != plain.tolist()
+    assert plugin.score(CycleState(), incoming, full_view(snapshot)).tolist() == plain.tolist()
+
+
+def test_kept_scores_per_request_are_bounded() -> None:
+    snapshot = snapshot_of([node("n1", cpu="64", memory="64Gi")])
+    plugin = fit.new(fit.DEFAULT_ARGS, None)  # type: ignore[arg-type]
+    got = [int(plugin.score(CycleState(), pod_info(f"p{i}", cpu=f"{i + 1}"),
+                            full_view(snapshot))[0]) for i in range(40)]
+    # cpu (64 - i - 1)*100/64 and memory (64Gi - 200Mi)*100/64Gi = 99, halved.
+    assert got == [((64 - i - 1) * 100 // 64 + 99) // 2 for i in range(40)]
+    assert len(plugin._scores._kept) == 16
