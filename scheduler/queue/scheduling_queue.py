@@ -200,6 +200,8 @@ class SchedulingQueue(Generic[P]):
         self._error_backoff: IndexedHeap[QueuedPodInfo[P]] = IndexedHeap(_uid, self._expiry_key)
         self._pool: dict[str, _PoolEntry[P]] = {}
         self._pool_tokens = itertools.count()
+        # In the order the pods were popped, so by start_seq: the first is the oldest (as
+        # upstream's inFlightPods list).
         self._in_flight: dict[str, _InFlight[P]] = {}
         self._events: deque[_LoggedEvent] = deque()
         self._next_seq = 0
@@ -308,6 +310,7 @@ class SchedulingQueue(Generic[P]):
                 qpi.initial_attempt_timestamp = self._clock()
             qpi.unschedulable_plugins.clear()
             qpi.pending_plugins.clear()
+            self._in_flight.pop(qpi.uid, None)  # re-added at the end, keeping the order
             self._in_flight[qpi.uid] = _InFlight(start_seq=self._next_seq, pod=qpi.pod)
             return qpi
 
@@ -749,7 +752,7 @@ class SchedulingQueue(Generic[P]):
         if not self._in_flight:
             self._events.clear()
             return
-        oldest = min(r.start_seq for r in self._in_flight.values())
+        oldest = next(iter(self._in_flight.values())).start_seq
         while self._events and self._events[0].seq < oldest:
             self._events.popleft()
 

@@ -335,6 +335,26 @@ def test_leftover_flush_is_an_event_for_pods_in_flight() -> None:
     assert where(queue, busy.pod) == BACKOFF
 
 
+@pytest.mark.parametrize("first_done", ["a", "c"], ids=["oldest done first", "newest done first"])
+def test_events_are_kept_while_a_pod_that_saw_them_is_in_flight(first_done: str) -> None:
+    # a and b are in flight when a pod is deleted, c starts after; whichever ends first, b
+    # must still see the deletion when it fails, and is not parked.
+    clock = FakeClock()
+    queue = make_queue(clock)
+    queue.add(make_pod("a"))
+    queue.add(make_pod("b"))
+    a, b = pop_now(queue), pop_now(queue)
+    queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE)
+    queue.add(make_pod("c"))
+    c = pop_now(queue)
+    queue.done((a if first_done == "a" else c).uid)
+    fail(queue, b, [NODE_RESOURCES_FIT])
+    assert where(queue, b.pod) == BACKOFF
+    fail(queue, c if first_done == "a" else a, [NODE_RESOURCES_FIT])
+    assert where(queue, (c if first_done == "a" else a).pod) == (
+        UNSCHEDULABLE if first_done == "a" else BACKOFF)
+
+
 # -- gating (PreEnqueue) -----------------------------------------------------------------------
 def _gates(pod: FakePod) -> str | None:
     return SCHEDULING_GATES if pod.raw["spec"]["schedulingGates"] else None
