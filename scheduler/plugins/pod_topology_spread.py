@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from cachetools import LRUCache
 
 from scheduler.plugin_api import (
     MAX_NODE_SCORE,
@@ -467,6 +468,8 @@ class PodTopologySpread:
     def __init__(self, args: Mapping[str, Any]) -> None:
         # Per topology key: the snapshot's domain ids, and them with missing labels folded.
         self._folded: dict[str, tuple[IntArray, IntArray]] = {}
+        self._defaults: LRUCache[tuple[tuple[str, str], str], tuple[_Constraint, ...]] = (
+            LRUCache(maxsize=4096))
         merged = {**DEFAULT_ARGS, **args}
         self.system_defaulted = merged["defaultingType"] == SYSTEM_DEFAULTING
         self.default_constraints: tuple[Mapping[str, Any], ...] = (
@@ -488,11 +491,16 @@ class PodTopologySpread:
         owner = _default_owner(pod)
         if owner is None:
             return ()
-        return tuple(
-            _from_default(raw, owner)
-            for raw in self.default_constraints
-            if raw.get("whenUnsatisfiable") == action
-        )
+        # The same for every pod of a controller, asked at PreFilter and PreScore each cycle.
+        key = (owner, action)
+        kept = self._defaults.get(key)
+        if kept is None:
+            kept = self._defaults[key] = tuple(
+                _from_default(raw, owner)
+                for raw in self.default_constraints
+                if raw.get("whenUnsatisfiable") == action
+            )
+        return kept
 
     # -- PreFilter / Filter -----------------------------------------------------------------
     def pre_filter(

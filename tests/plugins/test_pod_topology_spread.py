@@ -876,6 +876,21 @@ def test_default_owner_groups_follow_the_cache_between_cycles() -> None:
     }
 
 
+def test_one_plugin_spreads_the_pods_of_each_controller_by_their_own_siblings() -> None:
+    # The default constraints are kept per controller between cycles: a pod of another
+    # ReplicaSet, scored by the same plugin, counts its own siblings.
+    snapshot = snapshot_of(
+        hostnames("node-a", "node-b"),
+        foo_pods(("p-a1", "node-a"), ("p-a2", "node-a"), owner=("ReplicaSet", "rs")),
+    )
+    plugin = PodTopologySpread({})
+    names = ["node-a", "node-b"]
+    assert run_score(plugin, info(raw_pod("p", owner=("ReplicaSet", "rs"))), snapshot,
+                     names) == {"node-a": 40, "node-b": 100}
+    assert run_score(plugin, info(raw_pod("q", owner=("ReplicaSet", "other"))), snapshot,
+                     names) == {"node-a": 100, "node-b": 100}
+
+
 def test_node_zones_follow_the_cache_between_cycles() -> None:
     # System defaulting spreads by zone too; the plugin keeps node-only arrays between
     # cycles, which must follow a relabelled node as a fresh plugin does.
