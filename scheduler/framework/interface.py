@@ -219,11 +219,12 @@ class FilterResult:
 
     def reject(self, mask: BoolArray, code: Code, reason: str) -> None:
         """Reject the rows in ``mask`` that no earlier call of this plugin rejected."""
-        if not mask.any():  # the usual answer, at a third of the cost
+        # The usual answer, at a third of the cost (count_nonzero: a fifth of .any()'s).
+        if not np.count_nonzero(mask):
             return
         fresh = mask & (self.codes == Code.SUCCESS)
         self.codes[fresh] = np.uint8(code)
-        if fresh.any():
+        if np.count_nonzero(fresh):
             self.reasons.append((fresh, reason))
 
     def add_reason(self, mask: BoolArray, code: Code, reason: str) -> None:
@@ -231,7 +232,7 @@ class FilterResult:
 
         A row already rejected keeps the stronger (unresolvable) code.
         """
-        if not mask.any():
+        if not np.count_nonzero(mask):
             return
         self.codes[mask] = np.maximum(self.codes[mask], np.uint8(code))
         self.reasons.append((mask.copy(), reason))

@@ -255,11 +255,11 @@ class Framework:
                 result = plugin.filter(state, pod, current)
             except Exception as exc:
                 raise PluginError("Filter", plugin.name, exc) from exc
-            rejected = result.codes != np.uint8(Code.SUCCESS)
-            if not rejected.any():
+            if not np.count_nonzero(result.codes):  # every row passed (SUCCESS is 0)
                 continue
+            rejected = result.codes != np.uint8(Code.SUCCESS)
             errors = result.codes == np.uint8(Code.ERROR)
-            if errors.any():
+            if np.count_nonzero(errors):
                 message = next((r for m, r in result.reasons if m[errors].any()), "filter failed")
                 out.error = Status(
                     Code.ERROR, (f'running "{plugin.name}" filter plugin: {message}',), plugin.name

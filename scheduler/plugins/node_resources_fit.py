@@ -429,7 +429,7 @@ class RowScores:
             self._kept.move_to_end(key)
         computed_at, scores = kept
         rows = nodes.idx
-        if (generation.take(rows) != computed_at.take(rows)).any():
+        if np.count_nonzero(generation.take(rows) != computed_at.take(rows)):
             # Every changed row of the table at once, not only the view's: a computation
             # costs about the same for 1 row as for 1,000.
             table = nodes.snapshot.nodes
@@ -623,7 +623,7 @@ class NodeResourcesFit:
                 allocatable = table.allocatable[nodes.idx, col]
                 used = nodes.requested[:, col]
             short = q > allocatable - used
-            if not short.any():
+            if not np.count_nonzero(short):
                 continue
             result.add_reason(short, Code.UNSCHEDULABLE, insufficient_reason(name))
             unresolvable = short & (q > allocatable)

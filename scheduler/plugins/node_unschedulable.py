@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from scheduler.plugin_api import (
     Action,
     ClusterEvent,
@@ -51,7 +53,7 @@ class NodeUnschedulable:
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> FilterResult:
         result = FilterResult.all_pass(len(nodes))
         cordoned = nodes.snapshot.nodes.unschedulable[nodes.idx]
-        if cordoned.any() and not tolerates_unschedulable(pod):
+        if np.count_nonzero(cordoned) and not tolerates_unschedulable(pod):
             result.reject(cordoned, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNSCHEDULABLE)
         return result
 

@@ -630,7 +630,7 @@ class PodTopologySpread:
             lacking = snapshot.node_mask((NAME, "lacks key", c.topology_key),
                                          _lacking(table.alive, has))
             # None: every node has the key (the usual case), Score need not look.
-            has_key.append(has if lacking.any() else None)
+            has_key.append(has if np.count_nonzero(lacking) else None)
             pod_rows = pods.rows(c)
             if c.topology_key == LABEL_HOSTNAME:
                 # Upstream counts the node's own pods in Score, without inclusion policies.
