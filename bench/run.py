@@ -244,6 +244,18 @@ def build_preemption(s: Scheduler, nodes: int, init: int, measured: int) -> list
             for i in range(measured)]
 
 
+def build_preemption_basic(s: Scheduler, nodes: int, init: int, measured: int) -> list[PodInfo]:
+    """Upstream scheduler_perf's PreemptionBasic (default_preemption/performance-config.yaml):
+    nodes of 4 cpu and 32Gi, four low-priority pods of 900m on each (3.6 of 4 cpu used), and
+    preemptors of priority 10 asking 3 cpu, which each need three victims to fit."""
+    add_nodes(s, nodes, cpu="4", memory="32Gi")
+    for i in range(init):
+        s.cache.upsert_pod(PodInfo.from_pod(pod(
+            f"low-{i}", cpu="900m", memory="500Mi", node_name=f"node-{i % nodes:05d}")))
+    return [PodInfo.from_pod(pod(f"high-{i}", cpu="3", memory="500Mi", priority=10))
+            for i in range(measured)]
+
+
 SCENARIOS = {
     s.name: s
     for s in (
@@ -253,6 +265,8 @@ SCENARIOS = {
         Scenario("cache-memory-5000x50000", 5000, 50000, 200, build_realistic),
         Scenario("replicaset-pods-5000x50000", 5000, 50000, 1000, build_owned),
         Scenario("preemption-5000", 5000, 20000, 300, build_preemption, metric="preemptions"),
+        Scenario("preemption-basic-1000", 1000, 4000, 1000, build_preemption_basic,
+                 metric="preemptions"),
     )
 }
 
