@@ -401,8 +401,7 @@ def allocation_inputs(
 class RowScores:
     """Scores per node row for each recent key (a pod's requests), kept while the row's
     ``row_generation`` stays: pods of one ReplicaSet ask the same, and between two of them
-    only the rows that took a pod change. A view with hypothetical pods is computed afresh;
-    for a view of the table's rows, the table's changed rows are computed again.
+    only the rows that took a pod change. A view with hypothetical pods is computed afresh.
 
     ``compute(view, key)`` must read nothing but the view's rows and ``key``."""
 
@@ -429,14 +428,24 @@ class RowScores:
             self._kept.move_to_end(key)
         computed_at, scores = kept
         rows = nodes.idx
-        if np.count_nonzero(generation.take(rows) != computed_at.take(rows)):
-            # Every changed row of the table at once, not only the view's: a computation
-            # costs about the same for 1 row as for 1,000.
-            table = nodes.snapshot.nodes
-            changed = np.flatnonzero((generation != computed_at) & table.alive)
-            scores[changed] = self._compute(NodeView.of(nodes.snapshot, changed), key)
-            computed_at[changed] = generation[changed]
+        stale = generation.take(rows) != computed_at.take(rows)
+        count = np.count_nonzero(stale)
+        if count:
+            fresh = nodes if count == rows.shape[0] else self._fresh(nodes, stale, computed_at)
+            scores[fresh.idx] = self._compute(fresh, key)
+            computed_at[fresh.idx] = generation.take(fresh.idx)
         return scores.take(rows)
+
+    @staticmethod
+    def _fresh(nodes: NodeView, stale: BoolArray, computed_at: IntArray) -> NodeView:
+        """The rows to compute again: every changed row of the table when they are no more
+        than the view's (a computation costs about the same for 1 row as for 500, and the
+        next views need not ask again), else the view's stale rows (a new key)."""
+        table = nodes.snapshot.nodes
+        changed = np.flatnonzero((table.row_generation != computed_at) & table.alive)
+        if changed.shape[0] <= nodes.idx.shape[0]:
+            return NodeView.of(nodes.snapshot, changed)
+        return nodes.subset(np.flatnonzero(stale))
 
 
 # -- scorers --------------------------------------------------------------------------------

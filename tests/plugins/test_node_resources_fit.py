@@ -12,7 +12,7 @@ import pytest
 from scheduler.cache.cache import Cache
 from scheduler.cache.snapshot import Snapshot
 from scheduler.framework.events import Action, QueueingHint, Resource
-from scheduler.framework.interface import Code, CycleState, NodeView
+from scheduler.framework.interface import Code, CycleState, IntArray, NodeView
 from scheduler.framework.registry import ConfigError
 from scheduler.model.pod import PodInfo
 from scheduler.plugins import balanced_allocation as balanced
@@ -669,3 +669,34 @@ def test_kept_scores_per_request_are_bounded() -> None:
     # cpu (64 - i - 1)*100/64 and memory (64Gi - 200Mi)*100/64Gi = 99, halved.
     assert got == [((64 - i - 1) * 100 // 64 + 99) // 2 for i in range(40)]
     assert len(plugin._scores._kept) == 16
+
+
+def test_kept_scores_compute_each_row_once_per_change() -> None:
+    # What a memo saves is rows not computed: count the rows handed to the computation.
+    cache = cache_of([node(f"n{i}") for i in range(8)])
+    snapshot = Snapshot(cache)
+    computed: list[int] = []
+
+    def compute(view: NodeView, key: tuple[int, ...]) -> IntArray:
+        computed.append(len(view))
+        return view.idx * 0 + key[0]
+
+    def rows(first: int, last: int) -> NodeView:
+        return full_view(snapshot).subset(np.arange(first, last + 1))
+
+    memo = fit.RowScores(compute)
+    memo.scores(rows(0, 3), (1,))
+    memo.scores(rows(3, 4), (1,))
+    assert computed == [4, 1], "a new key: the view's rows only, not the table's"
+    memo.scores(rows(4, 7), (1,))
+    memo.scores(rows(0, 3), (1,))
+    assert computed == [4, 1, 3], "then each row once"
+    cache.upsert_pod(pod_info("landed", cpu="1", node_name="n5"))
+    memo.scores(rows(0, 3), (1,))
+    assert computed == [4, 1, 3], "the changed row is not in the view: not computed yet"
+    cache.upsert_pod(pod_info("landed-too", cpu="1", node_name="n1"))
+    assert memo.scores(rows(4, 7), (1,)).tolist() == [1, 1, 1, 1]
+    assert computed == [4, 1, 3, 2], "both changed rows of the table, at once"
+    memo.scores(rows(0, 3), (1,))
+    memo.scores(rows(4, 7), (2,))
+    assert computed == [4, 1, 3, 2, 4], "another key is another memo"
