@@ -35,12 +35,12 @@ advertise it in ``status.allocatable`` fails with ``Insufficient <name>``.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 import numpy as np
+from cachetools import LRUCache
 
 from scheduler.plugin_api import (
     CPU,
@@ -409,9 +409,8 @@ class RowScores:
         self, compute: Callable[[NodeView, tuple[int, ...]], IntArray], keys: int = 16
     ) -> None:
         self._compute = compute
-        self._keys = keys
         # Per key: the generation each row was computed at (-1: never), and its score.
-        self._kept: OrderedDict[tuple[int, ...], tuple[IntArray, IntArray]] = OrderedDict()
+        self._kept: LRUCache[tuple[int, ...], tuple[IntArray, IntArray]] = LRUCache(keys)
 
     def scores(self, nodes: NodeView, key: tuple[int, ...]) -> IntArray:
         if not nodes.as_in_table:
@@ -419,13 +418,8 @@ class RowScores:
         generation = nodes.snapshot.nodes.row_generation
         kept = self._kept.get(key)
         if kept is None or kept[0].shape != generation.shape:
-            kept = (np.full(generation.shape, -1, dtype=np.int64),
-                    np.zeros(generation.shape, dtype=np.int64))
-            self._kept[key] = kept
-            if len(self._kept) > self._keys:
-                self._kept.popitem(last=False)
-        else:
-            self._kept.move_to_end(key)
+            kept = self._kept[key] = (np.full(generation.shape, -1, dtype=np.int64),
+                                      np.zeros(generation.shape, dtype=np.int64))
         computed_at, scores = kept
         rows = nodes.idx
         stale = generation.take(rows) != computed_at.take(rows)
