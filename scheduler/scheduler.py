@@ -11,13 +11,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
 import structlog
 
+from scheduler.binding_workers import BindingWorkers, Work
 from scheduler.cache.cache import Cache
 from scheduler.cache.inbox import Inbox
 from scheduler.cache.snapshot import Snapshot
@@ -49,7 +50,8 @@ STANDBY_REFRESH_SECONDS = 0.2
 # While more pods are ready to schedule, binding cycles go to the binding threads together:
 # up to this many, held at most this long. Each hand-off wakes a binding thread, which then
 # contends with the scheduling thread for the GIL; one wake per pod cost a quarter of the
-# scheduling thread's time at 5,000 nodes (bench/run.py, replicaset-pods-5000x50000).
+# scheduling thread's time at 5,000 nodes (bench/run.py, replicaset-pods-5000x50000). A batch
+# wakes one thread, and more only as cycles wait on the API server (BindingWorkers).
 BINDING_BATCH = 16
 BINDING_HOLD_SECONDS = 0.005
 _REJECTING_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
@@ -218,12 +220,10 @@ class Scheduler:
             self.queue.pending_counts, lambda: self.queue.rejections(_profile_of)
         )
         self.metrics.watch_bindings(self.in_flight_bindings)
-        self._binding_pool = ThreadPoolExecutor(binding_workers, thread_name_prefix="binding")
-        self._bindings: set[Future[Any]] = set()
-        self._held_bindings: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
+        self._binding_workers = BindingWorkers(binding_workers)
+        self._held_bindings: list[Work] = []
         self._held_since = 0.0
-        # Reentrant: a future already done runs its callback, which takes it, in submit.
-        self._bindings_lock = threading.RLock()
+        self._bindings_lock = threading.Lock()
         self._stop = threading.Event()
         self._scheduling = threading.Event()
         self._thread: threading.Thread | None = None
@@ -342,19 +342,12 @@ class Scheduler:
             ):
                 return
             self._held_bindings = []
-            for fn, args in held:
-                future = self._binding_pool.submit(fn, *args)
-                self._bindings.add(future)
-                future.add_done_callback(self._binding_done)
-
-    def _binding_done(self, future: Future[Any]) -> None:
-        with self._bindings_lock:
-            self._bindings.discard(future)
+            self._binding_workers.submit(held)
 
     def in_flight_bindings(self) -> int:
         """Binding cycles not yet ended, held ones included."""
         with self._bindings_lock:
-            return len(self._bindings) + len(self._held_bindings)
+            return self._binding_workers.in_flight() + len(self._held_bindings)
 
     def run_until_stopped(self) -> None:
         while not self._stop.is_set():
@@ -406,10 +399,8 @@ class Scheduler:
         if self._thread is not None:
             self._thread.join(timeout)
         self.release_bindings(now=True)
-        with self._bindings_lock:
-            bindings = list(self._bindings)
-        wait(bindings, timeout=max(0.0, deadline - time.monotonic()))
-        self._binding_pool.shutdown(wait=False, cancel_futures=True)
+        self._binding_workers.wait_idle(max(0.0, deadline - time.monotonic()))
+        self._binding_workers.close()
         for plugin in self._plugin_instances():
             waiter = getattr(plugin, "wait_for_actuations", None)
             if callable(waiter):

@@ -178,6 +178,7 @@ def test_scores_per_plugin_weighted_and_the_node_the_cycle_binds() -> None:
     assert by_node(e)["tainted"].counted == ["node(s) had untolerated taint(s)"]
 
     assert schedule_one(s, timeout=0)
+    s.stop(timeout=20)  # the binding cycle runs on a binding thread
     ports = s.binder
     assert isinstance(ports, NullPorts) and ports.bound == [("default/web", "big")]
 

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from scheduler.binding_workers import BindingWorkers, Work
+
+
+class Starts:
+    """Threads the workers asked for, not started: the test runs one itself when it wants."""
+
+    def __init__(self) -> None:
+        self.targets: list[tuple[Callable[[], None], str]] = []
+
+    def __call__(self, target: Callable[[], None], name: str) -> None:
+        self.targets.append((target, name))
+
+
+def run_first(starts: Starts) -> None:
+    target, _ = starts.targets[0]
+    target()
+
+
+@pytest.mark.parametrize(
+    ("max_threads", "batches", "want_starts"),
+    [
+        pytest.param(16, [16], 1, id="a batch starts one thread"),
+        pytest.param(16, [16, 16], 1, id="a second batch before it looked starts no other"),
+        pytest.param(16, [1], 1, id="one cycle, one thread"),
+    ],
+)
+def test_a_released_batch_wakes_one_thread(
+    max_threads: int, batches: list[int], want_starts: int
+) -> None:
+    starts = Starts()
+    workers = BindingWorkers(max_threads, start_thread=starts)
+    ran: list[Any] = []
+    for size in batches:
+        workers.submit([(ran.append, (i,)) for i in range(size)])
+    assert len(starts.targets) == want_starts
+    assert workers.in_flight() == sum(batches)
+
+
+@pytest.mark.parametrize(
+    ("max_threads", "cycles", "want_starts"),
+    [
+        pytest.param(16, 16, 2, id="taking a cycle while more wait wakes one more, once"),
+        pytest.param(16, 1, 1, id="the last cycle wakes nobody"),
+        pytest.param(1, 16, 1, id="never more threads than the pool's size"),
+    ],
+)
+def test_a_thread_that_takes_a_cycle_wakes_the_next_once(
+    max_threads: int, cycles: int, want_starts: int
+) -> None:
+    starts = Starts()
+    workers = BindingWorkers(max_threads, start_thread=starts)
+    ran: list[Any] = []
+    work: list[Work] = [(ran.append, (i,)) for i in range(cycles - 1)]
+    work.append((lambda: (ran.append(cycles - 1), workers.close()), ()))
+    workers.submit(work)
+    run_first(starts)  # it runs every cycle, as a thread does while the woken one sleeps
+    assert ran == list(range(cycles))
+    assert len(starts.targets) == want_starts
+
+
+def test_slow_cycles_fan_out_over_a_thread_each() -> None:
+    workers = BindingWorkers(8)
+    all_running = threading.Barrier(4, timeout=20)
+    workers.submit([(all_running.wait, ()) for _ in range(4)])
+    assert workers.wait_idle(20), "four cycles waiting on each other never all ran at once"
+    workers.close()
+
+
+def test_a_crashing_cycle_does_not_take_its_thread_down() -> None:
+    starts = Starts()
+    workers = BindingWorkers(4, start_thread=starts)
+    ran: list[str] = []
+
+    def crash() -> None:
+        raise RuntimeError("boom")
+
+    workers.submit([(crash, ()), (ran.append, ("after",)), (workers.close, ())])
+    run_first(starts)
+    assert ran == ["after"]
+
+
+def test_closing_drops_what_is_queued_and_refuses_more() -> None:
+    starts = Starts()
+    workers = BindingWorkers(4, start_thread=starts)
+    ran: list[str] = []
+    workers.submit([(workers.close, ()), (ran.append, ("dropped",))])
+    run_first(starts)
+    workers.submit([(ran.append, ("late",))])
+    assert ran == [] and workers.in_flight() == 0
+
+
+def test_wait_idle_returns_once_the_running_cycle_ends() -> None:
+    workers = BindingWorkers(2)
+    release = threading.Event()
+    started = threading.Event()
+
+    def cycle() -> None:
+        started.set()
+        release.wait(20)
+
+    workers.submit([(cycle, ())])
+    assert started.wait(20)
+    assert workers.in_flight() == 1
+    assert not workers.wait_idle(0), "a running cycle counts"
+    release.set()
+    assert workers.wait_idle(20) and workers.in_flight() == 0
+    workers.close()
