@@ -69,8 +69,18 @@ def test_a_thread_that_takes_a_cycle_wakes_the_next_once(
 def test_slow_cycles_fan_out_over_a_thread_each() -> None:
     workers = BindingWorkers(8)
     all_running = threading.Barrier(4, timeout=20)
-    workers.submit([(all_running.wait, ()) for _ in range(4)])
-    assert workers.wait_idle(20), "four cycles waiting on each other never all ran at once"
+    met: list[bool] = []
+
+    def cycle() -> None:
+        try:
+            all_running.wait()
+            met.append(True)
+        except threading.BrokenBarrierError:
+            met.append(False)
+
+    workers.submit([(cycle, ()) for _ in range(4)])
+    assert workers.wait_idle(30)
+    assert met == [True] * 4, "four cycles waiting on each other never all ran at once"
     workers.close()
 
 
