@@ -35,11 +35,9 @@ class BindingWorkers:
         self,
         max_threads: int,
         *,
-        name: str = "binding",
         start_thread: Callable[[Callable[[], None], str], None] = _start_thread,
     ) -> None:
         self._max_threads = max_threads
-        self._name = name
         self._start_thread = start_thread
         lock = threading.Lock()
         self._work_ready = threading.Condition(lock)
@@ -92,7 +90,7 @@ class BindingWorkers:
         elif self._threads < self._max_threads:
             self._waking = True
             self._threads += 1
-            self._start_thread(self._work, f"{self._name}-{self._threads}")
+            self._start_thread(self._work, f"binding-{self._threads}")
 
     def _work(self) -> None:
         with self._work_ready:
