@@ -34,6 +34,7 @@ class Request:
     path: str
     query: str
     body: Any
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 class FakeApi:
@@ -53,7 +54,8 @@ class FakeApi:
                 body = json.loads(raw) if raw else None
                 kind = "WATCH" if "watch=true" in query else self.command
                 with api._lock:
-                    api.requests.append(Request(self.command, path, query, body))
+                    api.requests.append(Request(self.command, path, query, body,
+                                                {k.lower(): v for k, v in self.headers.items()}))
                     queue = api.routes.get((kind, path))
                     reply = (queue.popleft() if len(queue) > 1 else queue[0]) if queue else Reply(
                         404, {"kind": "Status", "code": 404, "message": "not found"})
