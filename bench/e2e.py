@@ -67,6 +67,15 @@ def loadavg() -> list[float]:
     return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User and system CPU a process (every thread of it) has used so far; None once gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 # ----------------------------------------------------------------------------- pods
 def pod(name: str, *, cpu: str = "10m", priority_class: str | None = None,
         labels: dict[str, str] | None = None,
@@ -254,6 +263,10 @@ class Run:
     created: dict[str, float] = field(default_factory=dict)
     bound: dict[str, float] = field(default_factory=dict)
     started: float = 0.0
+    pid: int | None = None
+    # The scheduler's CPU seconds when its first and its latest bind were seen.
+    cpu_at_first_bind: float | None = None
+    cpu_at_last_bind: float | None = None
 
     def summary(self, load_before: list[float], load_after: list[float],
                 calls: dict[str, float]) -> dict[str, Any]:
@@ -273,6 +286,12 @@ class Run:
             "pods_per_s": round((len(times) - 1) / span, 1) if span and span > 0 else None,
             "first_bind_s": round(times[0] - self.started, 3) if times else None,
             "p50_ms": round(pct(0.50), 1), "p99_ms": round(pct(0.99), 1),
+            # The scheduler process's CPU per pod from its first to its last bind: how much
+            # of this machine's two cores each scheduled pod costs, start-up left out.
+            "cpu_ms_per_pod": round((self.cpu_at_last_bind - self.cpu_at_first_bind) * 1000
+                                    / (len(times) - 1), 2)
+            if len(times) > 1 and self.cpu_at_first_bind is not None
+            and self.cpu_at_last_bind is not None else None,
             "load_before": load_before, "load_after": load_after,
             # Per bound pod. Status patches include kwok's (pods made Running), and how many
             # of those land before the count depends on timing, not on the scheduler: with
@@ -401,6 +420,11 @@ class Bench:
                     and name not in self.run.bound and name in self._names:
                 self.run.bound[name] = now
                 self._names[name] = True
+                if self.run.pid is not None:
+                    cpu = cpu_seconds(self.run.pid)
+                    if self.run.cpu_at_first_bind is None:
+                        self.run.cpu_at_first_bind = cpu
+                    self.run.cpu_at_last_bind = cpu or self.run.cpu_at_last_bind
 
     # -- one run --------------------------------------------------------------------------
     def run_one(self, workload: Workload, scheduler: str, qps: int, burst: int,
@@ -421,6 +445,7 @@ class Bench:
             proc = subprocess.Popen(SCHEDULERS[scheduler](self, qps, burst), cwd=ROOT,
                                     stdin=subprocess.DEVNULL, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True)
+            run.pid = proc.pid
         streamer = None
         if workload.stream is not None:
             streamer = threading.Thread(target=workload.stream, args=(self, stop_stream),
@@ -466,7 +491,7 @@ def ratios(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for workload, qps in dict.fromkeys((r["workload"], r["qps"]) for r in results):
         row: dict[str, Any] = {"workload": workload, "qps": qps}
         for scheduler in SCHEDULERS:
-            for key in ("pods_per_s", "first_bind_s", "p50_ms", "p99_ms"):
+            for key in ("pods_per_s", "first_bind_s", "p50_ms", "p99_ms", "cpu_ms_per_pod"):
                 row[f"{scheduler}_{key}"] = median(workload, qps, scheduler, key)
         ours, kube = row["ours_pods_per_s"], row["kube-scheduler_pods_per_s"]
         row["ratio"] = round(ours / kube, 2) if ours and kube else None
@@ -501,13 +526,15 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     print("| workload | QPS | kube-scheduler pods/s | ours pods/s | ours/kube | ceiling pods/s |"
-          " ours/ceiling | first bind kube/ours (s) | p99 kube/ours (ms) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          " ours/ceiling | first bind kube/ours (s) | p99 kube/ours (ms) |"
+          " CPU per pod kube/ours (ms) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['workload']} | {r['qps']} | {r['kube-scheduler_pods_per_s']} | "
               f"{r['ours_pods_per_s']} | {r['ratio']} | {r['ceiling_pods_per_s'] or '-'} | "
               f"{r['of_ceiling'] or '-'} | {r['kube-scheduler_first_bind_s']} / "
-              f"{r['ours_first_bind_s']} | {r['kube-scheduler_p99_ms']} / {r['ours_p99_ms']} |")
+              f"{r['ours_first_bind_s']} | {r['kube-scheduler_p99_ms']} / {r['ours_p99_ms']} | "
+              f"{r['kube-scheduler_cpu_ms_per_pod']} / {r['ours_cpu_ms_per_pod']} |")
 
 
 def main(argv: list[str] | None = None) -> int:
