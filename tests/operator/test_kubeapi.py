@@ -96,3 +96,16 @@ def test_timeouts_as_the_kubernetes_client_reads_them(
     given: float | tuple[float, float] | None, expected: urllib3.Timeout | None
 ) -> None:
     assert repr(kubeapi._timeout(given)) == repr(expected)
+
+
+def test_through_a_proxy_the_request_carries_the_absolute_url(api: FakeApi) -> None:
+    # The scripted server plays the proxy: a plain-HTTP target is asked for in absolute form.
+    target = "http://apiserver.invalid:6443"
+    api.on("GET", f"{target}/api/v1/nodes", Reply(200, {"items": []}))
+    configuration = k8s.Configuration()
+    configuration.host = target
+    configuration.proxy = api.url
+    kube = KubeApi(k8s.ApiClient(configuration), qps=0)
+    response = kube.get("/api/v1/nodes", {"limit": "5"})
+    assert response.ok and response.body == {"items": []}
+    assert api.calls("GET", f"{target}/api/v1/nodes")[0].query == "limit=5"
