@@ -422,9 +422,10 @@ class Bench:
                 self._names[name] = True
                 if self.run.pid is not None:
                     cpu = cpu_seconds(self.run.pid)
-                    if self.run.cpu_at_first_bind is None:
-                        self.run.cpu_at_first_bind = cpu
-                    self.run.cpu_at_last_bind = cpu or self.run.cpu_at_last_bind
+                    if cpu is not None:
+                        if self.run.cpu_at_first_bind is None:
+                            self.run.cpu_at_first_bind = cpu
+                        self.run.cpu_at_last_bind = cpu
 
     # -- one run --------------------------------------------------------------------------
     def run_one(self, workload: Workload, scheduler: str, qps: int, burst: int,

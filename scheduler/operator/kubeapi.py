@@ -211,14 +211,11 @@ class KubeApi:
         start = time.perf_counter()
         code = "<error>"  # client-go's code label when no response arrived
         try:
-            if self._via_proxy:
-                raw = self._pools.urlopen(method, self._base_url + url, body=data,
-                                          headers=headers, timeout=_timeout(timeout),
-                                          preload_content=False)
-            else:
-                raw = self._connection_pool().urlopen(method, url, body=data, headers=headers,
-                                                      timeout=_timeout(timeout),
-                                                      preload_content=False)
+            opener: urllib3.PoolManager | urllib3.HTTPConnectionPool = (
+                self._pools if self._via_proxy else self._connection_pool())
+            target = self._base_url + url if self._via_proxy else url
+            raw = opener.urlopen(method, target, body=data, headers=headers,
+                                 timeout=_timeout(timeout), preload_content=False)
             code = str(raw.status)
             return raw
         finally:
