@@ -79,7 +79,7 @@ class _Count:
             self.value += amount
 
 
-class _Observations:
+class Observations:
     """One histogram child: a count per bucket (the last is +Inf) and the sum."""
 
     __slots__ = ("_bounds", "_lock", "counts", "total")
@@ -155,11 +155,11 @@ class HistogramVec(_Family):
         self._les = [floatToGoString(b) for b in self.bounds] + ["+Inf"]  # type: ignore[no-untyped-call]
         super().__init__(name, doc, labels, registry)
 
-    def _new(self) -> _Observations:
-        return _Observations(self.bounds)
+    def _new(self) -> Observations:
+        return Observations(self.bounds)
 
-    def labels(self, *values: str) -> _Observations:
-        child: _Observations = self._child(values)
+    def labels(self, *values: str) -> Observations:
+        child: Observations = self._child(values)
         return child
 
     def observe(self, value: float) -> None:
@@ -228,7 +228,7 @@ class ProfileMetrics:
         self._metrics = metrics
         self.profile = profile
         # The children of the per-cycle histogram, by point then status (a dozen per pod).
-        self._points: dict[str, dict[str, _Observations]] = {}
+        self._points: dict[str, dict[str, Observations]] = {}
         self._attempts = {
             result: (
                 metrics.schedule_attempts.labels(result, profile),
@@ -252,8 +252,9 @@ class ProfileMetrics:
                 point, status, self.profile)
         child.observe(seconds)
 
-    def plugin(self, plugin: str, point: str, status: str, seconds: float) -> None:
-        self._metrics.plugin_duration.labels(plugin, point, status).observe(seconds)
+    def plugin_histogram(self, plugin: str, point: str, status: str) -> Observations:
+        """The child of plugin_execution_duration_seconds a plugin's timer keeps for a status."""
+        return self._metrics.plugin_duration.labels(plugin, point, status)
 
     def should_sample_plugins(self) -> bool:
         return self._metrics.sample() < PLUGIN_METRICS_SAMPLE_PERCENT
