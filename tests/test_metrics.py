@@ -60,6 +60,9 @@ def test_a_scheduled_pod_is_counted_once_with_its_sli_and_binding() -> None:
                   "Bind", "PostBind"):
         assert sample(m, "scheduler_framework_extension_point_duration_seconds_count",
                       extension_point=point, status="Success", profile=SCHED) == 1, point
+    # VolumeBinding, the one PreBind plugin, has nothing to do for a pod without claims.
+    assert sample(m, "scheduler_framework_extension_point_duration_seconds_count",
+                  extension_point="PreBindPreFlight", status="Skip", profile=SCHED) == 1
 
 
 def test_an_unschedulable_pod_is_counted_queued_and_blamed_on_its_plugin() -> None:

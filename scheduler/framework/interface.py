@@ -96,13 +96,16 @@ class CycleState:
     """Per-cycle scratch space shared by the plugins of one profile.
 
     Plugins store what PreFilter/PreScore computed under their own key and read it back in
-    Filter/Score. ``skip_filter``/``skip_score`` record which plugins asked to be skipped.
+    Filter/Score. ``skip_filter``/``skip_score``/``skip_pre_bind`` record which plugins asked
+    to be skipped.
     """
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
         self.skip_filter: set[str] = set()
         self.skip_score: set[str] = set()
+        # PreBind plugins whose PreBindPreFlight said Skip: PreBind does not run them.
+        self.skip_pre_bind: set[str] = set()
         # Set in the cycles sampled for per-plugin duration metrics (upstream: 10 %).
         self.record_plugin_metrics = False
 
@@ -330,6 +333,11 @@ class PermitPlugin(Plugin, Protocol):
 
 
 class PreBindPlugin(Plugin, Protocol):
+    """May also offer ``pre_bind_pre_flight(state, pod, node) -> Status`` (upstream's
+    PreBindPreFlight): Success when its PreBind has work for this pod, Skip when it has none
+    (its PreBind then does not run), Error to fail the binding. Without it, PreBind always
+    runs."""
+
     def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
 
 

@@ -468,11 +468,14 @@ class Framework:
             return PermitDecision(Status(Code.WAIT), wait)
         return PermitDecision(SUCCESS)
 
+    @_timed_point("PreBindPreFlight", lambda status: status.code)
     def run_pre_bind_pre_flights(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         """Whether PreBind will have work to do (upstream's RunPreBindPreFlights): Success if
         any PreBind plugin says so, Skip if none does, or the first error. A plugin without
-        ``pre_bind_pre_flight`` is taken to have work."""
+        ``pre_bind_pre_flight`` is taken to have work; one that says Skip is left out of
+        PreBind."""
         outcome = SKIP
+        skipped: set[str] = set()
         for plugin in self._plugins_for(state).pre_bind:
             check = getattr(plugin, "pre_bind_pre_flight", None)
             status: Status = check(state, pod, node) if callable(check) else SUCCESS
@@ -480,15 +483,20 @@ class Framework:
                 return Status.error(f'running PreBindPreFlight "{plugin.name}": {status.message}')
             if status.is_success():
                 outcome = SUCCESS
-            elif not status.is_skip():
+            elif status.is_skip():
+                skipped.add(plugin.name)
+            else:
                 return Status.error(
                     f'PreBindPreFlight {plugin.name} returned "{status.code.name}", which is '
                     "unsupported. It is supposed to return Success, Skip, or Error status")
+        state.skip_pre_bind = skipped
         return outcome
 
     @_timed_point("PreBind", lambda status: status.code)
     def run_pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         for plugin in self._plugins_for(state).pre_bind:
+            if plugin.name in state.skip_pre_bind:
+                continue
             try:
                 status = plugin.pre_bind(state, pod, node)
             except Exception as exc:
@@ -551,6 +559,7 @@ _POINT_OF_METHOD: dict[str, tuple[str, Callable[[Any], Code]]] = {
     "reserve": ("Reserve", lambda status: status.code),
     "unreserve": ("Unreserve", _success),
     "permit": ("Permit", lambda decision: decision.status.code),
+    "pre_bind_pre_flight": ("PreBindPreFlight", lambda status: status.code),
     "pre_bind": ("PreBind", lambda status: status.code),
     "bind": ("Bind", lambda status: status.code),
     "post_bind": ("PostBind", _success),

@@ -641,3 +641,51 @@ def test_a_raising_plugin_is_named_with_its_extension_point(
     with pytest.raises(Exception, match=f"^{message}: RuntimeError: bug$") as raised:
         calls[point]()
     assert isinstance(raised.value.__cause__, RuntimeError)
+
+
+# == PreBindPreFlight ========================================================================
+class FlightPreBind:
+    """A PreBind plugin with a PreBindPreFlight answer (None: it has no PreBindPreFlight)."""
+
+    def __init__(self, name: str, flight: Status | None) -> None:
+        self.name = name
+        self.ran = 0
+        if flight is not None:
+            self.pre_bind_pre_flight = lambda state, pod, node: flight
+
+    def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        self.ran += 1
+        return SUCCESS
+
+
+@pytest.mark.parametrize(
+    ("flights", "outcome", "pre_bind_runs"),
+    [
+        # Upstream's RunPreBindPreFlights: Success if any plugin has work, Skip if none has.
+        ([SKIP, SKIP], Code.SKIP, [0, 0]),
+        ([SKIP, SUCCESS], Code.SUCCESS, [0, 1]),
+        ([SUCCESS, SUCCESS], Code.SUCCESS, [1, 1]),
+        # Without a PreBindPreFlight a plugin is taken to have work.
+        ([None, SKIP], Code.SUCCESS, [1, 0]),
+        ([SKIP, Status.error("no volume")], Code.ERROR, None),
+        ([Status.unschedulable("no")], Code.ERROR, None),
+    ],
+)
+def test_pre_bind_pre_flights_decide_which_pre_binds_run(
+    flights: list[Status | None], outcome: Code, pre_bind_runs: list[int] | None
+) -> None:
+    plugins = [FlightPreBind(f"P{i}", flight) for i, flight in enumerate(flights)]
+    metrics = Metrics()
+    fw = Framework(SCHED, PluginSets(pre_bind=list(plugins)), metrics=metrics.profile(SCHED))
+    state = CycleState()
+    p = pod_info("p")
+    status = fw.run_pre_bind_pre_flights(state, p, "n1")
+    assert status.code is outcome
+    assert metrics.registry.get_sample_value(
+        "scheduler_framework_extension_point_duration_seconds_count",
+        {"extension_point": "PreBindPreFlight", "status": outcome.name.title(),
+         "profile": SCHED}) == 1
+    if pre_bind_runs is None:
+        return
+    assert fw.run_pre_bind(state, p, "n1").is_success()
+    assert [plugin.ran for plugin in plugins] == pre_bind_runs
