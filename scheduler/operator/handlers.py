@@ -22,10 +22,6 @@ def register(registry: kopf.OperatorRegistry, app: SchedulerApp) -> None:
     def login(**_: Any) -> kopf.ConnectionInfo:
         return connection_info(app.api.client.configuration)
 
-    @kopf.on.startup(registry=registry)
-    async def start(**_: Any) -> None:
-        await asyncio.get_running_loop().run_in_executor(None, app.start)
-
     @kopf.on.cleanup(registry=registry)
     async def stop(**_: Any) -> None:
         await asyncio.get_running_loop().run_in_executor(None, app.stop)

@@ -8,13 +8,12 @@ import os
 import sys
 from collections.abc import Sequence
 
-import kopf
 import structlog
 
 from scheduler import logs
 from scheduler.framework.config import default_config, load_config_file
 from scheduler.framework.registry import ConfigError
-from scheduler.operator import explain_cli, handlers
+from scheduler.operator import explain_cli
 from scheduler.operator.app import Options, SchedulerApp
 from scheduler.plugins.registry import installed_registry
 
@@ -80,9 +79,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = Options(kubeconfig=kubeconfig, health_port=args.health_port,
                       bind_address=args.bind_address)
     app = SchedulerApp(config, registry, options)
+    log.info("Starting", profiles=[p.scheduler_name for p in config.profiles])
+    # The listings, leader election and scheduling need our client only: they start while
+    # Python imports kopf (a third of a second), which then runs the process and watches
+    # the low-volume kinds.
+    app.start()
+    import kopf
+
+    from scheduler.operator import handlers
+
     operator_registry = kopf.OperatorRegistry()
     handlers.register(operator_registry, app)
-    log.info("Starting", profiles=[p.scheduler_name for p in config.profiles])
     # kopf names itself after the OS user unless POD_ID is set (its documented switch), and
     # the image's uid 65532 has no passwd entry: getpass would raise before any watch starts.
     os.environ.setdefault("POD_ID", app.identity)
