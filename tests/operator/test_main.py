@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -12,6 +12,19 @@ from scheduler.operator import main as entry
 
 class StartedError(Exception):
     """Raised by the stand-in SchedulerApp: the test needs only its arguments."""
+
+
+class StubApp:
+    """Stands in for a built SchedulerApp: its start goes into ``calls`` (each test's own)."""
+
+    identity = "host_1234"
+    calls: ClassVar[list[str]] = []
+
+    def __init__(self, cfg: Any, registry: Any, options: Any) -> None:
+        pass
+
+    def start(self) -> None:
+        self.calls.append("app started")
 
 
 def started_with(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> tuple[Any, Any]:
@@ -91,20 +104,12 @@ def test_kopf_is_given_a_name_when_the_uid_has_no_passwd_entry(
     monkeypatch.setenv("POD_ID", "")
     monkeypatch.delenv("POD_ID")
     names: list[str] = []
-
-    class App:
-        identity = "host_1234"
-
-        def __init__(self, cfg: Any, registry: Any, options: Any) -> None:
-            pass
-
-        def start(self) -> None:
-            pass
+    monkeypatch.setattr(StubApp, "calls", [])
 
     def run(**_: Any) -> None:
         names.append(peering.detect_own_id(manual=False))
 
-    monkeypatch.setattr(entry, "SchedulerApp", App)
+    monkeypatch.setattr(entry, "SchedulerApp", StubApp)
     monkeypatch.setattr(handlers, "register", lambda registry, app: None)
     monkeypatch.setattr(kopf, "run", run)
     assert entry.main(["--log-format", "json"]) == 0
@@ -118,18 +123,9 @@ def test_the_scheduler_starts_before_kopf_runs(monkeypatch: pytest.MonkeyPatch) 
 
     from scheduler.operator import handlers
 
-    calls: list[str] = []
-
-    class App:
-        identity = "host_1234"
-
-        def __init__(self, cfg: Any, registry: Any, options: Any) -> None:
-            pass
-
-        def start(self) -> None:
-            calls.append("app started")
-
-    monkeypatch.setattr(entry, "SchedulerApp", App)
+    calls: ClassVar[list[str]] = []
+    monkeypatch.setattr(StubApp, "calls", calls)
+    monkeypatch.setattr(entry, "SchedulerApp", StubApp)
     monkeypatch.setattr(handlers, "register", lambda registry, app: calls.append("handlers"))
     monkeypatch.setattr(kopf, "run", lambda **_: calls.append("kopf ran"))
     assert entry.main(["--log-format", "json"]) == 0
