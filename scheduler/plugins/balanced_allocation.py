@@ -40,7 +40,7 @@ from scheduler.plugin_api import (
 from scheduler.plugins.node_resources_fit import (
     DEFAULT_RESOURCES,
     ResourceSpec,
-    RowScores,
+    RowMemo,
     allocation_inputs,
     default_resources,
     parse_resources,
@@ -150,7 +150,7 @@ class BalancedAllocation:
         self.resources: tuple[ResourceSpec, ...] = parse_resources(
             defaulted_args(args)["resources"]
         )
-        self._scores = RowScores(self._score_rows)
+        self._scores: RowMemo[tuple[int, ...]] = RowMemo(self._score_rows)
 
     def pod_requests(self, pod: PodInfo) -> tuple[int, ...]:
         return tuple(pod_request(pod, r.name, use_requested=True) for r in self.resources)
@@ -170,7 +170,7 @@ class BalancedAllocation:
                 return np.zeros(len(nodes), dtype=np.int64)
         if len(nodes) == 0:
             return np.zeros(0, dtype=np.int64)
-        return self._scores.scores(nodes, requests)
+        return self._scores.values(nodes, requests)
 
     def _score_rows(self, nodes: NodeView, requests: tuple[int, ...]) -> IntArray:
         inputs = allocation_inputs(nodes, self.resources, requests, use_requested=True)

@@ -35,12 +35,11 @@ advertise it in ``status.allocatable`` fails with ``Insufficient <name>``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any, Generic, TypeGuard, TypeVar
 
 import numpy as np
-from cachetools import LRUCache
 
 from scheduler.plugin_api import (
     CPU,
@@ -92,6 +91,10 @@ STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
 
 # config.MaxCustomPriorityScore: shape scores are 0..10, scaled to 0..MAX_NODE_SCORE.
 MAX_CUSTOM_PRIORITY_SCORE = 10
+
+_K = TypeVar("_K", bound=Hashable)
+# What Filter checks of a pod: each resource it requests (> 0), with the quantity.
+Checks = tuple[tuple[str, int], ...]
 MAX_UTILIZATION = 100
 
 DEFAULT_RESOURCES: tuple[Mapping[str, Any], ...] = (
@@ -398,37 +401,43 @@ def allocation_inputs(
     )
 
 
-class RowScores:
-    """Scores per node row for each recent key (a pod's requests), kept while the row's
-    ``row_generation`` stays: pods of one ReplicaSet ask the same, and between two of them
-    only the rows that took a pod change. A view with hypothetical pods is computed afresh.
+class RowMemo(Generic[_K]):
+    """Values per node row (a score, whether the pod fits) for each recent key (a pod's
+    requests), kept while the row's ``row_generation`` stays: pods of one ReplicaSet ask the
+    same, and between two of them only the rows that took a pod change. A view with
+    hypothetical pods is computed afresh.
 
     ``compute(view, key)`` must read nothing but the view's rows and ``key``."""
 
     def __init__(
-        self, compute: Callable[[NodeView, tuple[int, ...]], IntArray], keys: int = 16
+        self, compute: Callable[[NodeView, _K], IntArray], keys: int = 16
     ) -> None:
         self._compute = compute
-        # Per key: the generation each row was computed at (-1: never), and its score.
-        self._kept: LRUCache[tuple[int, ...], tuple[IntArray, IntArray]] = LRUCache(keys)
+        self._keys = keys
+        # Per key, least recently used first: the generation each row was computed at (-1:
+        # never), and its value. A dict, not a cachetools cache: this runs thrice a cycle.
+        self._kept: dict[_K, tuple[IntArray, IntArray]] = {}
 
-    def scores(self, nodes: NodeView, key: tuple[int, ...]) -> IntArray:
+    def values(self, nodes: NodeView, key: _K) -> IntArray:
         if not nodes.as_in_table:
             return self._compute(nodes, key)
         generation = nodes.snapshot.nodes.row_generation
-        kept = self._kept.get(key)
+        kept = self._kept.pop(key, None)
         if kept is None or kept[0].shape != generation.shape:
-            kept = self._kept[key] = (np.full(generation.shape, -1, dtype=np.int64),
-                                      np.zeros(generation.shape, dtype=np.int64))
-        computed_at, scores = kept
+            kept = (np.full(generation.shape, -1, dtype=np.int64),
+                    np.zeros(generation.shape, dtype=np.int64))
+            if len(self._kept) >= self._keys:
+                del self._kept[next(iter(self._kept))]
+        self._kept[key] = kept
+        computed_at, values = kept
         rows = nodes.idx
         stale = generation.take(rows) != computed_at.take(rows)
         count = np.count_nonzero(stale)
         if count:
             fresh = nodes if count == rows.shape[0] else self._fresh(nodes, stale, computed_at)
-            scores[fresh.idx] = self._compute(fresh, key)
+            values[fresh.idx] = self._compute(fresh, key)
             computed_at[fresh.idx] = generation.take(fresh.idx)
-        return scores.take(rows)
+        return values.take(rows)
 
     @staticmethod
     def _fresh(nodes: NodeView, stale: BoolArray, computed_at: IntArray) -> NodeView:
@@ -544,7 +553,7 @@ def build_shape(raw: Sequence[Mapping[str, Any]]) -> BrokenLinear:
 class PodResourceRequest:
     """What Filter checks: the basic resources, then the scalar ones, request > 0 only."""
 
-    checks: tuple[tuple[str, int], ...]
+    checks: Checks
     any_request: bool
 
 
@@ -592,7 +601,8 @@ class NodeResourcesFit:
         self.shape: BrokenLinear | None = None
         if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
             self.shape = build_shape(strategy["requestedToCapacityRatio"]["shape"])
-        self._scores = RowScores(self._score_rows)
+        self._scores: RowMemo[tuple[int, ...]] = RowMemo(self._score_rows)
+        self._misfits: RowMemo[Checks] = RowMemo(self._misfit_rows)
 
     # -- PreFilter / Filter ---------------------------------------------------------------
     def _request(self, pod: PodInfo) -> PodResourceRequest:
@@ -607,11 +617,44 @@ class NodeResourcesFit:
         return None, SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> FilterResult:
-        n = len(nodes)
-        result = FilterResult.all_pass(n)
         request: PodResourceRequest | None = state.get(PRE_FILTER_STATE_KEY)
         if request is None:
             request = self._request(pod)
+        if not nodes.as_in_table:
+            return self._judge(nodes, request)
+        # Which rows cannot take the pod is kept between cycles; only those rows are judged
+        # again for their reasons, and usually there are none.
+        positions = np.flatnonzero(self._misfits.values(nodes, request.checks))
+        n = len(nodes)
+        if positions.shape[0] == 0:
+            return FilterResult.all_pass(n)
+        if positions.shape[0] == n:
+            return self._judge(nodes, request)
+        judged = self._judge(nodes.subset(positions), request)
+        result = FilterResult.all_pass(n)
+        result.codes[positions] = judged.codes
+        for mask, reason in judged.reasons:
+            rows = np.zeros(n, dtype=np.bool_)
+            rows[positions[mask]] = True
+            result.reasons.append((rows, reason))
+        return result
+
+    def _misfit_rows(self, nodes: NodeView, checks: Checks) -> IntArray:
+        """Per row of the view: 1 where Filter rejects a pod that requests ``checks``."""
+        table = nodes.snapshot.nodes
+        misfit = nodes.pod_count + 1 > table.allowed_pods[nodes.idx]
+        for name, q in checks:
+            col = _column(nodes, name)
+            if col is None:
+                misfit |= q > 0
+            else:
+                misfit |= q > table.allocatable[nodes.idx, col] - nodes.requested[:, col]
+        return misfit.astype(np.int64)
+
+    def _judge(self, nodes: NodeView, request: PodResourceRequest) -> FilterResult:
+        """Filter's answer for every row of the view, with every reason of each rejection."""
+        n = len(nodes)
+        result = FilterResult.all_pass(n)
         table = nodes.snapshot.nodes
         too_many = nodes.pod_count + 1 > table.allowed_pods[nodes.idx]
         result.add_reason(too_many, Code.UNSCHEDULABLE, TOO_MANY_PODS)
@@ -645,7 +688,7 @@ class NodeResourcesFit:
         pod_requests = state.get(PRE_SCORE_STATE_KEY)
         if pod_requests is None:
             pod_requests = self.pod_requests(pod)
-        return self._scores.scores(nodes, pod_requests)
+        return self._scores.values(nodes, pod_requests)
 
     def _score_rows(self, nodes: NodeView, pod_requests: tuple[int, ...]) -> IntArray:
         inputs = allocation_inputs(nodes, self.resources, pod_requests, use_requested=False)

@@ -583,7 +583,7 @@ def test_assigned_pod_delete_hint() -> None:
     assert hint(incoming, pod_info("pending"), None) is QueueingHint.SKIP
 
 
-# == scores kept between cycles (RowScores) ==================================================
+# == scores kept between cycles (RowMemo) ==================================================
 def _add_pod(cache: Cache) -> None:
     cache.upsert_pod(pod_info("landed", cpu="1", memory="12Gi", node_name="n2"))
 
@@ -647,6 +647,45 @@ def test_kept_scores_follow_the_table(make: Callable[[], Any], change: Callable[
     assert after.tolist() != before.tolist() or change is _new_resource
 
 
+def _filter_answer(plugin: Any, pod: PodInfo, view: NodeView) -> tuple[Any, ...]:
+    result = plugin.filter(CycleState(), pod, view)
+    return result.codes.tolist(), [(mask.tolist(), reason) for mask, reason in result.reasons]
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_kept_misfits_follow_the_table(change: Callable[[Cache], None]) -> None:
+    cache = cache_of(
+        [node("n1", cpu="4", memory="8Gi"), node("n2", cpu="8", memory="16Gi"),
+         node("n3", cpu="4", memory="16Gi")],
+        [pod("old", cpu="3", memory="1Gi", node_name="n1"),
+         pod("other", cpu="3", memory="1Gi", node_name="n3")])
+    snapshot = Snapshot(cache)
+    # n1: short of cpu, and of memory beyond its allocatable; n3: short of cpu; n2 fits.
+    incoming = pod_info("incoming", cpu="2", memory="10Gi")
+    kept = fit.new(fit.DEFAULT_ARGS, None)  # type: ignore[arg-type]
+    before = _filter_answer(kept, incoming, full_view(snapshot))
+    assert before[0] == [Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.SUCCESS, Code.UNSCHEDULABLE]
+    assert before[1] == [([True, False, True], "Insufficient cpu"),
+                         ([True, False, False], "Insufficient memory")]
+    change(cache)
+    for view in (full_view(snapshot), full_view(snapshot).subset(np.asarray([0, 1]))):
+        fresh = fit.new(fit.DEFAULT_ARGS, None)  # type: ignore[arg-type]
+        assert _filter_answer(kept, incoming, view) == _filter_answer(fresh, incoming, view)
+
+
+def test_kept_misfits_are_not_used_for_hypothetical_pods() -> None:
+    snapshot = snapshot_of([node("n1", cpu="4", memory="8Gi")])
+    incoming = pod_info("incoming", cpu="1", memory="1Gi")
+    plugin = fit.new(fit.DEFAULT_ARGS, None)  # type: ignore[arg-type]
+    assert _filter_answer(plugin, incoming, full_view(snapshot))[0] == [Code.SUCCESS]
+    view = full_view(snapshot)
+    requested = view.requested + snapshot.resources.vector({"cpu": 3500})
+    taken = NodeView(snapshot, view.idx, requested, view.pod_count)
+    assert _filter_answer(plugin, incoming, taken) == (
+        [Code.UNSCHEDULABLE], [([True], "Insufficient cpu")])
+    assert _filter_answer(plugin, incoming, full_view(snapshot))[0] == [Code.SUCCESS]
+
+
 def test_kept_scores_are_not_used_for_hypothetical_pods() -> None:
     # BalancedAllocation reads the view's requested numbers (NodeResourcesFit reads the pod
     # lists, covered above): a view with other numbers is scored from them.
@@ -684,19 +723,33 @@ def test_kept_scores_compute_each_row_once_per_change() -> None:
     def rows(first: int, last: int) -> NodeView:
         return full_view(snapshot).subset(np.arange(first, last + 1))
 
-    memo = fit.RowScores(compute)
-    memo.scores(rows(0, 3), (1,))
-    memo.scores(rows(3, 4), (1,))
+    memo = fit.RowMemo(compute)
+    memo.values(rows(0, 3), (1,))
+    memo.values(rows(3, 4), (1,))
     assert computed == [4, 1], "a new key: the view's rows only, not the table's"
-    memo.scores(rows(4, 7), (1,))
-    memo.scores(rows(0, 3), (1,))
+    memo.values(rows(4, 7), (1,))
+    memo.values(rows(0, 3), (1,))
     assert computed == [4, 1, 3], "then each row once"
     cache.upsert_pod(pod_info("landed", cpu="1", node_name="n5"))
-    memo.scores(rows(0, 3), (1,))
+    memo.values(rows(0, 3), (1,))
     assert computed == [4, 1, 3], "the changed row is not in the view: not computed yet"
     cache.upsert_pod(pod_info("landed-too", cpu="1", node_name="n1"))
-    assert memo.scores(rows(4, 7), (1,)).tolist() == [1, 1, 1, 1]
+    assert memo.values(rows(4, 7), (1,)).tolist() == [1, 1, 1, 1]
     assert computed == [4, 1, 3, 2], "both changed rows of the table, at once"
-    memo.scores(rows(0, 3), (1,))
-    memo.scores(rows(4, 7), (2,))
+    memo.values(rows(0, 3), (1,))
+    memo.values(rows(4, 7), (2,))
     assert computed == [4, 1, 3, 2, 4], "another key is another memo"
+
+
+def test_kept_values_evict_the_least_recently_used_key() -> None:
+    snapshot = Snapshot(cache_of([node("n1")]))
+    computed: list[int] = []
+
+    def compute(view: NodeView, key: int) -> IntArray:
+        computed.append(key)
+        return view.idx * 0 + key
+
+    memo = fit.RowMemo(compute, keys=2)
+    for key in (1, 2, 1, 3, 1, 2):
+        assert memo.values(full_view(snapshot), key).tolist() == [key]
+    assert computed == [1, 2, 3, 2], "1 was used again after 2, so 3 evicted 2"
