@@ -6,7 +6,8 @@ containers, containers and, since v1.35, image volumes), a node holding the imag
 every pod to the same few nodes. The sum is clamped to [23 MiB, 1000 MiB × sources] and
 scaled linearly to [0, 100]. No normalisation.
 
-Only the pod's few images are looked up per row; an image no node has costs nothing.
+Only the pod's few images are looked up per row, and a row's score is kept until the row (or
+the count of nodes holding one of the images) changes; an image no node has costs nothing.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ from scheduler.plugin_api import (
     PodInfo,
     normalized_image_name,
 )
+from scheduler.plugins.node_resources_fit import RowMemo
+
+# A pod's image sources, how many nodes hold each, and how many nodes there are.
+_Key = tuple[tuple[str, ...], tuple[int, ...], int]
 
 NAME = "ImageLocality"
 
@@ -35,20 +40,18 @@ MIN_THRESHOLD = 23 * MB
 MAX_CONTAINER_THRESHOLD = 1000 * MB
 
 
-def pod_image_sources(pod: PodInfo) -> list[str]:
+def pod_image_sources(pod: PodInfo) -> tuple[str, ...]:
     """Normalised image of every image source, in upstream's order, duplicates kept."""
     spec = pod.raw.get("spec")
-    if not isinstance(spec, Mapping):
-        return [normalized_image_name(i) for i in pod.images]
-    out: list[str] = []
-    for key in ("initContainers", "containers"):
-        for c in spec.get(key) or ():
-            out.append(normalized_image_name(str(c.get("image") or "")))
-    for volume in spec.get("volumes") or ():
+    volumes = spec.get("volumes") if isinstance(spec, Mapping) else None
+    if not volumes:
+        return pod.images  # init containers, then containers: normalised when parsed
+    out = list(pod.images)
+    for volume in volumes:
         image = volume.get("image")
         if isinstance(image, Mapping):
             out.append(normalized_image_name(str(image.get("reference") or "")))
-    return out
+    return tuple(out)
 
 
 def calculate_priority(sum_scores: IntArray, image_count: int) -> IntArray:
@@ -65,21 +68,30 @@ def calculate_priority(sum_scores: IntArray, image_count: int) -> IntArray:
 class ImageLocality:
     name = NAME
 
+    def __init__(self) -> None:
+        self._scores: RowMemo[_Key] = RowMemo(self._score_rows)
+
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> IntArray:
-        n = len(nodes)
-        table = nodes.snapshot.nodes
-        total_nodes = nodes.snapshot.num_nodes
         sources = pod_image_sources(pod)
-        sums = np.zeros(n, dtype=np.int64)
-        counted = Counter(sources)
-        nodes_with = {name: table.image_nodes.get(name, 0) for name in counted}
-        if total_nodes == 0 or not any(num > 0 for num in nodes_with.values()):
+        holders = tuple(nodes.snapshot.nodes.image_nodes.get(name, 0) for name in sources)
+        total_nodes = nodes.snapshot.num_nodes
+        if total_nodes == 0 or not any(holders):
             # No node has any of the images: every sum is 0, and so is every score.
-            return sums
+            return np.zeros(len(nodes), dtype=np.int64)
+        # A row's score depends on its own images and on how many nodes hold each image,
+        # which the key carries: kept per row until the row changes.
+        return self._scores.values(nodes, (sources, holders, total_nodes))
+
+    @staticmethod
+    def _score_rows(nodes: NodeView, key: _Key) -> IntArray:
+        sources, holders, total_nodes = key
+        n = len(nodes)
+        sums = np.zeros(n, dtype=np.int64)
         rows = nodes.idx.tolist()
-        images = table.images
-        for name, times in counted.items():
-            num_nodes = nodes_with[name]
+        images = nodes.snapshot.nodes.images
+        spread_of = dict(zip(sources, holders, strict=True))
+        for name, times in Counter(sources).items():
+            num_nodes = spread_of[name]
             if num_nodes <= 0:
                 continue
             spread = num_nodes / total_nodes

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 
+from scheduler.cache.cache import Cache
+from scheduler.cache.snapshot import Snapshot
 from scheduler.framework.interface import CycleState
 from scheduler.plugins import image_locality
 from scheduler.plugins.image_locality import ImageLocality
-from scheduler.testing import container, full_view, node, pod_info, snapshot_of
+from scheduler.testing import cache_of, container, full_view, node, pod_info, snapshot_of
 
 MB = 1024 * 1024
 
@@ -102,6 +104,43 @@ def test_scores_only_the_rows_of_the_view() -> None:
 
 def test_image_sources_keep_duplicates_and_order() -> None:
     pod = pod_info("p", **spec("a", "b:1", init=["reg/c"], volumes=["d@sha256:00"]))
-    assert image_locality.pod_image_sources(pod) == [
+    assert image_locality.pod_image_sources(pod) == (
         "reg/c:latest", "a:latest", "b:1", "d@sha256:00"
-    ]
+    )
+
+
+def _pull(cache: Cache) -> None:
+    cache.upsert_node(node("node2", images=NODE_4000_30))
+
+
+def _forget(cache: Cache) -> None:
+    cache.upsert_node(node("node1", images=NO_IMAGES))
+
+
+def _add_holder(cache: Cache) -> None:
+    cache.upsert_node(node("node4", images=NODE_250_10))
+
+
+def _remove_holder(cache: Cache) -> None:
+    cache.remove_node("node1")
+
+
+@pytest.mark.parametrize("change", [
+    pytest.param(_pull, id="a node pulls the image"),
+    pytest.param(_forget, id="a node loses its images"),
+    pytest.param(_add_holder, id="another node with an image joins"),
+    pytest.param(_remove_holder, id="a node holding the image leaves"),
+])
+def test_kept_scores_follow_node_images(change: Callable[[Cache], None]) -> None:
+    # A row's score depends on its images and on how many nodes hold each image: a change
+    # of either shows in the next cycle, rows that did not change included.
+    cache = cache_of([node("node1", images=NODE_4000_30), node("node2", images=NODE_250_10),
+                      node("node3", images=NODE_4000_30)], [])
+    snapshot = Snapshot(cache)
+    pod = pod_info("p", **spec("gcr.io/10", "gcr.io/4000"))
+    kept = ImageLocality()
+    before = kept.score(CycleState(), pod, full_view(snapshot)).tolist()
+    change(cache)
+    after = kept.score(CycleState(), pod, full_view(snapshot)).tolist()
+    assert after == ImageLocality().score(CycleState(), pod, full_view(snapshot)).tolist()
+    assert after != before
