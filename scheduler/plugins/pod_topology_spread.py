@@ -37,13 +37,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from cachetools import LRUCache
 
 from scheduler.plugin_api import (
     MAX_NODE_SCORE,
@@ -255,25 +254,27 @@ def _default_owner(pod: PodInfo) -> tuple[str, str] | None:
 
 
 # -- node masks -----------------------------------------------------------------------------
+_MAX_KEPT_DEFAULTS = 4096
 _NOSCHEDULE_EFFECTS = ("NoSchedule", "NoExecute")
 
 
-def _labelled(ids: IntArray) -> Callable[[], BoolArray]:
-    """Computes, per node row, whether the node has the label ``ids`` were made from."""
-    return lambda: ids >= 0
+@dataclass(frozen=True)
+class _Topology:
+    """What Score reads of the nodes for one topology key."""
+
+    ids: IntArray  # per node row, the id of the node's value (-1: no such label)
+    values: list[str]
+    has: BoolArray  # per node row, the node has the label
+    everywhere: bool  # every node has it (Score need not look at ``has``)
+    folded: IntArray  # ``ids``, a missing label read as "" (the "" domain, or one more id)
 
 
-def _lacking(alive: BoolArray, has: BoolArray) -> Callable[[], BoolArray]:
-    """Computes, per node row, a node without the label ``has`` tells of."""
-    return lambda: alive & ~has
-
-
-def _with_all_keys(snapshot: ClusterSnapshot, keys: Sequence[str]) -> BoolArray:
-    """Per node row: a node that has every label in ``keys``."""
-    out = snapshot.nodes.alive.copy()
-    for key in keys:
-        out &= snapshot.domains(key)[0] >= 0
-    return out
+def _topology(snapshot: ClusterSnapshot, key: str) -> _Topology:
+    ids, values = snapshot.domains(key)
+    has = ids >= 0
+    missing_id = values.index("") if "" in values else len(values)
+    return _Topology(ids, values, has, not np.count_nonzero(snapshot.nodes.alive & ~has),
+                     np.where(has, ids, missing_id))
 
 
 def node_affinity_mask(snapshot: ClusterSnapshot, pod: PodInfo) -> BoolArray:
@@ -466,10 +467,14 @@ class PodTopologySpread:
     filter_reads_pod_lists = True
 
     def __init__(self, args: Mapping[str, Any]) -> None:
-        # Per topology key: the snapshot's domain ids, and them with missing labels folded.
-        self._folded: dict[str, tuple[IntArray, IntArray]] = {}
-        self._defaults: LRUCache[tuple[tuple[str, str], str], tuple[_Constraint, ...]] = (
-            LRUCache(maxsize=4096))
+        # Node-only facts for Score, per topology key and per set of keys, kept while node
+        # labels and the node set stay as they were (the key of ``_node_facts``).
+        self._topologies: dict[str, _Topology] = {}
+        self._with_keys: dict[tuple[str, ...], tuple[BoolArray, BoolArray]] = {}
+        self._node_facts: tuple[int, int, int] = (-1, -1, -1)
+        # Per (controller, action): the default constraints of its pods (a plain dict, not a
+        # cachetools cache: asked twice a cycle; cleared when it grows past the bound).
+        self._defaults: dict[tuple[tuple[str, str], str], tuple[_Constraint, ...]] = {}
         merged = {**DEFAULT_ARGS, **args}
         self.system_defaulted = merged["defaultingType"] == SYSTEM_DEFAULTING
         self.default_constraints: tuple[Mapping[str, Any], ...] = (
@@ -495,6 +500,8 @@ class PodTopologySpread:
         key = (owner, action)
         kept = self._defaults.get(key)
         if kept is None:
+            if len(self._defaults) >= _MAX_KEPT_DEFAULTS:
+                self._defaults.clear()
             kept = self._defaults[key] = tuple(
                 _from_default(raw, owner)
                 for raw in self.default_constraints
@@ -589,14 +596,31 @@ class PodTopologySpread:
         return result
 
     # -- PreScore / Score / NormalizeScore --------------------------------------------------
-    def _folded_domains(self, key: str, ids: IntArray, values: Sequence[str]) -> IntArray:
-        """Per node row, the domain id of label ``key``, a missing label read as "" (upstream):
-        the "" domain, or one more id. Kept while the snapshot hands out the same ids."""
-        kept = self._folded.get(key)
-        if kept is None or kept[0] is not ids:
-            missing_id = values.index("") if "" in values else len(values)
-            kept = self._folded[key] = (ids, np.where(ids >= 0, ids, missing_id))
-        return kept[1]
+    def _facts_of(self, snapshot: ClusterSnapshot) -> None:
+        """Forget the node facts when node labels or the node set changed."""
+        table = snapshot.nodes
+        current = (table.labels_generation, table.membership_generation, table.capacity)
+        if current != self._node_facts:
+            self._topologies.clear()
+            self._with_keys.clear()
+            self._node_facts = current
+
+    def _topology(self, snapshot: ClusterSnapshot, key: str) -> _Topology:
+        kept = self._topologies.get(key)
+        if kept is None:
+            kept = self._topologies[key] = _topology(snapshot, key)
+        return kept
+
+    def _keys_mask(self, snapshot: ClusterSnapshot, keys: tuple[str, ...]
+                   ) -> tuple[BoolArray, BoolArray]:
+        """Per node row: the node has every key; the node lacks one."""
+        kept = self._with_keys.get(keys)
+        if kept is None:
+            every = snapshot.nodes.alive.copy()
+            for key in keys:
+                every &= self._topology(snapshot, key).has
+            kept = self._with_keys[keys] = (every, ~every)
+        return kept
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> Status:
         snapshot = nodes.snapshot
@@ -609,14 +633,13 @@ class PodTopologySpread:
         require_all = bool(pod.spread_constraints) or not self.system_defaulted
         table = snapshot.nodes
         rows = nodes.idx
+        self._facts_of(snapshot)
         keys = tuple(c.topology_key for c in constraints)
-        # Node-only arrays, cached by the snapshot until node labels or the node set change.
-        all_keys = snapshot.node_mask((NAME, "all keys", keys), lambda: _with_all_keys(
-            snapshot, keys))
+        all_keys, lacks_a_key = self._keys_mask(snapshot, keys)
         ignored: BoolArray | None = None
         scored = rows
         if require_all:
-            ignored = snapshot.node_mask((NAME, "lacks a key", keys), lambda: ~all_keys)
+            ignored = lacks_a_key
             scored = rows[~ignored[rows]]
         affinity = taints = None
         pods = _CountedPods(state, snapshot, pod.namespace)
@@ -625,33 +648,31 @@ class PodTopologySpread:
         counts: list[IntArray] = []
         weights: list[float] = []
         for c in constraints:
-            ids, values = snapshot.domains(c.topology_key)
-            has = snapshot.node_mask((NAME, "has key", c.topology_key), _labelled(ids))
-            lacking = snapshot.node_mask((NAME, "lacks key", c.topology_key),
-                                         _lacking(table.alive, has))
-            # None: every node has the key (the usual case), Score need not look.
-            has_key.append(has if np.count_nonzero(lacking) else None)
+            topology = self._topology(snapshot, c.topology_key)
+            has_key.append(None if topology.everywhere else topology.has)
             pod_rows = pods.rows(c)
             if c.topology_key == LABEL_HOSTNAME:
                 # Upstream counts the node's own pods in Score, without inclusion policies.
-                domain_ids.append(ids)
+                domain_ids.append(topology.ids)
                 counts.append(np.bincount(pod_rows, minlength=table.capacity))
                 weights.append(math.log(scored.shape[0] + 2))
                 continue
-            eff = self._folded_domains(c.topology_key, ids, values)
-            ndom = len(values) + 1
+            eff = topology.folded
+            ndom = len(topology.values) + 1
             wanted = np.zeros(ndom, dtype=np.bool_)
             wanted[eff[scored]] = True
             ok = all_keys if require_all else table.alive
             if c.honor_node_affinity:
                 if affinity is None:
                     affinity = node_affinity_mask(snapshot, pod)
-                ok = ok & affinity
+                if affinity is not table.alive:
+                    ok = ok & affinity
             if c.honor_node_taints:
                 if taints is None:
                     taints = node_taints_mask(snapshot, pod)
                 ok = ok & taints
-            pod_rows = pod_rows[ok[pod_rows]]
+            if ok is not table.alive:  # the counted pods are all on nodes of the table
+                pod_rows = pod_rows[ok[pod_rows]]
             count = np.bincount(eff[pod_rows], minlength=ndom)
             count[~wanted] = 0
             domain_ids.append(eff)
