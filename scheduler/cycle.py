@@ -419,6 +419,8 @@ def record_rejections(
 ) -> None:
     """Record the Filter rejections of the first ``processed`` rows of ``rows`` (the rows
     ``outcome`` answered for, in order) in ``diagnosis``."""
+    if not outcome.reasons:  # every row passed (a rejected row carries a reason)
+        return
     rejected = np.flatnonzero(outcome.codes[:processed] != np.uint8(Code.SUCCESS))
     diagnosis.codes[rows[rejected]] = outcome.codes[rejected]
     for positions, reason, plugin in outcome.reasons:

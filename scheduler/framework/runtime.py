@@ -68,7 +68,7 @@ class FilterOutcome:
 
     @property
     def feasible(self) -> IntArray:
-        return np.flatnonzero(self.codes == np.uint8(Code.SUCCESS)).astype(np.int64)
+        return np.flatnonzero(self.codes == np.uint8(Code.SUCCESS)).astype(np.int64, copy=False)
 
     def plugins_with(self, code: Code) -> set[str]:
         wanted = np.uint8(code)

@@ -454,10 +454,11 @@ class _ScoreState:
     weights: tuple[float, ...]
 
 
-def _round_half_away(x: npt.NDArray[np.float64]) -> IntArray:
+def _round_half_away(x: npt.NDArray[np.floating[Any]]) -> IntArray:
     """Go's math.Round for non-negative values, exact (x - trunc(x) is exact in binary64)."""
     whole = np.trunc(x)
-    return (whole + ((x - whole) >= 0.5)).astype(np.int64)
+    out: IntArray = (whole + ((x - whole) >= 0.5)).astype(np.int64)
+    return out
 
 
 # -- the plugin -----------------------------------------------------------------------------
@@ -696,25 +697,34 @@ class PodTopologySpread:
         rows = nodes.idx
         if s is None:
             return np.zeros(rows.shape[0], dtype=np.int64)
-        total = np.zeros(rows.shape[0], dtype=np.float64)
+        # Upstream adds each constraint's term to a float64 starting at 0, in order: the same
+        # sums, so the same roundings (an int64 count times a float is that count as float64).
+        total: npt.NDArray[np.floating[Any]] | None = None
         for i, c in enumerate(s.constraints):
             if c.topology_key == LABEL_HOSTNAME:
-                cnt = s.counts[i][rows]
+                cnt = s.counts[i].take(rows)
             else:
-                cnt = s.counts[i][s.domain_ids[i][rows]]
-            term = cnt.astype(np.float64) * s.weights[i] + float(c.max_skew - 1)
+                cnt = s.counts[i].take(s.domain_ids[i].take(rows))
+            term = cnt * s.weights[i] + float(c.max_skew - 1)
             has = s.has_key[i]
-            total += term if has is None else np.where(has[rows], term, 0.0)
+            if has is not None:
+                term = np.where(has.take(rows), term, 0.0)
+            if total is None:
+                total = term
+            else:
+                total += term
+        assert total is not None, "PreScore writes its state only for some constraint"
         out = _round_half_away(total)
         if s.ignored is not None:
             out[s.ignored[rows]] = INVALID_SCORE
         return out
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
-        if state.get(PRE_SCORE_STATE_KEY) is None:
+        s: _ScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if s is None:
             return scores
-        valid = scores != INVALID_SCORE
-        if valid.all():  # no node lacks a key: the same, without masks
+        valid = None if s.ignored is None else scores != INVALID_SCORE
+        if valid is None or valid.all():  # no node lacks a key: the same, without masks
             lo = int(scores.min())
             hi = max(int(scores.max()), 0)
             if hi == 0:

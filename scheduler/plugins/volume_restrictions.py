@@ -94,6 +94,8 @@ class VolumeRestrictions:
         self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot
     ) -> tuple[PreFilterResult | None, Status]:
         disks = inline_disks(pod)
+        if not disks and not pod.claims:
+            return None, SKIP
         rwop: set[str] = set()
         for name, ephemeral in pod.claims:
             if ephemeral:
