@@ -43,6 +43,9 @@ SCHEDULED = "scheduled"
 UNSCHEDULABLE = "unschedulable"
 ERROR = "error"
 
+# Observations appended to a histogram child before they are sorted into its buckets.
+_FOLD_EVERY = 256
+
 # Upstream attempts label: "1".."14", then "15+".
 _MAX_ATTEMPTS_LABEL = 15
 
@@ -80,23 +83,40 @@ class _Count:
 
 
 class Observations:
-    """One histogram child: a count per bucket (the last is +Inf) and the sum."""
+    """One histogram child: a count per bucket (the last is +Inf) and the sum.
 
-    __slots__ = ("_bounds", "_lock", "counts", "total")
+    An observation is only appended (no lock: ``list.append`` is atomic); the values are
+    sorted into buckets a batch at a time, when a batch is full and when the child is read.
+    Appends that race a fold land after the part it takes and wait for the next one.
+    """
+
+    __slots__ = ("_bounds", "_lock", "_pending", "counts", "total")
 
     def __init__(self, bounds: Sequence[float]) -> None:
         self._bounds = bounds
         self._lock = threading.Lock()
+        self._pending: list[float] = []
         self.counts = [0] * (len(bounds) + 1)
         self.total = 0.0
 
     def observe(self, value: float) -> None:
-        i = bisect_left(self._bounds, value)  # the first bucket with value <= le
+        pending = self._pending
+        pending.append(value)
+        if len(pending) >= _FOLD_EVERY:
+            self._fold()
+
+    def _fold(self) -> None:
         with self._lock:
-            self.counts[i] += 1
-            self.total += value
+            pending = self._pending
+            taken = pending[:]
+            del pending[: len(taken)]
+            bounds, counts = self._bounds, self.counts
+            for value in taken:
+                counts[bisect_left(bounds, value)] += 1  # the first bucket with value <= le
+                self.total += value
 
     def read(self) -> tuple[list[int], float]:
+        self._fold()
         with self._lock:
             return list(self.counts), self.total
 

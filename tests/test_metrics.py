@@ -15,7 +15,7 @@ import pytest
 
 from scheduler.framework.interface import Code
 from scheduler.framework.ports import BindOutcome, EvictionOutcome
-from scheduler.metrics import Metrics, attempts_label
+from scheduler.metrics import EXTENSION_POINT_BUCKETS, Metrics, Observations, attempts_label
 from scheduler.operator.health import HealthServer
 from scheduler.testing import node, pod
 from tests.plugins.test_default_preemption import (
@@ -273,3 +273,29 @@ def test_a_failed_binding_is_an_error_attempt_with_its_outcome(outcome: BindOutc
     assert attempts(m, "error") == 1
     assert attempts(m, "scheduled") == 0
     assert sample(m, "secondary_scheduler_bindings_total", outcome=outcome.value) == 1
+
+
+def test_observations_racing_their_reads_are_all_counted() -> None:
+    child = Observations(EXTENSION_POINT_BUCKETS)
+    per_thread, threads = 5000, 4
+    start = threading.Barrier(threads + 1)
+
+    def observe() -> None:
+        start.wait()
+        for i in range(per_thread):
+            child.observe(0.0001 * (i % 3))
+
+    workers = [threading.Thread(target=observe) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    start.wait()
+    while any(worker.is_alive() for worker in workers):
+        child.read()  # folds while appends go on
+    for worker in workers:
+        worker.join()
+    counts, total = child.read()
+    assert sum(counts) == per_thread * threads
+    # 0 and 0.0001 in the first bucket (le 0.0001), 0.0002 in the second.
+    assert counts[0] == sum(1 for i in range(per_thread) if i % 3 < 2) * threads
+    assert counts[1] == sum(1 for i in range(per_thread) if i % 3 == 2) * threads
+    assert total == pytest.approx(0.0001 * sum(i % 3 for i in range(per_thread)) * threads)
