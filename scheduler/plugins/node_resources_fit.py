@@ -624,10 +624,11 @@ class NodeResourcesFit:
             return self._judge(nodes, request)
         # Which rows cannot take the pod is kept between cycles; only those rows are judged
         # again for their reasons, and usually there are none.
-        positions = np.flatnonzero(self._misfits.values(nodes, request.checks))
+        misfits = self._misfits.values(nodes, request.checks)
         n = len(nodes)
-        if positions.shape[0] == 0:
+        if not np.count_nonzero(misfits):
             return FilterResult.all_pass(n)
+        positions = misfits.nonzero()[0]
         if positions.shape[0] == n:
             return self._judge(nodes, request)
         judged = self._judge(nodes.subset(positions), request)

@@ -675,7 +675,7 @@ class PodTopologySpread:
             if ok is not table.alive:  # the counted pods are all on nodes of the table
                 pod_rows = pod_rows[ok[pod_rows]]
             count = np.bincount(eff[pod_rows], minlength=ndom)
-            count[~wanted] = 0
+            count *= wanted
             domain_ids.append(eff)
             counts.append(count)
             weights.append(math.log(int(np.count_nonzero(wanted)) + 2))

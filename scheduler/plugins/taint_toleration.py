@@ -200,7 +200,7 @@ def default_normalize_score(scores: IntArray, *, reverse: bool) -> IntArray:
     top = int(scores.max())
     if top <= 0:
         if reverse:
-            return np.full_like(scores, MAX_NODE_SCORE)
+            return np.full(scores.shape, MAX_NODE_SCORE, dtype=scores.dtype)
         return scores
     out = MAX_NODE_SCORE * scores // top
     if reverse:
