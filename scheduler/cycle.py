@@ -288,14 +288,14 @@ def find_nodes_that_fit(
     n = int(candidates.size)
     if n == 0:
         return np.zeros(0, dtype=np.int64), diagnosis, 0
-    start_index = s.next_start_index % n
-    rotated = np.concatenate((candidates[start_index:], candidates[:start_index]))
     to_find = num_feasible_nodes_to_find(
         framework.percentage_of_nodes_to_score, s.config.percentage_of_nodes_to_score, n
     )
     if not (framework.plugins.score or any(e.is_filter or e.is_prioritizer for e in s.extenders)):
         to_find = 1
-    outcome = filter_until_found(s, framework, state, pod, rotated, to_find, nominated)
+    outcome, judged = filter_until_found(
+        s, framework, state, pod, candidates, s.next_start_index % n, to_find, nominated
+    )
     evaluated = int(outcome.codes.size)
     feasible_positions = outcome.feasible
     if feasible_positions.size > to_find:
@@ -305,8 +305,8 @@ def find_nodes_that_fit(
         processed = evaluated
     # Upstream: (nextStartNodeIndex + processed) % len(allNodes), whatever the restriction.
     s.next_start_index = (s.next_start_index + processed) % max(int(order.size), 1)
-    record_rejections(diagnosis, rotated, outcome, processed)
-    feasible = rotated[feasible_positions]
+    record_rejections(diagnosis, judged, outcome, processed)
+    feasible = judged[feasible_positions]
     passed = find_nodes_that_pass_extenders(s, pod, feasible, diagnosis)
     if passed.size != feasible.size:
         # Extenders register no events: a pod they rejected retries on any event.
@@ -319,30 +319,46 @@ def filter_until_found(
     framework: Framework,
     state: CycleState,
     pod: PodInfo,
-    rotated: IntArray,
+    candidates: IntArray,
+    start: int,
     to_find: int,
     nominated: Mapping[str, Sequence[PodInfo]],
-) -> FilterOutcome:
-    """The Filter outcome of the first rows of ``rotated``, in windows, until ``to_find`` of
-    them are feasible or every row is judged: as upstream, which stops checking nodes once it
-    has found enough, the rest of a large cluster is not filtered. Each window is sized from
-    the feasible share seen so far, with a quarter to spare."""
-    n = int(rotated.size)
+) -> tuple[FilterOutcome, IntArray]:
+    """The Filter outcome of the candidates from position ``start`` on, wrapping around, in
+    windows, until ``to_find`` of them are feasible or every row is judged: as upstream,
+    which stops checking nodes once it has found enough, the rest of a large cluster is not
+    filtered. Each window is sized from the feasible share seen so far, with a quarter to
+    spare. Returns the outcome and the rows it answers for, in order."""
+    n = int(candidates.size)
     outcomes: list[FilterOutcome] = []
+    windows: list[IntArray] = []
     judged = found = 0
     size = min(n, to_find + to_find // 4)
     while True:
-        view = NodeView.of(s.snapshot, rotated[judged:judged + size])
+        rows = _wrapped_slice(candidates, start + judged, size)
+        view = NodeView.of(s.snapshot, rows)
         outcome = framework.run_filters_with_nominated(state, pod, view, nominated)
         if outcome.error is not None:
             raise SchedulingError(outcome.error.message)
         outcomes.append(outcome)
+        windows.append(rows)
         judged += len(view)
         found += int(np.count_nonzero(outcome.codes == np.uint8(Code.SUCCESS)))
         if found >= to_find or judged >= n:
-            return FilterOutcome.joined(outcomes)
+            joined = windows[0] if len(windows) == 1 else np.concatenate(windows)
+            return FilterOutcome.joined(outcomes), joined
         wanted = (to_find - found) * judged // found if found else n
         size = min(n - judged, wanted + wanted // 4 + 1)
+
+
+def _wrapped_slice(rows: IntArray, start: int, size: int) -> IntArray:
+    """``size`` consecutive entries of ``rows`` from ``start``, wrapping around the end."""
+    n = int(rows.size)
+    start %= n
+    end = start + size
+    if end <= n:
+        return rows[start:end]  # a view: the usual window copies nothing
+    return np.concatenate((rows[start:], rows[: end - n]))
 
 
 def find_nodes_that_pass_extenders(

@@ -836,6 +836,23 @@ def test_windows_go_on_until_enough_are_found_and_agree_with_filtering_everythin
         (100, "injecting failure for pod p")], "the rejections judged, as one reason"
 
 
+def test_windows_wrap_around_the_node_list_from_the_start_index() -> None:
+    # From n150 on: the first window wraps after n199, the second goes on from where it
+    # stopped; the answer is the feasible nodes in that rotated order.
+    h, refuse = windows_harness(range(1, 200, 2), 10)
+    h.s.next_start_index = 150
+    feasible, diagnosis, evaluated = find_nodes_that_fit(
+        h.s, h.s.profiles[SCHED], CycleState(), PodInfo.from_pod(pod("p")))
+    assert [len(names) for names in refuse.calls] == [125, 75]
+    assert refuse.calls[0][:2] == ["n150", "n151"] and refuse.calls[0][50] == "n000"
+    rotated = [*range(150, 200), *range(150)]
+    names = h.s.snapshot.nodes.names
+    assert [names[r] for r in feasible] == [f"n{i:03d}" for i in rotated if i % 2 == 0]
+    assert evaluated == 200 and h.s.next_start_index == 150
+    assert sorted(names[r] for r in diagnosis.reasons[0][0]) == [
+        f"n{i:03d}" for i in range(1, 200, 2)]
+
+
 def test_with_too_few_feasible_nodes_every_node_is_judged() -> None:
     h, refuse = windows_harness(range(190), 10)
     feasible, diagnosis, evaluated = find_nodes_that_fit(
