@@ -215,7 +215,7 @@ def _domain_counts(
     """(domain ids per node row, matching pods per domain) for pods on node ``rows``."""
     ids, values = snapshot.domains(key)
     rows = rows[rows >= 0]
-    domains = ids[rows]
+    domains = ids.take(rows)
     domains = domains[domains >= 0]
     counts = np.bincount(domains, minlength=max(len(values), 1)).astype(np.int64)
     return ids, counts
@@ -307,7 +307,7 @@ _REASON_NONE, _REASON_AFFINITY, _REASON_ANTI, _REASON_EXISTING = 0, 1, 2, 3
 
 def _positive_in_domain(ids: IntArray, counts: IntArray, rows: IntArray) -> BoolArray:
     """Per row: the node has the key and its domain's count is > 0."""
-    domains = ids[rows]
+    domains = ids.take(rows)
     has = domains >= 0
     result: BoolArray = has & (counts[np.where(has, domains, 0)] > 0)
     return result
@@ -320,7 +320,7 @@ def _filter_rows(s: _FilterState, rows: IntArray) -> IntArray:
         has_all = np.ones(rows.shape[0], dtype=np.bool_)
         exists = np.ones(rows.shape[0], dtype=np.bool_)
         for ids, counts in zip(s.affinity_ids, s.affinity_counts, strict=True):
-            has_all &= ids[rows] >= 0
+            has_all &= ids.take(rows) >= 0
             exists &= _positive_in_domain(ids, counts, rows)
         first_of_group = s.affinity_total <= 0 and s.self_match
         reason[~(has_all & (exists | first_of_group))] = _REASON_AFFINITY
@@ -356,7 +356,7 @@ class _ScoreAccumulator:
         """``weight`` for each pod on node ``rows`` whose node has ``key``."""
         ids, values = self._ids(key)
         rows = rows[rows >= 0]
-        domains = ids[rows]
+        domains = ids.take(rows)
         domains = domains[domains >= 0]
         if domains.size == 0:
             return
@@ -634,7 +634,7 @@ class InterPodAffinity:
         if s is None:
             return out
         for key, per_domain in s.scores.items():
-            domains = s.ids[key][rows]
+            domains = s.ids[key].take(rows)
             has = domains >= 0
             out += np.where(has, per_domain[np.where(has, domains, 0)], 0)
         return out

@@ -215,7 +215,7 @@ class NodeAffinity:
         result = FilterResult.all_pass(len(nodes))
         snapshot = nodes.snapshot
         if self.added_required is not None:
-            enforced = selector_mask(snapshot, self.added_required)[nodes.idx]
+            enforced = selector_mask(snapshot, self.added_required).take(nodes.idx)
             result.reject(~enforced, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_ENFORCED)
         required = pod.required_node_affinity
         if not pod.node_selector and required is None:
@@ -236,7 +236,7 @@ class NodeAffinity:
                 count=len(nodes),
             )
         else:
-            matched = required_mask(snapshot, pod.node_selector, required)[nodes.idx]
+            matched = required_mask(snapshot, pod.node_selector, required).take(nodes.idx)
         result.reject(~matched, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_POD)
         return result
 
@@ -256,7 +256,7 @@ class NodeAffinity:
             terms = self.preferred_terms(pod)
         out = np.zeros(len(nodes), dtype=np.int64)
         for preferred in terms:
-            out += preferred.weight * term_mask(nodes.snapshot, preferred.term)[nodes.idx]
+            out += preferred.weight * term_mask(nodes.snapshot, preferred.term).take(nodes.idx)
         return out
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:

@@ -643,7 +643,7 @@ class NodeResourcesFit:
     def _misfit_rows(self, nodes: NodeView, checks: Checks) -> IntArray:
         """Per row of the view: 1 where Filter rejects a pod that requests ``checks``."""
         table = nodes.snapshot.nodes
-        misfit = nodes.pod_count + 1 > table.allowed_pods[nodes.idx]
+        misfit = nodes.pod_count + 1 > table.allowed_pods.take(nodes.idx)
         for name, q in checks:
             col = _column(nodes, name)
             if col is None:
@@ -657,7 +657,7 @@ class NodeResourcesFit:
         n = len(nodes)
         result = FilterResult.all_pass(n)
         table = nodes.snapshot.nodes
-        too_many = nodes.pod_count + 1 > table.allowed_pods[nodes.idx]
+        too_many = nodes.pod_count + 1 > table.allowed_pods.take(nodes.idx)
         result.add_reason(too_many, Code.UNSCHEDULABLE, TOO_MANY_PODS)
         if not request.any_request:
             return result

@@ -52,7 +52,7 @@ class NodeUnschedulable:
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> FilterResult:
         result = FilterResult.all_pass(len(nodes))
-        cordoned = nodes.snapshot.nodes.unschedulable[nodes.idx]
+        cordoned = nodes.snapshot.nodes.unschedulable.take(nodes.idx)
         if np.count_nonzero(cordoned) and not tolerates_unschedulable(pod):
             result.reject(cordoned, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNSCHEDULABLE)
         return result

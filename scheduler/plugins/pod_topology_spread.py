@@ -404,7 +404,7 @@ def _filter_rows(state: _FilterState, rows: IntArray) -> IntArray:
 def _skew(state: _FilterState, i: int, rows: IntArray) -> tuple[BoolArray, IntArray]:
     """Per row: whether the node lacks constraint ``i``'s key, and the skew placing the pod
     there would make (meaningless where the key is missing)."""
-    ids = state.domain_ids[i][rows]
+    ids = state.domain_ids[i].take(rows)
     missing = ids < 0
     counts = (
         state.counts[i][np.where(missing, 0, ids)]
@@ -641,7 +641,7 @@ class PodTopologySpread:
         scored = rows
         if require_all:
             ignored = lacks_a_key
-            scored = rows[~ignored[rows]]
+            scored = rows[~ignored.take(rows)]
         affinity = taints = None
         pods = _CountedPods(state, snapshot, pod.namespace)
         has_key: list[BoolArray | None] = []
@@ -716,7 +716,7 @@ class PodTopologySpread:
         assert total is not None, "PreScore writes its state only for some constraint"
         out = _round_half_away(total)
         if s.ignored is not None:
-            out[s.ignored[rows]] = INVALID_SCORE
+            out[s.ignored.take(rows)] = INVALID_SCORE
         return out
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:

@@ -161,7 +161,7 @@ class TaintToleration:
         result = FilterResult.all_pass(len(nodes))
         mask = self.untolerated_mask(nodes.snapshot, tuple(pod.tolerations))
         result.reject(
-            mask[nodes.idx], Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNTOLERATED
+            mask.take(nodes.idx), Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNTOLERATED
         )
         return result
 
@@ -174,7 +174,7 @@ class TaintToleration:
         tolerations = state.get(PRE_SCORE_STATE_KEY)
         if tolerations is None:
             tolerations = prefer_no_schedule_tolerations(pod.tolerations)
-        return self.intolerable_counts(nodes.snapshot, tolerations)[nodes.idx]
+        return self.intolerable_counts(nodes.snapshot, tolerations).take(nodes.idx)
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
         return default_normalize_score(scores, reverse=True)
