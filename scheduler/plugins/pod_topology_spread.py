@@ -468,11 +468,11 @@ class PodTopologySpread:
     filter_reads_pod_lists = True
 
     def __init__(self, args: Mapping[str, Any]) -> None:
-        # Node-only facts for Score, per topology key and per set of keys, kept while node
-        # labels and the node set stay as they were (the key of ``_node_facts``).
+        # Node-only facts for Score, per topology key and per set of keys, kept while the
+        # snapshot, its node labels and its node set stay as they were (``_node_facts``).
         self._topologies: dict[str, _Topology] = {}
         self._with_keys: dict[tuple[str, ...], tuple[BoolArray, BoolArray]] = {}
-        self._node_facts: tuple[int, int, int] = (-1, -1, -1)
+        self._node_facts: tuple[object, int, int, int] | None = None
         # Per (controller, action): the default constraints of its pods (a plain dict, not a
         # cachetools cache: asked twice a cycle; cleared when it grows past the bound).
         self._defaults: dict[tuple[tuple[str, str], str], tuple[_Constraint, ...]] = {}
@@ -600,7 +600,8 @@ class PodTopologySpread:
     def _facts_of(self, snapshot: ClusterSnapshot) -> None:
         """Forget the node facts when node labels or the node set changed."""
         table = snapshot.nodes
-        current = (table.labels_generation, table.membership_generation, table.capacity)
+        current = (snapshot, table.labels_generation, table.membership_generation,
+                   table.capacity)
         if current != self._node_facts:
             self._topologies.clear()
             self._with_keys.clear()

@@ -909,6 +909,21 @@ def test_node_zones_follow_the_cache_between_cycles() -> None:
     assert after != before, "node-b now shares a zone with a sibling"
 
 
+def test_node_facts_are_kept_per_snapshot() -> None:
+    # Two clusters whose tables changed as often, zoned differently: one plugin scoring in
+    # both answers each as a fresh plugin does.
+    zone = "topology.kubernetes.io/zone"
+    names = ["node-a", "node-b", "node-c"]
+    siblings = foo_pods(("p-a1", "node-a"), ("p-c1", "node-c"), owner=("ReplicaSet", "rs"))
+    incoming = info(raw_pod("p", owner=("ReplicaSet", "rs")))
+    plugin = PodTopologySpread({})
+    for zones in (("z1", "z2", "z3"), ("z1", "z1", "z2")):
+        snapshot = snapshot_of([node(n, labels={HOSTNAME: n, zone: z})
+                                for n, z in zip(names, zones, strict=True)], siblings)
+        assert run_score(plugin, incoming, snapshot, names) == run_score(
+            PodTopologySpread({}), incoming, snapshot, names), zones
+
+
 SPREAD_ON_FOO = raw_pod("p", constraints=[spread(1, "zone")])
 
 
