@@ -627,15 +627,20 @@ SCORERS = [
 ]
 
 
-@pytest.mark.parametrize("change", CHANGES)
-@pytest.mark.parametrize("make", SCORERS)
-def test_kept_scores_follow_the_table(make: Callable[[], Any], change: Callable[[Cache], None]
-                                      ) -> None:
-    cache = cache_of(
+def _three_nodes() -> Cache:
+    """n1 and n3 with 3 of their 4 cpus taken, n2 with 8 free."""
+    return cache_of(
         [node("n1", cpu="4", memory="8Gi"), node("n2", cpu="8", memory="16Gi"),
          node("n3", cpu="4", memory="16Gi")],
         [pod("old", cpu="3", memory="1Gi", node_name="n1"),
          pod("other", cpu="3", memory="1Gi", node_name="n3")])
+
+
+@pytest.mark.parametrize("change", CHANGES)
+@pytest.mark.parametrize("make", SCORERS)
+def test_kept_scores_follow_the_table(make: Callable[[], Any], change: Callable[[Cache], None]
+                                      ) -> None:
+    cache = _three_nodes()
     snapshot = Snapshot(cache)
     incoming = pod_info("incoming", cpu="2", memory="1Gi")
     kept = make()
@@ -654,11 +659,7 @@ def _filter_answer(plugin: Any, pod: PodInfo, view: NodeView) -> tuple[Any, ...]
 
 @pytest.mark.parametrize("change", CHANGES)
 def test_kept_misfits_follow_the_table(change: Callable[[Cache], None]) -> None:
-    cache = cache_of(
-        [node("n1", cpu="4", memory="8Gi"), node("n2", cpu="8", memory="16Gi"),
-         node("n3", cpu="4", memory="16Gi")],
-        [pod("old", cpu="3", memory="1Gi", node_name="n1"),
-         pod("other", cpu="3", memory="1Gi", node_name="n3")])
+    cache = _three_nodes()
     snapshot = Snapshot(cache)
     # n1: short of cpu, and of memory beyond its allocatable; n3: short of cpu; n2 fits.
     incoming = pod_info("incoming", cpu="2", memory="10Gi")
