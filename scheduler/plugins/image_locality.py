@@ -49,7 +49,7 @@ def pod_image_sources(pod: PodInfo) -> tuple[str, ...]:
     out = list(pod.images)
     for volume in volumes:
         image = volume.get("image")
-        if isinstance(image, Mapping):
+        if image is not None and isinstance(image, (dict, Mapping)):
             out.append(normalized_image_name(str(image.get("reference") or "")))
     return tuple(out)
 

@@ -63,9 +63,12 @@ def inline_disks(pod: PodInfo) -> tuple[tuple[str, Mapping[str, Any]], ...]:
     spec = pod.raw.get("spec") or {}
     out = []
     for volume in spec.get("volumes") or ():
+        # dict first: isinstance stops at the first match, and the ABC's check is dearer.
+        if not isinstance(volume, (dict, Mapping)):
+            continue
         for kind in INLINE_DISKS:
-            source = volume.get(kind) if isinstance(volume, Mapping) else None
-            if isinstance(source, Mapping):
+            source = volume.get(kind)
+            if source is not None and isinstance(source, (dict, Mapping)):
                 out.append((kind, source))
     return tuple(out)
 
