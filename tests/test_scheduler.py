@@ -22,7 +22,7 @@ from scheduler.framework.ports import BindOutcome
 from scheduler.intake import ADDED, MODIFIED
 from scheduler.model.pod import PodInfo
 from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
-from scheduler.scheduler import BINDING_HOLD_SECONDS
+from scheduler.scheduler import BINDING_BATCH, BINDING_HOLD_SECONDS
 from scheduler.testing import node, pod
 from tests.test_cycle import NO_PREEMPTION, FakeFilter, FakePermit, Harness, only
 
@@ -180,25 +180,27 @@ def test_a_long_burst_is_scheduled_while_events_keep_flowing(
 def test_bindings_wait_for_each_other_while_more_pods_are_ready(
     running: Callable[..., Harness],
 ) -> None:
-    # Cycles run by hand (no loop): 20 pods ready, so the first 15 bindings are held, the
-    # 16th hands all 16 over together; the last 4 go once nothing is ready any more.
+    # Cycles run by hand (no loop): a batch and 4 more pods ready, so the batch's first
+    # bindings are held, its last hands them all over together; the last 4 go once nothing
+    # is ready any more.
+    batch = BINDING_BATCH
     h = running(NO_PREEMPTION, workers=4)
-    h.nodes(node("n1", cpu="32"))
-    for i in range(20):
-        h.add(pod(f"p{i:02d}"))
-    for _ in range(15):
+    h.nodes(node("n1", cpu=str(2 * batch)))
+    for i in range(batch + 4):
+        h.add(pod(f"p{i:03d}"))
+    for _ in range(batch - 1):
         assert h.cycle()
-    assert h.s.in_flight_bindings() == 15, "held ones count as in flight"
+    assert h.s.in_flight_bindings() == batch - 1, "held ones count as in flight"
     time.sleep(0.05)
     assert h.ports.binds == [], "held while other pods are ready"
     assert h.cycle()
-    assert wait_until(lambda: len(h.ports.binds) == 16)
+    assert wait_until(lambda: len(h.ports.binds) == batch)
     for _ in range(3):
         assert h.cycle()
     time.sleep(0.05)
-    assert len(h.ports.binds) == 16
+    assert len(h.ports.binds) == batch
     assert h.cycle(), "the last ready pod"
-    assert wait_until(lambda: len(h.ports.binds) == 20), "nothing ready: released at once"
+    assert wait_until(lambda: len(h.ports.binds) == batch + 4), "nothing ready: released at once"
     assert wait_until(lambda: h.s.in_flight_bindings() == 0)
 
 
