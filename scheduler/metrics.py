@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import random
 import threading
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from prometheus_client import (
     CollectorRegistry,
     Gauge,
@@ -93,7 +93,7 @@ class Observations:
     __slots__ = ("_bounds", "_lock", "_pending", "counts", "total")
 
     def __init__(self, bounds: Sequence[float]) -> None:
-        self._bounds = bounds
+        self._bounds = np.asarray(bounds, dtype=np.float64)
         self._lock = threading.Lock()
         self._pending: list[float] = []
         self.counts = [0] * (len(bounds) + 1)
@@ -110,10 +110,18 @@ class Observations:
             pending = self._pending
             taken = pending[:]
             del pending[: len(taken)]
-            bounds, counts = self._bounds, self.counts
-            for value in taken:
-                counts[bisect_left(bounds, value)] += 1  # the first bucket with value <= le
-                self.total += value
+            if not taken:
+                return
+            # Per value the first bucket with value <= le, as bisect_left, for all at once.
+            buckets = np.bincount(np.searchsorted(self._bounds, taken, side="left"),
+                                  minlength=len(self.counts))
+            counts = self.counts
+            for i in buckets.nonzero()[0].tolist():
+                counts[i] += int(buckets[i])
+            total = self.total
+            for value in taken:  # in order: the same sum as adding each when observed
+                total += value
+            self.total = total
 
     def read(self) -> tuple[list[int], float]:
         self._fold()
