@@ -102,10 +102,6 @@ class Snapshot:
     def node_mask(self, key: Hashable, compute: Callable[[], BoolArray]) -> BoolArray:
         """A boolean per node row that depends only on node labels, taints and the node set,
         cached until one of those changes (computed every time for an unhashable key)."""
-        try:
-            hash(key)
-        except TypeError:
-            return compute()
         gen = (
             self.nodes.labels_generation,
             self.nodes.taints_generation,
@@ -115,7 +111,10 @@ class Snapshot:
         if gen != self._masks_gen:
             self._masks.clear()
             self._masks_gen = gen
-        mask = self._masks.get(key)
+        try:
+            mask = self._masks.get(key)  # the key hashed once, not tested first and again
+        except TypeError:
+            return compute()
         if mask is None:
             mask = compute()
             self._masks[key] = mask

@@ -9,7 +9,7 @@ tolerates nothing. ``enable_comparison_operators=True`` gives the gate-on behavi
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.model.errors import InvalidSpecError
@@ -54,6 +54,16 @@ class Toleration:
     value: str
     effect: str
     toleration_seconds: int | None
+    # A pod's tolerations key the plugins' per-toleration memos several times a cycle: the
+    # hash is computed once, not by the generated (Python) __hash__ each time.
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash(
+            (self.key, self.operator, self.value, self.effect, self.toleration_seconds)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def tolerates(self, taint: Taint, enable_comparison_operators: bool = False) -> bool:
         """``Toleration.ToleratesTaint``: effect empty or equal, key empty or equal, then the
