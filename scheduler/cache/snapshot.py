@@ -69,6 +69,9 @@ class Snapshot:
                     if i < len(rows):
                         out.append(rows[i])
             self._order = np.asarray(out, dtype=np.int64)
+            # Filter windows are slices of it, handed to plugins: read-only, so none can
+            # write through one into the next cycles' order.
+            self._order.flags.writeable = False
             self._order_key = key
         return self._order
 

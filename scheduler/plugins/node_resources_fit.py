@@ -91,10 +91,6 @@ STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
 
 # config.MaxCustomPriorityScore: shape scores are 0..10, scaled to 0..MAX_NODE_SCORE.
 MAX_CUSTOM_PRIORITY_SCORE = 10
-
-_K = TypeVar("_K", bound=Hashable)
-# What Filter checks of a pod: each resource it requests (> 0), with the quantity.
-Checks = tuple[tuple[str, int], ...]
 MAX_UTILIZATION = 100
 
 DEFAULT_RESOURCES: tuple[Mapping[str, Any], ...] = (
@@ -399,6 +395,11 @@ def allocation_inputs(
     return AllocationInputs(
         np.where(present, used + pod, 0), np.where(present, used, 0), allocatable
     )
+
+
+_K = TypeVar("_K", bound=Hashable)
+# What Filter checks of a pod: each resource it requests (> 0), with the quantity.
+Checks = tuple[tuple[str, int], ...]
 
 
 class RowMemo(Generic[_K]):
