@@ -597,7 +597,7 @@ class PodTopologySpread:
         return result
 
     # -- PreScore / Score / NormalizeScore --------------------------------------------------
-    def _facts_of(self, snapshot: ClusterSnapshot) -> None:
+    def _forget_stale_facts(self, snapshot: ClusterSnapshot) -> None:
         """Forget the node facts when node labels or the node set changed."""
         table = snapshot.nodes
         current = (snapshot, table.labels_generation, table.membership_generation,
@@ -635,7 +635,7 @@ class PodTopologySpread:
         require_all = bool(pod.spread_constraints) or not self.system_defaulted
         table = snapshot.nodes
         rows = nodes.idx
-        self._facts_of(snapshot)
+        self._forget_stale_facts(snapshot)
         keys = tuple(c.topology_key for c in constraints)
         all_keys, lacks_a_key = self._keys_mask(snapshot, keys)
         ignored: BoolArray | None = None

@@ -135,11 +135,9 @@ class TaintToleration:
                     out[rows] = True
             return out
 
-        key = (NAME, "untolerated", nodes.membership_generation, tolerations)
-        try:
-            return snapshot.node_mask(key, compute)
-        except TypeError:  # unhashable tolerations: compute without caching
-            return compute()
+        # node_mask keeps it until the taints or the node set change, and computes it every
+        # time for unhashable tolerations.
+        return snapshot.node_mask((NAME, "untolerated", tolerations), compute)
 
     def intolerable_counts(
         self, snapshot: ClusterSnapshot, tolerations: tuple[Toleration, ...]
