@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 MAX_NODE_SCORE = 100
 
 
-
 class Code(enum.IntEnum):
     """kube-scheduler's status codes, in upstream order (the values are ours)."""
 
@@ -48,6 +47,13 @@ class Code(enum.IntEnum):
     WAIT = 4
     SKIP = 5
     PENDING = 6
+
+
+# Python 3.11's EnumType has a __getattr__, which sends every read of a member from the class
+# (``Code.SUCCESS``) through a slow attribute hook, four times a global's cost; a cycle tests
+# some sixty statuses, so the hot paths read module names bound once.
+_SUCCESS_CODE = Code.SUCCESS
+_SKIP_CODE = Code.SKIP
 
 
 @dataclass(frozen=True)
@@ -63,10 +69,10 @@ class Status:
         return ", ".join(self.reasons)
 
     def is_success(self) -> bool:
-        return self.code is Code.SUCCESS
+        return self.code is _SUCCESS_CODE
 
     def is_skip(self) -> bool:
-        return self.code is Code.SKIP
+        return self.code is _SKIP_CODE
 
     def is_rejected(self) -> bool:
         return self.code in (

@@ -98,6 +98,9 @@ class FilterOutcome:
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
+# Read once: on Python 3.11 a member read from an Enum class is slow (see interface.Status).
+_SUCCESS_CODE, _SKIP_CODE = Code.SUCCESS, Code.SKIP
+
 # Upstream's status code strings, the ``status`` label of the duration metrics.
 _CODE_LABELS = {
     Code.SUCCESS: "Success",
@@ -213,8 +216,8 @@ class Framework:
             except Exception as exc:
                 raise PluginError("PreFilter", plugin.name, exc) from exc
             code = status.code
-            if code is not Code.SUCCESS:  # a dozen plugins a cycle: the usual case first
-                if code is Code.SKIP:
+            if code is not _SUCCESS_CODE:  # a dozen plugins a cycle: the usual case first
+                if code is _SKIP_CODE:
                     state.skip_filter.add(plugin.name)
                     continue
                 if code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -387,9 +390,9 @@ class Framework:
             except Exception as exc:
                 raise PluginError("PreScore", plugin.name, exc) from exc
             code = status.code
-            if code is Code.SUCCESS:
+            if code is _SUCCESS_CODE:
                 continue
-            if code is Code.SKIP:
+            if code is _SKIP_CODE:
                 state.skip_score.add(plugin.name)
             else:
                 return _plugin_error("PreScore", plugin.name, status, wrap_rejections=True)
