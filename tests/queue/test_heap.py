@@ -50,6 +50,21 @@ def test_update_and_delete_by_key_keep_the_heap_ordered() -> None:
     assert heap.peek() is None
 
 
+def test_updates_of_equal_order_keep_the_place_and_leave_no_stale_entry_behind() -> None:
+    """An update leaves the old entry for a pop to skip: the item is popped once, at its
+    first insertion's place among equals, and the heap does not grow with updates."""
+    heap = _heap()
+    heap.add_or_update(("a", 1))
+    heap.add_or_update(("b", 1))
+    for _ in range(1000):
+        heap.add_or_update(("a", 1))
+    assert len(heap) == 2
+    assert len(heap._heap) < 50
+    assert heap.peek() == ("a", 1)
+    assert _drain(heap) == ["a", "b"]
+    assert heap.peek() is None
+
+
 def test_random_operations_match_a_sorted_reference() -> None:
     rng = random.Random(7)
     heap = _heap()
