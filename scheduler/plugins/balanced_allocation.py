@@ -130,7 +130,8 @@ def balanced_resource_scorer(
 ) -> IntArray:
     if len(allocatable) == 2 and isinstance(allocatable, np.ndarray) and allocatable.all():
         # The default, both scores in one pass: the same float operations, twice as wide.
-        fractions = np.minimum(np.stack((requested, allocated)) / allocatable, 1.0)
+        # np.array, not np.stack: the same array at half the cost.
+        fractions = np.minimum(np.array((requested, allocated)) / allocatable, 1.0)
         both = (1 - np.abs((fractions[:, 0] - fractions[:, 1]) / 2)) * float(MAX_NODE_SCORE)
         scores = both.astype(np.int64)
         with_pod: IntArray = scores[0]

@@ -355,11 +355,15 @@ def _allocation_columns(
 @dataclass(frozen=True)
 class AllocationInputs:
     """One row per configured resource, one column per node of the view: requested (with the
-    pod), allocated, allocatable. A skipped resource reads 0 allocatable (and 0 the others)."""
+    pod), allocated, allocatable. A skipped resource reads 0 allocatable (and 0 the others).
+    ``present`` says which (resource, node) pairs have allocatable (None: all of them, the
+    usual case); ``divisor`` is allocatable with 1 where there is none."""
 
     requested: IntArray
     allocated: IntArray
     allocatable: IntArray
+    present: BoolArray | None
+    divisor: IntArray
 
 
 def allocation_inputs(
@@ -391,9 +395,10 @@ def allocation_inputs(
     pod = np.asarray(pod_requests, dtype=np.int64)[:, None]
     present = allocatable != 0
     if present.all():
-        return AllocationInputs(used + pod, used, allocatable)
+        return AllocationInputs(used + pod, used, allocatable, None, allocatable)
     return AllocationInputs(
-        np.where(present, used + pod, 0), np.where(present, used, 0), allocatable
+        np.where(present, used + pod, 0), np.where(present, used, 0), allocatable, present,
+        np.where(present, allocatable, 1),
     )
 
 
@@ -466,38 +471,27 @@ def _weights(resources: Sequence[ResourceSpec]) -> IntArray:
     return np.asarray([spec.weight for spec in resources], dtype=np.int64)[:, None]
 
 
-def _present(alloc: IntArray) -> tuple[BoolArray | None, IntArray]:
-    """Which (resource, node) pairs count (None: all of them, the usual case), and the
-    allocatable to divide by (1 where there is none)."""
-    present = alloc != 0
-    if present.all():
-        return None, alloc
-    return present, np.where(present, alloc, 1)
-
-
-def least_allocated_score(
-    inputs: AllocationInputs, resources: Sequence[ResourceSpec]
-) -> IntArray:
+def least_allocated_score(inputs: AllocationInputs, weights: IntArray) -> IntArray:
     req, alloc = inputs.requested, inputs.allocatable
-    present, divisor = _present(alloc)
-    score = np.where(req > alloc, 0, (alloc - req) * MAX_NODE_SCORE // divisor)
-    return _weighted(score, present, _weights(resources))
+    score = np.where(req > alloc, 0, (alloc - req) * MAX_NODE_SCORE // inputs.divisor)
+    return _weighted(score, inputs.present, weights)
 
 
-def most_allocated_score(inputs: AllocationInputs, resources: Sequence[ResourceSpec]) -> IntArray:
+def most_allocated_score(inputs: AllocationInputs, weights: IntArray) -> IntArray:
     req, alloc = inputs.requested, inputs.allocatable
-    present, divisor = _present(alloc)
-    score = np.minimum(req, alloc) * MAX_NODE_SCORE // divisor
-    return _weighted(score, present, _weights(resources))
+    score = np.minimum(req, alloc) * MAX_NODE_SCORE // inputs.divisor
+    return _weighted(score, inputs.present, weights)
 
 
 def _weighted(score: IntArray, counted: BoolArray | None, weights: IntArray) -> IntArray:
     """Per node, the weighted mean (rounded down) of the counted resources' scores
-    (``counted`` None: every resource on every node)."""
+    (``counted`` None: every resource on every node); ``weights`` is a column."""
     if weights.size == 0:
         raise ValueError("resources not found")
     if counted is None:
-        return np.asarray((score * weights).sum(axis=0) // int(weights.sum()), dtype=np.int64)
+        # np.dot: the weighted sums in one operation (integers, so exactly the same).
+        total: IntArray = np.dot(weights[:, 0], score) // int(weights.sum())
+        return total
     node_score = np.where(counted, score * weights, 0).sum(axis=0)
     weight_sum = np.where(counted, weights, 0).sum(axis=0)
     return np.where(weight_sum == 0, 0, node_score // np.where(weight_sum == 0, 1, weight_sum))
@@ -524,16 +518,14 @@ class BrokenLinear:
 
 
 def requested_to_capacity_ratio_score(
-    inputs: AllocationInputs, resources: Sequence[ResourceSpec], shape: BrokenLinear
+    inputs: AllocationInputs, weights: IntArray, shape: BrokenLinear
 ) -> IntArray:
-    req, alloc = inputs.requested, inputs.allocatable
-    if not resources:
+    req, alloc, present = inputs.requested, inputs.allocatable, inputs.present
+    if weights.size == 0:
         raise ValueError("resources not found")
-    present, divisor = _present(alloc)
-    utilization = np.where(req > alloc, MAX_UTILIZATION, req * MAX_UTILIZATION // divisor)
+    utilization = np.where(req > alloc, MAX_UTILIZATION, req * MAX_UTILIZATION // inputs.divisor)
     score = shape(utilization)
     counted = score > 0 if present is None else present & (score > 0)
-    weights = _weights(resources)
     node_score = np.where(counted, score * weights, 0).sum(axis=0)
     weight_sum = np.where(counted, weights, 0).sum(axis=0)
     # math.Round(ns / ws), half away from zero, exactly in integers (both are >= 0).
@@ -602,6 +594,7 @@ class NodeResourcesFit:
         self.shape: BrokenLinear | None = None
         if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
             self.shape = build_shape(strategy["requestedToCapacityRatio"]["shape"])
+        self._weights = _weights(self.resources)
         self._scores: RowMemo[tuple[int, ...]] = RowMemo(self._score_rows)
         self._misfits: RowMemo[Checks] = RowMemo(self._misfit_rows)
 
@@ -695,11 +688,11 @@ class NodeResourcesFit:
     def _score_rows(self, nodes: NodeView, pod_requests: tuple[int, ...]) -> IntArray:
         inputs = allocation_inputs(nodes, self.resources, pod_requests, use_requested=False)
         if self.strategy == MOST_ALLOCATED:
-            return most_allocated_score(inputs, self.resources)
+            return most_allocated_score(inputs, self._weights)
         if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
             assert self.shape is not None
-            return requested_to_capacity_ratio_score(inputs, self.resources, self.shape)
-        return least_allocated_score(inputs, self.resources)
+            return requested_to_capacity_ratio_score(inputs, self._weights, self.shape)
+        return least_allocated_score(inputs, self._weights)
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
         return scores
