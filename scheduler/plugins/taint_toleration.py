@@ -193,8 +193,10 @@ class TaintToleration:
 
 def default_normalize_score(scores: IntArray, *, reverse: bool) -> IntArray:
     """Upstream ``helper.DefaultNormalizeScore``: scale to [0, 100] by the maximum."""
-    if scores.size == 0:
-        return scores
+    # Every score 0 (a pod and nodes without PreferNoSchedule taints): count_nonzero is a
+    # fraction of a max reduction's cost, and the answer is the same as for a maximum of 0.
+    if not np.count_nonzero(scores):
+        return np.full(scores.shape, MAX_NODE_SCORE, dtype=scores.dtype) if reverse else scores
     top = int(scores.max())
     if top <= 0:
         if reverse:
@@ -204,7 +206,6 @@ def default_normalize_score(scores: IntArray, *, reverse: bool) -> IntArray:
     if reverse:
         out = MAX_NODE_SCORE - out
     return out.astype(np.int64, copy=False)
-
 
 
 def _after_node_change(

@@ -181,3 +181,7 @@ def test_default_normalize_score() -> None:
     zeros = np.zeros(2, dtype=np.int64)
     assert taint_toleration.default_normalize_score(zeros, reverse=True).tolist() == [100, 100]
     assert taint_toleration.default_normalize_score(zeros, reverse=False).tolist() == [0, 0]
+    empty = np.zeros(0, dtype=np.int64)
+    assert taint_toleration.default_normalize_score(empty, reverse=True).tolist() == []
+    negative = np.asarray([-2, 0], dtype=np.int64)  # a maximum of 0: left as it is, as upstream
+    assert taint_toleration.default_normalize_score(negative, reverse=False).tolist() == [-2, 0]
