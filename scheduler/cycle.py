@@ -293,11 +293,10 @@ def find_nodes_that_fit(
     )
     if not (framework.plugins.score or any(e.is_filter or e.is_prioritizer for e in s.extenders)):
         to_find = 1
-    outcome, judged = filter_until_found(
+    outcome, judged, feasible_positions = filter_until_found(
         s, framework, state, pod, candidates, s.next_start_index % n, to_find, nominated
     )
     evaluated = int(outcome.codes.size)
-    feasible_positions = outcome.feasible
     if feasible_positions.size > to_find:
         feasible_positions = feasible_positions[:to_find]
         processed = int(feasible_positions[-1]) + 1
@@ -323,15 +322,17 @@ def filter_until_found(
     start: int,
     to_find: int,
     nominated: Mapping[str, Sequence[PodInfo]],
-) -> tuple[FilterOutcome, IntArray]:
+) -> tuple[FilterOutcome, IntArray, IntArray]:
     """The Filter outcome of the candidates from position ``start`` on, wrapping around, in
     windows, until ``to_find`` of them are feasible or every row is judged: as upstream,
     which stops checking nodes once it has found enough, the rest of a large cluster is not
     filtered. Each window is sized from the feasible share seen so far, with a quarter to
-    spare. Returns the outcome and the rows it answers for, in order."""
+    spare. Returns the outcome, the rows it answers for and the positions of the feasible
+    ones, in order."""
     n = int(candidates.size)
     outcomes: list[FilterOutcome] = []
     windows: list[IntArray] = []
+    feasible: list[IntArray] = []
     judged = found = 0
     size = min(n, to_find + to_find // 4)
     while True:
@@ -342,11 +343,15 @@ def filter_until_found(
             raise SchedulingError(outcome.error.message)
         outcomes.append(outcome)
         windows.append(rows)
+        passed = outcome.feasible
+        feasible.append(passed + judged if judged else passed)
+        found += int(passed.size)
         judged += len(view)
-        found += int(np.count_nonzero(outcome.codes == np.uint8(Code.SUCCESS)))
         if found >= to_find or judged >= n:
-            joined = windows[0] if len(windows) == 1 else np.concatenate(windows)
-            return FilterOutcome.joined(outcomes), joined
+            if len(windows) == 1:
+                return outcome, rows, passed
+            return (FilterOutcome.joined(outcomes), np.concatenate(windows),
+                    np.concatenate(feasible))
         wanted = (to_find - found) * judged // found if found else n
         size = min(n - judged, wanted + wanted // 4 + 1)
 
