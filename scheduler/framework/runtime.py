@@ -250,10 +250,13 @@ class Framework:
         n = len(view)
         codes = np.zeros(n, dtype=np.uint8)
         out = FilterOutcome(codes)
-        remaining = np.arange(n, dtype=np.int64)
+        # The positions in ``view`` of the rows of ``current``; made at the first rejection
+        # (most cycles have none).
+        remaining: IntArray | None = None
+        left = n
         current = view
         for plugin in self._plugins_for(state).filter:
-            if remaining.size == 0:
+            if left == 0:
                 break
             if plugin.name in state.skip_filter:
                 continue
@@ -271,11 +274,13 @@ class Framework:
                     Code.ERROR, (f'running "{plugin.name}" filter plugin: {message}',), plugin.name
                 )
                 return out
-            codes[remaining[rejected]] = result.codes[rejected]
+            at = np.arange(n, dtype=np.int64) if remaining is None else remaining
+            codes[at[rejected]] = result.codes[rejected]
             for mask, reason in result.reasons:
-                out.reasons.append((remaining[mask], reason, plugin.name))
+                out.reasons.append((at[mask], reason, plugin.name))
             keep = np.flatnonzero(~rejected)
-            remaining = remaining[keep]
+            remaining = at[keep]
+            left = int(keep.size)
             current = current.subset(keep)
         return out
 
