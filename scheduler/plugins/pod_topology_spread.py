@@ -450,7 +450,10 @@ class _ScoreState:
     ignored: BoolArray | None  # per node row; None: no node is
     has_key: tuple[BoolArray | None, ...]  # per node row; None: every node has the key
     domain_ids: tuple[IntArray, ...]  # per node row; hostname: unused
-    counts: tuple[IntArray, ...]  # per domain id; hostname: per node row
+    # Per domain id; hostname: the node rows of the counted pods, counted per row in Score.
+    # (A per-row count is a table-sized array, and the binding cycle keeps this state: a
+    # batch of 64 pods would hold 64 of them, fresh memory for every cycle.)
+    counts: tuple[IntArray, ...]
     weights: tuple[float, ...]
 
 
@@ -656,7 +659,7 @@ class PodTopologySpread:
             if c.topology_key == LABEL_HOSTNAME:
                 # Upstream counts the node's own pods in Score, without inclusion policies.
                 domain_ids.append(topology.ids)
-                counts.append(np.bincount(pod_rows, minlength=table.capacity))
+                counts.append(pod_rows)
                 weights.append(math.log(scored.shape[0] + 2))
                 continue
             eff = topology.folded
@@ -701,9 +704,10 @@ class PodTopologySpread:
         # Upstream adds each constraint's term to a float64 starting at 0, in order: the same
         # sums, so the same roundings (an int64 count times a float is that count as float64).
         total: npt.NDArray[np.floating[Any]] | None = None
+        capacity = nodes.snapshot.nodes.capacity
         for i, c in enumerate(s.constraints):
             if c.topology_key == LABEL_HOSTNAME:
-                cnt = s.counts[i].take(rows)
+                cnt = np.bincount(s.counts[i], minlength=capacity).take(rows)
             else:
                 cnt = s.counts[i].take(s.domain_ids[i].take(rows))
             term = cnt * s.weights[i] + float(c.max_skew - 1)
