@@ -36,9 +36,10 @@ class ResourceIndex:
     def __init__(self) -> None:
         self.names: list[str] = list(self.FIXED)
         self.column: dict[str, int] = {name: i for i, name in enumerate(self.names)}
-        # Request vectors per pod version: the dry run of a preemption sums thousands of them.
-        # A plain dict, emptied when full: a hit must cost less than building the vector.
-        self._vectors: dict[tuple[str, str], IntArray] = {}
+        # Request vectors by the requests themselves: the dry run of a preemption sums
+        # thousands of them, and the pods of one controller share one. A plain dict, emptied
+        # when full: a hit must cost less than building the vector.
+        self._vectors: dict[tuple[tuple[str, int], ...], IntArray] = {}
 
     def __len__(self) -> int:
         return len(self.names)
@@ -53,13 +54,14 @@ class ResourceIndex:
         return col
 
     def pod_vector(self, pod: PodInfo) -> IntArray:
-        """``pod``'s requests as a row, cached per pod version (treat it as read-only)."""
-        key = (pod.uid, pod.resource_version)
+        """``pod``'s requests as a row (read-only: pods asking the same share it)."""
+        key = tuple(pod.requests.items())
         vector = self._vectors.get(key)
         if vector is None:
             if len(self._vectors) >= VECTOR_CACHE_SIZE:
                 self._vectors.clear()
             vector = self.vector(pod.requests)
+            vector.flags.writeable = False
             self._vectors[key] = vector
         return vector
 
@@ -254,8 +256,9 @@ class NodeTable:
 
     # -- pods -----------------------------------------------------------------------------
     def add_pod(self, row: int, pod: PodInfo) -> None:
+        column = self.resources.column
         for res in pod.requests:
-            if res != PODS:
+            if res not in column and res != PODS:
                 self.ensure_resource(res)
         self.requested[row] += self.resources.pod_vector(pod)
         self.non_zero_requested[row, 0] += pod.non_zero_cpu

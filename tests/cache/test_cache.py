@@ -271,3 +271,22 @@ def test_owner_rows_follow_pods_terminations_and_nodes() -> None:
     cache.remove_pod("uid-default-w1")
     cache.remove_pod("uid-default-w3")
     assert nodes() == [] and cache.nodes.owner_rows == {}
+
+
+def test_pods_asking_the_same_share_one_read_only_request_vector() -> None:
+    """The vectors are kept by the requests themselves: siblings share one, a resize or
+    another request gets its own, and no one can change a shared one by accident."""
+    cache = Cache()
+    cache.upsert_node(node("n1"))
+    index = cache.nodes.resources
+    a = index.pod_vector(pod_info("a", cpu="500m", memory="1Gi"))
+    b = index.pod_vector(pod_info("b", cpu="500m", memory="1Gi"))
+    c = index.pod_vector(pod_info("c", cpu="1", memory="1Gi"))
+    assert a is b and a is not c
+    assert c[index.column["cpu"]] == 1000
+    with pytest.raises(ValueError):
+        a[0] = 1
+    # A resource first seen in a request gets its column before the vector is built.
+    gpu = {"name": "c", "resources": {"requests": {"cpu": "1", "example.com/gpu": "2"}}}
+    cache.upsert_pod(pod_info("p", node_name="n1", containers=[gpu]))
+    assert int(cache.nodes.requested[0, index.column["example.com/gpu"]]) == 2
