@@ -639,12 +639,11 @@ class PodTopologySpread:
         table = snapshot.nodes
         rows = nodes.idx
         self._forget_stale_facts(snapshot)
-        keys = tuple(c.topology_key for c in constraints)
-        all_keys, lacks_a_key = self._keys_mask(snapshot, keys)
         ignored: BoolArray | None = None
         scored = rows
+        ok_keys = table.alive
         if require_all:
-            ignored = lacks_a_key
+            ok_keys, ignored = self._keys_mask(snapshot, tuple(c.topology_key for c in constraints))
             scored = rows[~ignored.take(rows)]
         affinity = taints = None
         pods = _CountedPods(state, snapshot, pod.namespace)
@@ -665,8 +664,8 @@ class PodTopologySpread:
             eff = topology.folded
             ndom = len(topology.values) + 1
             wanted = np.zeros(ndom, dtype=np.bool_)
-            wanted[eff[scored]] = True
-            ok = all_keys if require_all else table.alive
+            wanted[eff.take(scored)] = True
+            ok = ok_keys
             if c.honor_node_affinity:
                 if affinity is None:
                     affinity = node_affinity_mask(snapshot, pod)
@@ -678,7 +677,7 @@ class PodTopologySpread:
                 ok = ok & taints
             if ok is not table.alive:  # the counted pods are all on nodes of the table
                 pod_rows = pod_rows[ok[pod_rows]]
-            count = np.bincount(eff[pod_rows], minlength=ndom)
+            count = np.bincount(eff.take(pod_rows), minlength=ndom)
             count *= wanted
             domain_ids.append(eff)
             counts.append(count)
