@@ -120,10 +120,6 @@ class CycleHost(Protocol):
 
     def submit_binding(self, fn: Callable[..., None], *args: Any) -> None: ...
 
-    def on_scheduling_thread(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` on the scheduling thread, before its next cycle (waking it if idle)."""
-        ...
-
 
 @dataclass
 class ScheduleResult:
@@ -550,13 +546,18 @@ def binding_cycle(
         log.exception("Binding cycle failed", pod=pod.key, node=node)
         status = Status.error(_exception_message(exc))
     if status.is_success():
-        # The rest works on the scheduling thread's objects (cache, queue, metrics): done
-        # there, they stay in its core's caches; done here, a binding thread on the other
-        # core took half as long again as the same work inline, and the scheduling thread
-        # found its own data evicted (bench/run.py, replicaset-pods-5000x50000).
-        bound_at, bound_clock = time.perf_counter(), s.clock()
-        s.on_scheduling_thread(
-            lambda: _bound(s, framework, state, qpi, result, start, bound_at, bound_clock)
+        try:
+            s.inbox.put(lambda: s.cache.finish_binding(pod.uid))
+            s.reporter.scheduled(pod, node)
+            framework.run_post_bind(state, pod, node)
+        finally:
+            s.queue.done(pod.uid)
+        _record_scheduled(s, framework, qpi, start)
+        log.info(
+            "Successfully bound pod to node",
+            pod=pod.key, node=node, profile=framework.profile_name, attempt=qpi.attempts,
+            evaluated_nodes=result.evaluated_nodes, feasible_nodes=result.feasible_nodes,
+            duration_ms=round((time.perf_counter() - start) * 1000, 3),
         )
         return
     try:
@@ -593,37 +594,6 @@ def binding_cycle(
     # After the requeue, as upstream defers it: the pod's own forget must not move it.
     s.queue.move_all_to_active_or_backoff(
         ASSIGNED_POD_DELETE, assumed, None, pre_check=lambda other: other.uid != pod.uid
-    )
-
-
-def _bound(
-    s: CycleHost,
-    framework: Framework,
-    state: CycleState,
-    qpi: QueuedPodInfo[PodInfo],
-    result: ScheduleResult,
-    start: float,
-    bound_at: float,
-    bound_clock: float,
-) -> None:
-    """The end of a successful binding cycle, on the scheduling thread: the times are the
-    binding's, not this call's."""
-    pod = qpi.pod
-    node = result.node
-    try:
-        s.cache.finish_binding(pod.uid)
-        s.reporter.scheduled(pod, node)
-        framework.run_post_bind(state, pod, node)
-    finally:
-        s.queue.done(pod.uid)
-    s.metrics.profile(framework.profile_name).attempt(SCHEDULED, bound_at - start)
-    queued = qpi.initial_attempt_timestamp
-    s.metrics.scheduled(qpi.attempts, None if queued is None else bound_clock - queued)
-    log.info(
-        "Successfully bound pod to node",
-        pod=pod.key, node=node, profile=framework.profile_name, attempt=qpi.attempts,
-        evaluated_nodes=result.evaluated_nodes, feasible_nodes=result.feasible_nodes,
-        duration_ms=round((bound_at - start) * 1000, 3),
     )
 
 
@@ -700,6 +670,14 @@ def _fail_after_assume(
         handle_scheduling_failure(
             s, framework, qpi, REASON_SCHEDULER_ERROR, status.message, "", None, start
         )
+
+
+def _record_scheduled(
+    s: CycleHost, framework: Framework, qpi: QueuedPodInfo[PodInfo], start: float
+) -> None:
+    s.metrics.profile(framework.profile_name).attempt(SCHEDULED, time.perf_counter() - start)
+    queued = qpi.initial_attempt_timestamp
+    s.metrics.scheduled(qpi.attempts, None if queued is None else s.clock() - queued)
 
 
 def _exception_message(exc: BaseException) -> str:

@@ -322,10 +322,6 @@ class Scheduler:
     def node_exists(self, name: str) -> bool:
         return name in self.known_nodes
 
-    def on_scheduling_thread(self, fn: Callable[[], None]) -> None:
-        self.inbox.put(fn)
-        self.queue.wake()
-
     def submit_binding(self, fn: Callable[..., None], *args: Any) -> None:
         with self._bindings_lock:
             if not self._held_bindings:
@@ -407,10 +403,6 @@ class Scheduler:
         self.release_bindings(now=True)
         self._binding_workers.wait_idle(max(0.0, deadline - time.monotonic()))
         self._binding_workers.close()
-        if self._thread is None or not self._thread.is_alive():
-            # What the ended bindings left for the scheduling thread: their confirmations,
-            # events and metrics.
-            self.refresh()
         for plugin in self._plugin_instances():
             waiter = getattr(plugin, "wait_for_actuations", None)
             if callable(waiter):

@@ -340,11 +340,6 @@ class Harness:
     def cycle(self) -> bool:
         return schedule_one(self.s, timeout=0)
 
-    def settle(self) -> None:
-        """The scheduling thread's next step before a cycle: the watch's deltas and what
-        ended bindings left for it (their confirmations, events and metrics)."""
-        self.s.refresh()
-
     def drain(self, limit: int = 1000) -> int:
         """Run cycles until the queue has nothing to pop right now."""
         n = 0
@@ -386,9 +381,6 @@ def test_a_feasible_pod_is_assumed_bound_reported_and_confirmed_by_the_watch() -
     assert h.cycle() is True
     assert h.ports.binds == [("default/web", "n2")]
     assert assumed_at_bind == [True], "the pod is assumed before the Binder is called"
-    # The end of the binding cycle runs on the scheduling thread, before its next cycle.
-    assert h.ports.scheduled_calls == [] and h.s.queue.in_flight() == [h.uid("web")]
-    h.settle()
     assert h.ports.scheduled_calls == [("default/web", "n2")]
     assert h.ports.failures == []
     assert h.s.queue.in_flight() == [] and len(h.s.queue) == 0
@@ -611,7 +603,7 @@ def test_a_failed_bind_unreserves_forgets_through_the_inbox_and_requeues_with_ba
     assert [e for e, _, _ in log] == ["reserve:RecordingReserve", "unreserve:RecordingReserve"]
     # The binding thread never touches the cache: the forget waits in the inbox.
     assert h.s.cache.is_assumed(h.uid("p"))
-    h.settle()
+    h.s.refresh()
     assert not h.s.cache.is_assumed(h.uid("p")) and h.s.cache.get_pod(h.uid("p")) is None
     assert h.ports.failures_of("p") == [(
         "SchedulerError",
@@ -623,7 +615,6 @@ def test_a_failed_bind_unreserves_forgets_through_the_inbox_and_requeues_with_ba
     h.clock.advance(2)
     h.s.queue.flush_backoff_completed()
     h.cycle()
-    h.settle()
     assert h.ports.binds == [("default/p", "n1"), ("default/p", "n1")]
     assert h.ports.scheduled_calls == [("default/p", "n1")]
 
@@ -683,7 +674,6 @@ def test_a_custom_bind_plugin_is_judged_by_its_status(
     h.nodes(node("n1"))
     h.add(pod("p"))
     h.cycle()
-    h.settle()
     assert binder.calls == [("p", "n1")]
     assert h.ports.binds == []  # DefaultBinder is not in the profile
     assert h.ports.scheduled_calls == ([("default/p", "n1")] if bound else [])

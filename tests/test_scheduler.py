@@ -280,26 +280,6 @@ def test_stop_wakes_an_idle_loop(running: Callable[..., Harness]) -> None:
     assert not idle.is_alive()
 
 
-def test_a_binding_that_ends_wakes_an_idle_loop_to_finish_it(
-    running: Callable[..., Harness],
-) -> None:
-    h = running(NO_PREEMPTION)
-    h.nodes(node("n1"))
-    h.ports.gate = threading.Event()  # the API has not answered the bind yet
-    h.add(pod("p"))
-    assert h.cycle()
-    assert wait_until(lambda: h.s.in_flight_bindings() == 1)
-    # The loop then waits for a pod with no timeout at all: only the binding can wake it.
-    idle = threading.Thread(target=schedule_one, args=(h.s, None), daemon=True)
-    idle.start()
-    assert h.ports.scheduled_calls == []
-    h.ports.gate.set()
-    idle.join(10)
-    assert not idle.is_alive()
-    assert h.ports.scheduled_calls == [("default/p", "n1")]
-    assert h.s.queue.in_flight() == []
-
-
 def test_the_loop_survives_a_failing_port(running: Callable[..., Harness]) -> None:
     h = running(NO_PREEMPTION)
     h.nodes(node("n1", cpu="1"))

@@ -207,8 +207,6 @@ class SchedulingQueue(Generic[P]):
         self._next_seq = 0
         self._tombstones: OrderedDict[str, None] = OrderedDict()
         self._closed = False
-        # A ``wake`` no ``pop`` has answered yet.
-        self._woken = False
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
 
@@ -291,7 +289,7 @@ class SchedulingQueue(Generic[P]):
     # -- the scheduling worker --------------------------------------------------------------
     def pop(self, timeout: float | None = None) -> QueuedPodInfo[P] | None:
         """The next pod to schedule; blocks until there is one, ``timeout`` (real seconds)
-        passes, ``wake`` is called or the queue is closed (then ``None``)."""
+        passes or the queue is closed (then ``None``)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while True:
@@ -300,9 +298,6 @@ class SchedulingQueue(Generic[P]):
                 qpi = self._take_next_locked()
                 if qpi is not None:
                     break
-                if self._woken:
-                    self._woken = False
-                    return None
                 if deadline is None:
                     self._cond.wait()
                     continue
@@ -318,13 +313,6 @@ class SchedulingQueue(Generic[P]):
             self._in_flight.pop(qpi.uid, None)  # re-added at the end, keeping the order
             self._in_flight[qpi.uid] = _InFlight(start_seq=self._next_seq, pod=qpi.pod)
             return qpi
-
-    def wake(self) -> None:
-        """Make a ``pop`` waiting for a pod (or the next one, if none waits) return ``None``
-        now: its caller has work other than pods."""
-        with self._lock:
-            self._woken = True
-            self._cond.notify()
 
     def done(self, uid: str) -> None:
         """The attempt of ``uid`` is over (bound, or handed back): stop logging events for it."""

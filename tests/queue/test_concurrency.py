@@ -55,24 +55,6 @@ def test_a_pod_moved_by_an_event_wakes_a_waiting_pop() -> None:
     assert out and out[0] is qpi
 
 
-def test_wake_makes_a_waiting_pop_return_none_and_only_once() -> None:
-    queue = make_queue()
-    out: list[QPI | None] = []
-    popper = _popper(queue, out)
-    popper.join(timeout=0.05)
-    assert popper.is_alive()
-    queue.wake()
-    popper.join(timeout=2)
-    assert not popper.is_alive() and out == [None]
-    # Answered: the next pop waits again (here: not at all) and then hands out pods.
-    assert queue.pop(timeout=0) is None
-    queue.add(make_pod("a"))
-    queue.wake()
-    popped = queue.pop(timeout=0)
-    assert popped is not None and popped.pod.name == "a", "a pod to hand out comes first"
-    assert queue.pop(timeout=None) is None, "the wake nobody answered ends the next wait"
-
-
 def test_close_wakes_every_waiting_pop() -> None:
     queue = make_queue()
     out: list[QPI | None] = []
