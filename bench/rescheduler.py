@@ -13,7 +13,6 @@ candidate is evaluated).
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import sys
 import time
@@ -27,6 +26,7 @@ from run import RESULTS, build_realistic, new_scheduler, node
 from scheduler import logs
 from scheduler.intake import Intake
 from scheduler.rescheduling.rescheduler import Rescheduler
+from scheduler.scheduler import settle_heap
 
 
 class _Quiet:
@@ -57,8 +57,7 @@ def main() -> int:
         intake.on_node(None, node(i))
     s.refresh()
     s.snapshot.order()
-    gc.collect()
-    gc.freeze()
+    settle_heap()
     quiet = _Quiet()
     rescheduler = Rescheduler(s, s.config.rescheduler, evictor=quiet,  # type: ignore[arg-type]
                               reporter=quiet)

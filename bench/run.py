@@ -11,7 +11,6 @@ Targets are checked by reading the JSON, never by a timed assertion in a test.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import resource
@@ -34,7 +33,7 @@ from scheduler.framework.ports import BindOutcome, BindResult, NullPorts  # noqa
 from scheduler.intake import Intake  # noqa: E402
 from scheduler.model.pod import PodInfo  # noqa: E402
 from scheduler.plugins.registry import default_registry  # noqa: E402
-from scheduler.scheduler import Scheduler  # noqa: E402
+from scheduler.scheduler import Scheduler, settle_heap  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 ZONES = ("zone-a", "zone-b", "zone-c")
@@ -290,10 +289,9 @@ def run_scenario(scenario: Scenario) -> dict[str, Any]:
     pending = scenario.build(s, scenario.nodes, scenario.init_pods, scenario.measured_pods)
     build_seconds = time.perf_counter() - build_start
     # Warm the derived snapshot data (zone order, domains) as a running scheduler would have,
-    # and keep the long-lived cluster objects out of the collector's way, as the app does.
+    # and settle the heap as the app does once the cluster is cached.
     s.snapshot.order()
-    gc.collect()
-    gc.freeze()
+    settle_heap()
     latencies: list[float] = []
     # Every measured pod is pending at once, as after a scale-up (and in upstream's
     # scheduler_perf): the queue hands them out in creation order.

@@ -8,6 +8,7 @@ through the ports the operator supplies.
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -44,7 +45,6 @@ log = structlog.get_logger("scheduler")
 
 _T = TypeVar("_T")
 
-# Extension points whose plugins can reject a pod (upstream's shouldHaveEnqueueExtensions).
 # How often a standby's loop applies the watch deltas it has not popped pods for.
 STANDBY_REFRESH_SECONDS = 0.2
 # While more pods are ready to schedule, binding cycles go to the binding threads together:
@@ -56,7 +56,24 @@ STANDBY_REFRESH_SECONDS = 0.2
 # each, interleaved). Only a backlog is held: with no pod ready, bindings leave at once.
 BINDING_BATCH = 64
 BINDING_HOLD_SECONDS = 0.02
+# The collector's thresholds once the cluster is cached: container objects allocated and not
+# yet freed before a young collection, then young collections per middle one, and middle ones
+# per full one. A cycle allocates some two hundred and frees nearly all of them by reference
+# counting, so the count only crosses Python's 700 at a cycle's peak: over 5,000 pods of
+# replicaset-pods-5000x50000, 79 young and 7 middle collections took 27 ms (5.4 us a pod, 2%
+# of the cycle) and found no garbage. At 20,000 none ran.
+GC_THRESHOLDS = (20_000, 10, 10)
+# Extension points whose plugins can reject a pod (upstream's shouldHaveEnqueueExtensions).
 _REJECTING_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
+
+
+def settle_heap() -> None:
+    """Once the cluster is cached: move what is cached now out of the collector's reach (its
+    full passes would otherwise pause a cycle for tens of milliseconds at 50,000 pods), and
+    collect what comes after in larger, rarer passes."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 @dataclass

@@ -7,6 +7,7 @@ binding runs beside scheduling, and ``stop`` lets in-flight bindings finish.
 
 from __future__ import annotations
 
+import gc
 import queue
 import threading
 import time
@@ -22,7 +23,7 @@ from scheduler.framework.ports import BindOutcome
 from scheduler.intake import ADDED, MODIFIED
 from scheduler.model.pod import PodInfo
 from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
-from scheduler.scheduler import BINDING_BATCH, BINDING_HOLD_SECONDS
+from scheduler.scheduler import BINDING_BATCH, BINDING_HOLD_SECONDS, GC_THRESHOLDS, settle_heap
 from scheduler.testing import node, pod
 from tests.test_cycle import NO_PREEMPTION, FakeFilter, FakePermit, Harness, only
 
@@ -399,3 +400,15 @@ def test_a_standby_keeps_its_cache_warm_and_schedules_only_once_allowed(
     assert wait_until(lambda: len(h.ports.binds) == 1)
     assert h.ports.binds[0][0] == "default/pending"
     h.s.stop(timeout=5)
+
+
+def test_settling_the_heap_freezes_what_is_there_and_collects_young_objects_less_often() -> None:
+    thresholds = gc.get_threshold()
+    try:
+        settle_heap()
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == GC_THRESHOLDS
+        assert GC_THRESHOLDS[0] > thresholds[0]
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
