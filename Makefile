@@ -12,7 +12,7 @@ LOCAL_BASE := secondary-scheduler-base:bookworm
 BASE_IMAGE ?=
 KIND_CLUSTER ?= secondary-scheduler
 
-.PHONY: install unit lint test e2e run image deploy bench bench-e2e demo cluster-bins cluster-up \
+.PHONY: install unit lint test e2e run image deploy bench bench-ab bench-e2e demo cluster-bins cluster-up \
         cluster-down deploy-e2e kind-e2e clean
 
 install: $(VENV)/.installed
@@ -66,6 +66,11 @@ bench: install
 	$(PY) bench/run.py
 	$(PY) bench/rescheduler.py
 	$(PY) bench/rescheduler.py --worst-case
+
+## bench-ab: this working tree against BASE (a git ref), the two taking turns on blocks of
+## ReplicaSet pods so that both see the host at the same speed (JSON in bench/results/)
+bench-ab: install
+	$(PY) bench/ab.py $(BASE) $(BENCH_AB_ARGS)
 
 ## bench-e2e: kube-scheduler and ours side by side on a local control plane (JSON + PNG in
 ## bench/results/; BENCH_E2E_ARGS=--quick for a smoke run, --nodes 5000 for the big one)
