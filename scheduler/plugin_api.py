@@ -8,7 +8,8 @@ Versioning (:data:`API_VERSION`, ``major.minor``): removing or renaming a name, 
 signature or a protocol incompatibly, is a new major version; adding names is a minor one.
 1.2 added ``Handle.avoided_nodes``; 1.3 an optional ``sort_key`` of QueueSort plugins; 1.4
 ``NodeTableView.row_generation`` and ``NodeView.as_in_table``, for plugins that keep what they
-computed of a node between cycles.
+computed of a node between cycles; 1.5 ``NodeTableView.change_mark`` and
+``rows_changed_since``, which rows changed since a plugin last looked.
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
@@ -107,7 +108,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "1.4"
+API_VERSION = "1.5"
 
 __all__ = [
     "ANN_BIND_COMPLETED",

@@ -42,7 +42,7 @@ def test_the_api_keeps_every_name_of_its_major_version() -> None:
     exported = set(plugin_api.__all__)
     assert API_1 - exported == set(), "names removed: a new major version"
     assert exported - API_1 - API_1_1 == set(), "names added: record them (a minor version)"
-    assert plugin_api.API_VERSION == "1.4"
+    assert plugin_api.API_VERSION == "1.5"
     assert all(hasattr(plugin_api, name) for name in exported)
 
 
@@ -63,7 +63,7 @@ def test_the_handle_keeps_every_member_of_its_major_version() -> None:
 
 
 # What a plugin reads of the node table and of a NodeView; API 1.4 added the rows'
-# generations and whether a view's rows are the table's own.
+# generations and whether a view's rows are the table's own, 1.5 the log of changed rows.
 NODE_TABLE_1 = {
     "alive", "allocatable", "allowed_pods", "capacity", "image_nodes", "images", "index",
     "labels", "labels_generation", "membership_generation", "names", "non_zero_requested",
@@ -71,6 +71,7 @@ NODE_TABLE_1 = {
     "unschedulable", "used_ports",
 }
 NODE_TABLE_1_4 = {"row_generation"}
+NODE_TABLE_1_5 = {"change_mark", "rows_changed_since"}
 NODE_VIEW_1 = {"snapshot", "idx", "requested", "pod_count", "added", "removed", "has_deltas"}
 NODE_VIEW_1_4 = {"as_in_table"}
 
@@ -83,7 +84,7 @@ def _attributes(cls: type) -> set[str]:
 
 @pytest.mark.parametrize(("members", "major", "minor"), [
     pytest.param(lambda: {n for n in vars(plugin_api.NodeTableView) if not n.startswith("_")},
-                 NODE_TABLE_1, NODE_TABLE_1_4, id="NodeTableView"),
+                 NODE_TABLE_1, NODE_TABLE_1_4 | NODE_TABLE_1_5, id="NodeTableView"),
     pytest.param(lambda: _attributes(plugin_api.NodeView), NODE_VIEW_1, NODE_VIEW_1_4,
                  id="NodeView"),
 ])

@@ -28,6 +28,45 @@ ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io
 REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
 
 
+class OwnerRows:
+    """The node rows of one controller's placed pods, packed at the front of an array: a
+    cycle reads them as a slice instead of walking a dict, and a pod comes or goes in O(1)."""
+
+    __slots__ = ("_at", "_rows", "_uids")
+
+    def __init__(self) -> None:
+        self._rows: IntArray = np.zeros(8, dtype=np.int64)
+        self._uids: list[str] = []
+        self._at: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._uids)
+
+    def put(self, uid: str, row: int) -> None:
+        at = self._at.get(uid)
+        if at is None:
+            at = self._at[uid] = len(self._uids)
+            self._uids.append(uid)
+            if at == self._rows.shape[0]:
+                self._rows = np.concatenate((self._rows, np.zeros_like(self._rows)))
+        self._rows[at] = row
+
+    def drop(self, uid: str) -> bool:
+        at = self._at.pop(uid, None)
+        if at is None:
+            return False
+        last = self._uids.pop()
+        if last != uid:  # the last pod fills the gap
+            self._uids[at] = last
+            self._at[last] = at
+            self._rows[at] = self._rows[len(self._uids)]
+        return True
+
+    def rows(self) -> IntArray:
+        """A copy: the packing moves rows when a pod goes."""
+        return self._rows[: len(self._uids)].copy()
+
+
 class ResourceIndex:
     """Column of each resource in the node arrays; scalar resources get one on first use."""
 
@@ -90,6 +129,8 @@ def zone_key(labels: Mapping[str, str]) -> str:
 # Row changes are numbered from one count for all tables (tests build many): a number read
 # from one table never matches another's.
 _ROW_CHANGES = itertools.count(1)
+# The change log keeps at least half this many of the latest row changes.
+_CHANGE_LOG_LIMIT = 1 << 16
 
 
 class NodeTable:
@@ -109,15 +150,20 @@ class NodeTable:
         # Per row, the number of the row's last change (its node, or the requests of its
         # pods), from a count shared by every table: a score memo keyed by it stays valid.
         self.row_generation: IntArray = np.zeros(capacity, dtype=np.int64)
+        # The rows of those changes, in order (a row may repeat), and how many older ones
+        # were dropped or voided: a plugin keeping values for a few rows learns what changed
+        # from the log's tail instead of comparing every row's generation.
+        self._changes: list[int] = []
+        self._changes_dropped = 0
         self.labels: list[dict[str, str]] = []
         self.taints: list[tuple[Taint, ...]] = []
         self.used_ports: list[Counter[tuple[str, str, int]]] = []
         self.images: list[dict[str, int]] = []
         self.pods: list[dict[str, PodInfo]] = []
         # Per controller (namespace, kind, name), the rows of its pods that are not
-        # terminating, by uid: the default topology spreading counts them every cycle, and
-        # reading them here touches no PodInfo (50,000 of them are cache misses).
-        self.owner_rows: dict[tuple[str, str, str], dict[str, int]] = {}
+        # terminating: the default topology spreading counts them every cycle, and reading
+        # them here touches no PodInfo (50,000 of them are cache misses).
+        self.owner_rows: dict[tuple[str, str, str], OwnerRows] = {}
         self.raw: list[dict[str, Any] | None] = []
         self._free: list[int] = []
         # Bumped when anything a cached node mask may depend on changes.
@@ -149,6 +195,7 @@ class NodeTable:
         self.pod_count = grow(self.pod_count)
         self.unschedulable = grow(self.unschedulable)
         self.row_generation = grow(self.row_generation)
+        self._void_changes()  # what plugins keep per row must grow too
 
     def ensure_resource(self, name: str) -> int:
         before = len(self.resources)
@@ -158,6 +205,7 @@ class NodeTable:
             self.allocatable = np.pad(self.allocatable, pad)
             self.requested = np.pad(self.requested, pad)
             self.row_generation[:] = next(_ROW_CHANGES)
+            self._void_changes()
         return col
 
     def _new_row(self, name: str) -> int:
@@ -177,9 +225,33 @@ class NodeTable:
         self.names[row] = name
         self.index[name] = row
         self.alive[row] = True
-        self.row_generation[row] = next(_ROW_CHANGES)
+        self._changed(row)
         self.membership_generation += 1
         return row
+
+    def _changed(self, row: int) -> None:
+        self.row_generation[row] = next(_ROW_CHANGES)
+        changes = self._changes
+        changes.append(row)
+        if len(changes) > _CHANGE_LOG_LIMIT:
+            half = _CHANGE_LOG_LIMIT // 2
+            del changes[:half]
+            self._changes_dropped += half
+
+    def _void_changes(self) -> None:
+        """Every row changed: no earlier mark can be answered."""
+        self._changes_dropped += len(self._changes) + 1
+        self._changes.clear()
+
+    @property
+    def change_mark(self) -> int:
+        return self._changes_dropped + len(self._changes)
+
+    def rows_changed_since(self, mark: int) -> list[int] | None:
+        start = mark - self._changes_dropped
+        if start < 0:
+            return None
+        return self._changes[start:]
 
     # -- nodes ----------------------------------------------------------------------------
     def upsert_node(self, node: Mapping[str, Any]) -> tuple[int, bool]:
@@ -194,7 +266,7 @@ class NodeTable:
             if res != PODS:
                 self.ensure_resource(res)
         self.allocatable[row, :] = self.resources.vector(allocatable)
-        self.row_generation[row] = next(_ROW_CHANGES)
+        self._changed(row)
         self.allowed_pods[row] = allocatable.get(PODS, 0)
         self.unschedulable[row] = bool(node.get("spec", {}).get("unschedulable", False))
         labels = dict(node["metadata"].get("labels") or {})
@@ -238,7 +310,7 @@ class NodeTable:
         self.allowed_pods[row] = 0
         self.requested[row] = 0
         self.non_zero_requested[row] = 0
-        self.row_generation[row] = next(_ROW_CHANGES)
+        self._changed(row)
         self.pod_count[row] = 0
         self.unschedulable[row] = False
         self.names[row] = ""
@@ -263,14 +335,17 @@ class NodeTable:
         self.requested[row] += self.resources.pod_vector(pod)
         self.non_zero_requested[row, 0] += pod.non_zero_cpu
         self.non_zero_requested[row, 1] += pod.non_zero_memory
-        self.row_generation[row] = next(_ROW_CHANGES)
+        self._changed(row)
         self.pod_count[row] += 1
         for hp in pod.host_ports:
             self.used_ports[row][(hp.ip, hp.protocol, hp.port)] += 1
         self.pods[row][pod.uid] = pod
         if pod.owner_kind and pod.owner_name and pod.deletion_timestamp is None:
             key = (pod.namespace, pod.owner_kind, pod.owner_name)
-            self.owner_rows.setdefault(key, {})[pod.uid] = row
+            placed = self.owner_rows.get(key)
+            if placed is None:
+                placed = self.owner_rows[key] = OwnerRows()
+            placed.put(pod.uid, row)
 
     def remove_pod(self, row: int, pod: PodInfo) -> None:
         if self.pods[row].pop(pod.uid, None) is None:
@@ -279,7 +354,7 @@ class NodeTable:
         self.requested[row] -= self.resources.pod_vector(pod)
         self.non_zero_requested[row, 0] -= pod.non_zero_cpu
         self.non_zero_requested[row, 1] -= pod.non_zero_memory
-        self.row_generation[row] = next(_ROW_CHANGES)
+        self._changed(row)
         self.pod_count[row] -= 1
         ports = self.used_ports[row]
         for hp in pod.host_ports:
@@ -288,11 +363,15 @@ class NodeTable:
             if ports[key] <= 0:
                 del ports[key]
 
-
     def _uncount_owner(self, pod: PodInfo) -> None:
         key = (pod.namespace, pod.owner_kind, pod.owner_name)
-        rows = self.owner_rows.get(key)
-        if rows is not None and rows.pop(pod.uid, None) is not None and not rows:
+        placed = self.owner_rows.get(key)
+        if placed is not None and placed.drop(pod.uid) and not placed:
             del self.owner_rows[key]
+
+    def owner_row_array(self, key: tuple[str, str, str]) -> IntArray:
+        placed = self.owner_rows.get(key)
+        return np.zeros(0, dtype=np.int64) if placed is None else placed.rows()
+
     def rows(self) -> IntArray:
         return np.flatnonzero(self.alive).astype(np.int64)

@@ -152,8 +152,7 @@ class Snapshot:
         return self.cache.pods.by_owner.get((namespace, kind, name), {})
 
     def owner_rows(self, namespace: str, kind: str, name: str) -> IntArray:
-        rows = self.nodes.owner_rows.get((namespace, kind, name), {})
-        return np.fromiter(rows.values(), dtype=np.int64, count=len(rows))
+        return self.nodes.owner_row_array((namespace, kind, name))
 
     def get_pod(self, uid: str) -> PodInfo | None:
         return self.cache.get_pod(uid)

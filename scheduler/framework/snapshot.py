@@ -92,6 +92,17 @@ class NodeTableView(Protocol):
         ...
 
     @property
+    def change_mark(self) -> int:
+        """Where the table's log of row changes ends now, for ``rows_changed_since``."""
+        ...
+
+    def rows_changed_since(self, mark: int) -> Sequence[int] | None:
+        """The rows whose ``row_generation`` changed since ``change_mark`` read ``mark``,
+        oldest first (a row may repeat); None when the log no longer reaches back that far
+        or every row changed: take every row as changed."""
+        ...
+
+    @property
     def labels(self) -> Sequence[Mapping[str, str]]: ...
 
     @property

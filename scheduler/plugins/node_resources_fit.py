@@ -407,11 +407,24 @@ _K = TypeVar("_K", bound=Hashable)
 Checks = tuple[tuple[str, int], ...]
 
 
+class _Kept:
+    """One key's values per table row, which rows hold a current value, and the rows whose
+    value went stale since the memo last looked at the table's change log."""
+
+    __slots__ = ("current", "dirty", "mark", "values")
+
+    def __init__(self, capacity: int, mark: int) -> None:
+        self.current: BoolArray = np.zeros(capacity, dtype=np.bool_)
+        self.values: IntArray = np.zeros(capacity, dtype=np.int64)
+        self.dirty: set[int] = set()
+        self.mark = mark
+
+
 class RowMemo(Generic[_K]):
     """Values per node row (a score, whether the pod fits) for each recent key (a pod's
-    requests), kept while the row's ``row_generation`` stays: pods of one ReplicaSet ask the
-    same, and between two of them only the rows that took a pod change. A view with
-    hypothetical pods is computed afresh.
+    requests), kept until the row changes: pods of one ReplicaSet ask the same, and between
+    two of them only the rows that took a pod change. A view with hypothetical pods is
+    computed afresh.
 
     ``compute(view, key)`` must read nothing but the view's rows and ``key``."""
 
@@ -420,41 +433,56 @@ class RowMemo(Generic[_K]):
     ) -> None:
         self._compute = compute
         self._keys = keys
-        # Per key, least recently used first: the generation each row was computed at (-1:
-        # never), and its value. A dict, not a cachetools cache: this runs thrice a cycle.
-        self._kept: dict[_K, tuple[IntArray, IntArray]] = {}
+        # Per key, least recently used first. A dict, not a cachetools cache: this runs
+        # thrice a cycle.
+        self._kept: dict[_K, _Kept] = {}
+        self._table: object = None
 
     def values(self, nodes: NodeView, key: _K) -> IntArray:
         if not nodes.as_in_table:
             return self._compute(nodes, key)
-        generation = nodes.snapshot.nodes.row_generation
+        table = nodes.snapshot.nodes
+        if table is not self._table:
+            self._kept.clear()
+            self._table = table
         kept = self._kept.pop(key, None)
-        if kept is None or kept[0].shape != generation.shape:
-            kept = (np.full(generation.shape, -1, dtype=np.int64),
-                    np.zeros(generation.shape, dtype=np.int64))
+        if kept is None:
+            kept = _Kept(table.capacity, table.change_mark)
             if len(self._kept) >= self._keys:
                 del self._kept[next(iter(self._kept))]
         self._kept[key] = kept
-        computed_at, values = kept
+        changed = table.rows_changed_since(kept.mark)
+        if changed is None:  # every row changed (the table may have grown)
+            kept = self._kept[key] = _Kept(table.capacity, table.change_mark)
+        elif changed:
+            kept.mark += len(changed)
+            current = kept.current
+            for row in changed:  # a row or two a cycle: item by item beats a fancy index
+                current[row] = False
+            kept.dirty.update(changed)
         rows = nodes.idx
-        stale = generation.take(rows) != computed_at.take(rows)
-        count = np.count_nonzero(stale)
-        if count:
-            fresh = nodes if count == rows.shape[0] else self._fresh(nodes, stale, computed_at)
-            values[fresh.idx] = self._compute(fresh, key)
-            computed_at[fresh.idx] = generation.take(fresh.idx)
-        return values.take(rows)
+        current = kept.current.take(rows)
+        if np.count_nonzero(current) != rows.shape[0]:
+            fresh = self._fresh(nodes, current, kept)
+            kept.values[fresh.idx] = self._compute(fresh, key)
+            kept.current[fresh.idx] = True
+        return kept.values.take(rows)
 
     @staticmethod
-    def _fresh(nodes: NodeView, stale: BoolArray, computed_at: IntArray) -> NodeView:
-        """The rows to compute again: every changed row of the table when they are no more
-        than the view's (a computation costs about the same for 1 row as for 500, and the
-        next views need not ask again), else the view's stale rows (a new key)."""
-        table = nodes.snapshot.nodes
-        changed = np.flatnonzero((table.row_generation != computed_at) & table.alive)
-        if changed.shape[0] <= nodes.idx.shape[0]:
-            return NodeView.of(nodes.snapshot, changed)
-        return nodes.subset(np.flatnonzero(stale))
+    def _fresh(nodes: NodeView, current: BoolArray, kept: _Kept) -> NodeView:
+        """The rows to compute: the view's stale rows and every other changed row of the
+        table when they are no more than the view's (a computation costs about the same for
+        1 row as for 500, and the next views need not ask again), else the view's alone."""
+        stale = nodes.idx[~current]
+        if len(kept.dirty) + stale.shape[0] > nodes.idx.shape[0]:
+            kept.dirty.difference_update(stale.tolist())
+            return NodeView.of(nodes.snapshot, stale)
+        dirty = kept.dirty
+        dirty.update(stale.tolist())
+        rows = np.fromiter(dirty, dtype=np.int64, count=len(dirty))
+        dirty.clear()
+        # A row that changed may since have lost its node (the view's rows all have one).
+        return NodeView.of(nodes.snapshot, rows[nodes.snapshot.nodes.alive.take(rows)])
 
 
 # -- scorers --------------------------------------------------------------------------------

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler.cache import node_table
 from scheduler.cache.cache import Cache
+from scheduler.cache.node_table import OwnerRows
 from scheduler.cache.snapshot import Snapshot
 from scheduler.model.pod import PodInfo
 from scheduler.testing import node, pod, pod_info
@@ -290,3 +292,51 @@ def test_pods_asking_the_same_share_one_read_only_request_vector() -> None:
     gpu = {"name": "c", "resources": {"requests": {"cpu": "1", "example.com/gpu": "2"}}}
     cache.upsert_pod(pod_info("p", node_name="n1", containers=[gpu]))
     assert int(cache.nodes.requested[0, index.column["example.com/gpu"]]) == 2
+
+
+def test_the_change_log_names_the_rows_changed_since_a_mark() -> None:
+    cache = Cache()
+    for name in ("a", "b", "c"):
+        cache.upsert_node(node(name))
+    table = cache.nodes
+    row = table.index.__getitem__
+    mark = table.change_mark
+    assert table.rows_changed_since(mark) == []
+    cache.upsert_pod(pod_info("p1", node_name="b"))
+    cache.assume(pod_info("p2"), "c")
+    cache.remove_pod("uid-default-p1")
+    assert table.rows_changed_since(mark) == [row("b"), row("c"), row("b")]
+    later = table.change_mark
+    cache.upsert_node(node("a", cpu="8"))
+    assert table.rows_changed_since(later) == [row("a")]
+    # A resource no node had: every row changed, and no earlier mark can be answered.
+    cache.upsert_node(node("c", extra={"example.com/gpu": "1"}))
+    assert table.rows_changed_since(mark) is None
+    assert table.rows_changed_since(later) is None
+    assert table.rows_changed_since(table.change_mark) == []
+
+
+def test_the_change_log_forgets_its_oldest_half(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(node_table, "_CHANGE_LOG_LIMIT", 4)
+    cache = Cache()
+    cache.upsert_node(node("a"))
+    table = cache.nodes
+    first = table.change_mark
+    for i in range(4):
+        cache.upsert_pod(pod_info(f"p{i}", node_name="a"))
+    assert table.rows_changed_since(first) == [0, 0, 0, 0]
+    cache.upsert_pod(pod_info("p4", node_name="a"))  # a fifth change: two are dropped
+    assert table.rows_changed_since(first) is None
+    assert table.rows_changed_since(first + 2) == [0, 0, 0]
+
+
+def test_owner_rows_stay_packed_as_pods_come_and_go() -> None:
+    placed = OwnerRows()
+    for i in range(10):  # past the first array's eight slots
+        placed.put(f"p{i}", 100 + i)
+    placed.put("p3", 7)  # the pod moved (a binding confirmed elsewhere): one entry still
+    assert placed.drop("p0") and placed.drop("p9") and not placed.drop("p0")
+    got = placed.rows()
+    assert sorted(got.tolist()) == [7, 101, 102, 104, 105, 106, 107, 108]
+    got[:] = -1  # a copy: the caller's changes do not reach the table
+    assert len(placed) == 8 and -1 not in placed.rows().tolist()
