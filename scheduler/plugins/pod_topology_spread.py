@@ -39,7 +39,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -444,8 +444,7 @@ def filter_skews(
 
 
 # -- score state ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _ScoreState:
+class _ScoreState(NamedTuple):  # a NamedTuple: made every cycle, at a third of the cost
     constraints: tuple[_Constraint, ...]
     ignored: BoolArray | None  # per node row; None: no node is
     has_key: tuple[BoolArray | None, ...]  # per node row; None: every node has the key

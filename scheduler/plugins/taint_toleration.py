@@ -102,6 +102,9 @@ class TaintToleration:
 
     def __init__(self) -> None:
         self._groups: _TaintGroups | None = None
+        # The last untolerated mask Filter read, and whether any node is in it: in most
+        # clusters the pods tolerate every node, and Filter then has nothing to look up.
+        self._last_mask: tuple[BoolArray | None, bool] = (None, True)
 
     # -- shared per-row data --------------------------------------------------------------
     def _taint_groups(self, nodes: NodeTableView) -> _TaintGroups:
@@ -158,9 +161,14 @@ class TaintToleration:
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> FilterResult:
         result = FilterResult.all_pass(len(nodes))
         mask = self.untolerated_mask(nodes.snapshot, tuple(pod.tolerations))
-        result.reject(
-            mask.take(nodes.idx), Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNTOLERATED
-        )
+        last, any_untolerated = self._last_mask
+        if mask is not last:
+            any_untolerated = bool(np.count_nonzero(mask))
+            self._last_mask = (mask, any_untolerated)
+        if any_untolerated:
+            result.reject(
+                mask.take(nodes.idx), Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNTOLERATED
+            )
         return result
 
     # -- Score ----------------------------------------------------------------------------
