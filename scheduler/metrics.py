@@ -255,8 +255,6 @@ class ProfileMetrics:
     def __init__(self, metrics: Metrics, profile: str) -> None:
         self._metrics = metrics
         self.profile = profile
-        # The children of the per-cycle histogram, by point then status (a dozen per pod).
-        self._points: dict[str, dict[str, Observations]] = {}
         self._attempts = {
             result: (
                 metrics.schedule_attempts.labels(result, profile),
@@ -270,15 +268,9 @@ class ProfileMetrics:
         counter.inc()
         histogram.observe(seconds)
 
-    def extension_point(self, point: str, status: str, seconds: float) -> None:
-        by_status = self._points.get(point)
-        if by_status is None:
-            by_status = self._points[point] = {}
-        child = by_status.get(status)
-        if child is None:
-            child = by_status[status] = self._metrics.extension_point_duration.labels(
-                point, status, self.profile)
-        child.observe(seconds)
+    def point_histogram(self, point: str, status: str) -> Observations:
+        """The child of extension_point_duration_seconds the framework keeps for a status."""
+        return self._metrics.extension_point_duration.labels(point, status, self.profile)
 
     def plugin_histogram(self, plugin: str, point: str, status: str) -> Observations:
         """The child of plugin_execution_duration_seconds a plugin's timer keeps for a status."""
