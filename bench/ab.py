@@ -9,8 +9,9 @@ speed ratio. The answer is the median of those ratios and how many pairs each si
     python bench/ab.py BASE_REF [--head REF] [--blocks 40] [--block-pods 128]
 
 ``BASE_REF`` (and ``--head``, else the working tree) is checked out in a temporary
-``git worktree``; each side runs its own ``bench/run.py`` scenario builder and settles its
-heap as its own benchmark does. The result goes to bench/results/ab-<base>-<head>.json.
+``git worktree``; each side runs its own ``bench/run.py`` scenario builder, settles its
+heap and places its threads as its own benchmark does. The result goes to
+bench/results/ab-<base>-<head>.json.
 """
 
 from __future__ import annotations
@@ -52,6 +53,12 @@ def worker(tree: str, scenario: str, block_pods: int, blocks: int) -> None:
     else:  # versions before settle_heap: what their benchmark did
         gc.collect()
         gc.freeze()
+    try:
+        from scheduler.cpu_affinity import single_cpu
+    except ImportError:  # versions before it: the kernel placed the threads
+        pass
+    else:
+        single_cpu()  # as its app and its benchmark do
     for info in pending:
         s.pods[info.uid] = info
         s.queue.add(info)

@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from scheduler import logs  # noqa: E402
+from scheduler.cpu_affinity import single_cpu  # noqa: E402
 from scheduler.cycle import schedule_one  # noqa: E402
 from scheduler.framework.config import default_config, parse_config  # noqa: E402
 from scheduler.framework.ports import BindOutcome, BindResult, NullPorts  # noqa: E402
@@ -282,8 +283,10 @@ def reference_loop_us() -> float:
     return best * 1e6
 
 
-def run_scenario(scenario: Scenario) -> dict[str, Any]:
+def run_scenario(scenario: Scenario, cpu_affinity: str = "single") -> dict[str, Any]:
     logs.configure("warning")
+    # As the app starts (its --cpu-affinity): every thread on one CPU unless "all".
+    pinned = single_cpu() if cpu_affinity == "single" else None
     s = new_scheduler(scenario.config)
     build_start = time.perf_counter()
     pending = scenario.build(s, scenario.nodes, scenario.init_pods, scenario.measured_pods)
@@ -329,6 +332,7 @@ def run_scenario(scenario: Scenario) -> dict[str, Any]:
         "reference_loop_us": round(reference, 1),
         "peak_rss_mib": round(rss_kib / 1024, 1),
         "setup_seconds": round(build_seconds, 2),
+        "cpu_affinity": f"cpu {pinned.cpu}" if pinned is not None else "all",
         "python": sys.version.split()[0],
     }
     if scenario.metric == "preemptions":
@@ -340,16 +344,20 @@ def run_scenario(scenario: Scenario) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scenario", choices=sorted(SCENARIOS))
+    parser.add_argument("--cpu-affinity", choices=("single", "all"), default="single",
+                        help="as the scheduler's flag: every thread on one CPU, or the kernel's "
+                             "choice")
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     if args.scenario:
-        result = run_scenario(SCENARIOS[args.scenario])
+        result = run_scenario(SCENARIOS[args.scenario], args.cpu_affinity)
         (RESULTS / f"{args.scenario}.json").write_text(json.dumps(result, indent=2) + "\n")
         print(json.dumps(result))
         return 0
     failures = 0
     for name in SCENARIOS:
-        proc = subprocess.run([sys.executable, __file__, "--scenario", name],
+        proc = subprocess.run([sys.executable, __file__, "--scenario", name,
+                               "--cpu-affinity", args.cpu_affinity],
                               env={**os.environ, "PYTHONHASHSEED": "0"})
         failures += proc.returncode != 0
     return 1 if failures else 0

@@ -17,6 +17,7 @@ from scheduler.cache.volume_objects import (
     STORAGE_CLASSES,
     VOLUMES,
 )
+from scheduler.cpu_affinity import REBALANCE_SECONDS, SingleCpu, single_cpu
 from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.events import CONFIG_MAP_ADD, CONFIG_MAP_DELETE, CONFIG_MAP_UPDATE
 from scheduler.framework.registry import Registry
@@ -68,6 +69,8 @@ class Options:
     health_port: int = 10259
     bind_address: str = "0.0.0.0"
     resync_seconds: float = RESYNC_SECONDS
+    # Every thread on one CPU, moved when other work crowds it (scheduler.cpu_affinity).
+    single_cpu: bool = True
 
 
 class SchedulerApp:
@@ -118,6 +121,7 @@ class SchedulerApp:
             self._leading.set()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self.cpu: SingleCpu | None = None
 
     def _elector(self, config: SchedulerConfig, api_client: Any) -> LeaderElector | None:
         election = config.leader_election
@@ -165,6 +169,11 @@ class SchedulerApp:
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
+        if self.options.single_cpu:
+            # Before any thread starts: each one started later runs where its starter does.
+            self.cpu = single_cpu()
+            if self.cpu is not None:
+                self._spawn(self._rebalance_loop, "cpu")
         self.health.start()
         self._spawn(self._sync, "sync")
         self._spawn(self._resync_loop, "resync")
@@ -198,6 +207,13 @@ class SchedulerApp:
         # clean restart is simpler to reason about than a leader turned standby in place.
         log.critical("Exiting: leadership lost")
         os._exit(1)
+
+    def _rebalance_loop(self) -> None:
+        while self.cpu is not None and not self._stop.wait(REBALANCE_SECONDS):
+            try:
+                self.cpu.rebalance()
+            except OSError:
+                log.exception("Moving to a quieter CPU failed")
 
     def _spawn(self, target: Any, name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)

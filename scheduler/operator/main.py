@@ -37,6 +37,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         metavar="true|false",
                         help="run leader election (default: the configuration's "
                         "leaderElection.leaderElect, true unless set)")
+    parser.add_argument("--cpu-affinity", choices=("single", "all"), default="single",
+                        help="single: run every thread on one CPU of those allowed, moved to a "
+                             "quieter one when other work crowds it (Python runs one thread "
+                             "at a time: see scheduler/cpu_affinity.py); all: leave the "
+                             "threads to the kernel")
     parser.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info"))
     parser.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
     return parser.parse_args(argv)
@@ -77,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             config.leader_election, leader_elect=args.leader_elect))
     kubeconfig = args.kubeconfig or config.client_connection.kubeconfig
     options = Options(kubeconfig=kubeconfig, health_port=args.health_port,
-                      bind_address=args.bind_address)
+                      bind_address=args.bind_address, single_cpu=args.cpu_affinity == "single")
     app = SchedulerApp(config, registry, options)
     log.info("Starting", profiles=[p.scheduler_name for p in config.profiles])
     # The listings, leader election and scheduling need our client only: they start while

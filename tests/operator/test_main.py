@@ -76,6 +76,16 @@ def test_leader_election_comes_from_the_flag_else_the_configuration(
     assert cfg.leader_election.leader_elect is want
 
 
+@pytest.mark.parametrize(("flags", "want"), [
+    pytest.param([], True, id="one CPU by default"),
+    pytest.param(["--cpu-affinity", "all"], False, id="all: the kernel places the threads"),
+])
+def test_the_cpu_affinity_flag(monkeypatch: pytest.MonkeyPatch, flags: list[str],
+                               want: bool) -> None:
+    _, options = started_with(monkeypatch, flags)
+    assert options.single_cpu is want
+
+
 def test_a_leader_elect_flag_that_is_not_a_boolean_is_refused(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
