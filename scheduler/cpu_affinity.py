@@ -62,7 +62,7 @@ def pin_all_threads(cpu: int, tasks: str = "/proc/self/task") -> None:
     for tid in os.listdir(tasks):
         try:
             os.sched_setaffinity(int(tid), {cpu})
-        except (ProcessLookupError, PermissionError):
+        except ProcessLookupError:
             continue  # a thread that just ended
 
 
@@ -119,5 +119,10 @@ def single_cpu(allowed: Iterable[int] | None = None) -> SingleCpu | None:
     if len(cpus) < 2:
         return None
     pinned = SingleCpu(cpus)
-    pinned.start(current_cpu())
+    try:
+        pinned.start(current_cpu())
+    except OSError as exc:  # a cpuset changed under us, a sandbox that forbids it
+        log.warning("Could not pin the scheduler's threads: the kernel places them",
+                    reason=str(exc))
+        return None
     return pinned

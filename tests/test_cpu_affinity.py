@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -105,4 +106,13 @@ def test_every_thread_is_pinned_and_later_threads_inherit() -> None:
         assert os.sched_getaffinity(0) == {cpu} and seen == [{cpu}]
     finally:
         for tid in os.listdir("/proc/self/task"):
-            os.sched_setaffinity(int(tid), original)
+            with contextlib.suppress(ProcessLookupError):  # the thread above, ending
+                os.sched_setaffinity(int(tid), original)
+
+
+def test_a_refused_pin_leaves_the_threads_to_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(tid: int, cpus: set[int]) -> None:
+        raise OSError(22, "Invalid argument")
+
+    monkeypatch.setattr(os, "sched_setaffinity", refuse)
+    assert cpu_affinity.single_cpu(allowed={0, 1}) is None
