@@ -310,6 +310,9 @@ class Metrics:
         self.pod_attempts = HistogramVec(
             "scheduler_pod_scheduling_attempts", "[STABLE] Number of attempts to successfully "
             "schedule a pod.", [], buckets=ATTEMPTS_COUNT_BUCKETS, registry=reg)
+        # The children every bound pod observes, looked up once.
+        self._attempts = self.pod_attempts.labels()
+        self._sli: dict[int, Observations] = {}
         self.queue_incoming = CounterVec(
             "scheduler_queue_incoming_pods", "[STABLE] Number of pods added to scheduling "
             "queues by event and queue type.", ["queue", "event"], registry=reg)
@@ -389,9 +392,13 @@ class Metrics:
 
     def scheduled(self, attempts: int, sli_seconds: float | None) -> None:
         """A pod was bound after ``attempts`` attempts, ``sli_seconds`` after it was queued."""
-        self.pod_attempts.observe(attempts)
+        self._attempts.observe(attempts)
         if sli_seconds is not None:
-            self.sli_duration.labels(attempts_label(attempts)).observe(sli_seconds)
+            label = min(attempts, _MAX_ATTEMPTS_LABEL)
+            child = self._sli.get(label)
+            if child is None:
+                child = self._sli[label] = self.sli_duration.labels(attempts_label(attempts))
+            child.observe(sli_seconds)
 
     def set_leader(self, lease: str, leading: bool) -> None:
         """For leader election: 1 while this replica holds ``lease``, 0 while it stands by.

@@ -24,10 +24,13 @@ class DefaultBinder:
 
     def __init__(self, handle: Handle) -> None:
         self._handle = handle
+        # scheduler_bindings_total's child per outcome, looked up once.
+        self._counted = {outcome: handle.metrics.bindings.labels(outcome.value)
+                         for outcome in BindOutcome}
 
     def bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         result = self._handle.binder.bind(pod, node)
-        self._handle.metrics.bindings.labels(result.outcome.value).inc()
+        self._counted[result.outcome].inc()
         message = result.message or result.outcome.value
         if result.outcome is BindOutcome.BOUND:
             return SUCCESS
