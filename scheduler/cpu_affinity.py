@@ -6,7 +6,7 @@ thread on another CPU, the sleeping one is woken across CPUs (an inter-processor
 a VM exit on most cloud machines) and the data each produced moves between the CPUs'
 caches. On one CPU the same hand-off is a context switch. Over 1,000 ReplicaSet pods at
 5,000 nodes (bench/run.py) the binding threads took half the CPU time and the scheduling
-thread a sixth less, 20-40% more pods a second on this 2-CPU VM.
+thread a sixth less, 15-35% more pods a second on a 2-CPU VM.
 
 A CPU pinned is a CPU that cannot be escaped, so :meth:`SingleCpu.rebalance`, run every few
 seconds, compares how busy each allowed CPU was with other work (its busy time in
