@@ -148,7 +148,8 @@ class NodeTable:
         self.pod_count: IntArray = np.zeros(capacity, dtype=np.int64)
         self.unschedulable: BoolArray = np.zeros(capacity, dtype=np.bool_)
         # Per row, the number of the row's last change (its node, or the requests of its
-        # pods), from a count shared by every table: a score memo keyed by it stays valid.
+        # pods), from a count shared by every table (plugin API 1.4; the in-tree memos read
+        # the change log below instead).
         self.row_generation: IntArray = np.zeros(capacity, dtype=np.int64)
         # The rows of those changes, in order (a row may repeat), and how many older ones
         # were dropped or voided: a plugin keeping values for a few rows learns what changed
