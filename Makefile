@@ -31,11 +31,18 @@ $(VENV)/.installed: pyproject.toml $(EXAMPLE_PLUGINS)
 unit: install
 	$(PY) -m pytest -q tests examples
 
-## lint: ruff, mypy --strict on scheduler/, and the import layering contracts
+## lint: ruff, mypy --strict on scheduler/, the import layering contracts; the release kit:
+## helm lint and the chart checked against manifests/, actionlint on the workflows, and the
+## alerting rules' unit tests with promtool (the three tools built from their Go modules)
 lint: install
-	$(VENV)/bin/ruff check scheduler tests e2e bench examples
+	$(VENV)/bin/ruff check scheduler tests e2e bench examples hack
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	@tools=$$(bash hack/build-tools.sh | tail -n 1) && set -x && \
+	$$tools/actionlint .github/workflows/*.yml && \
+	$$tools/helm lint --strict charts/secondary-scheduler && \
+	$(PY) hack/check-chart.py $$tools/helm && \
+	bash hack/test-alerts.sh $$tools/promtool $(PY)
 
 ## test: the README's test command: unit tests, then the e2e suite on a real control plane
 test: unit e2e
