@@ -50,6 +50,11 @@ def kustomize(directory: Path) -> list[dict[str, Any]]:
         data = {Path(f).name: (directory / f).read_text() for f in generator["files"]}
         objects.append({"apiVersion": "v1", "kind": "ConfigMap",
                         "metadata": {"name": generator["name"]}, "data": data})
+    for label in spec.get("labels", []):
+        if label.get("includeSelectors") or label.get("includeTemplates"):
+            raise SystemExit("check-chart: only labels without selectors or templates are read")
+        for o in objects:
+            o["metadata"].setdefault("labels", {}).update(label["pairs"])
     namespace = spec.get("namespace")
     if namespace:
         for o in objects:
@@ -62,13 +67,24 @@ def with_metrics(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return objects + kustomize(BASE / "components" / "metrics")
 
 
+def kube_version() -> str:
+    """The Kubernetes version the e2e suite runs (helm template assumes an old one)."""
+    for line in (ROOT / "e2e" / "cluster" / "versions.env").read_text().splitlines():
+        if line.startswith("K8S_VERSION="):
+            return line.split("=", 1)[1].strip()
+    raise SystemExit("check-chart: no K8S_VERSION in e2e/cluster/versions.env")
+
+
 def helm_template(helm: str) -> list[dict[str, Any]]:
-    out = subprocess.run(
+    done = subprocess.run(
         [helm, "template", RELEASE, str(CHART), "--namespace", NAMESPACE,
+         "--kube-version", kube_version(),
          "--set", "metrics.serviceMonitor.enabled=true",
          "--set", "metrics.prometheusRule.enabled=true"],
-        check=True, capture_output=True, text=True).stdout
-    return [o for o in yaml.safe_load_all(out) if o]
+        capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"check-chart: helm template failed:\n{done.stderr}")
+    return [o for o in yaml.safe_load_all(done.stdout) if o]
 
 
 def normalized(value: Any) -> Any:
