@@ -9,6 +9,7 @@ points, or whole scheduling cycles, in memory. The scheduler's own plugin tests 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -347,6 +348,9 @@ def summary(obj: Mapping[str, Any] | None) -> NodeSummary | None:
 # -- runners --------------------------------------------------------------------------------
 Objects = Iterable[Mapping[str, Any]]
 BUILTIN_NAMES = frozenset(module.SPEC.name for module in PLUGIN_MODULES)
+# The watch intake of each scheduler_of's scheduler: later events go through the same one,
+# which knows each object's previous version.
+_INTAKES: weakref.WeakKeyDictionary[Scheduler, Intake] = weakref.WeakKeyDictionary()
 
 
 ConfigMaps = Mapping[tuple[str, str], Mapping[str, str]]
@@ -425,7 +429,7 @@ def scheduler_of(
     for namespace, name in s.config_map_watches:
         data = (config_maps or {}).get((namespace, name))
         s.config_map_changed(namespace, name, data, CONFIG_MAP_UPDATE)
-    intake = Intake(s)
+    intake = _INTAKES[s] = Intake(s)
     for obj in storage:
         intake.on_volume_object(STORAGE_KINDS[obj["kind"]], None, obj)
     for obj in nodes:
@@ -476,6 +480,15 @@ def run_cycles(s: Scheduler) -> int:
     while schedule_one(s, timeout=0):
         cycles += 1
     return cycles
+
+
+def set_node(s: Scheduler, obj: Mapping[str, Any]) -> None:
+    """A node is added or updated, as the watch would say it (``node(...)`` builds one): the
+    queue hears the event its changes make (a node's annotations alone:
+    ``Action.UPDATE_NODE_ANNOTATION``)."""
+    _check_kinds([obj], "Node", "obj")
+    _INTAKES[s].on_node(None, obj)
+    s.refresh()
 
 
 def set_config_map(

@@ -72,9 +72,6 @@ class PreferLabel:
             mask[row] = table.labels[row].get(self.label) == self.value
         return mask
 
-    def normalize(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
-        return scores
-
 
 SPEC = PluginSpec(name=NAME, factory=PreferLabel, args=PreferLabelArgs,
                   points=frozenset({"score"}))
