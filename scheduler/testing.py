@@ -9,6 +9,7 @@ points, or whole scheduling cycles, in memory. The scheduler's own plugin tests 
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -444,15 +445,21 @@ def registry_of(plugins: Iterable[PluginSpec] = ()) -> Registry:
     """The plugins the scheduler would load (built-in and installed), with ``plugins`` in
     the place of installed ones of the same name (a plugin's tests run their own spec)."""
     given = {spec.name: spec for spec in plugins}
-    installed = installed_registry()
-    registry = Registry()
-    for name in installed.names():
-        spec = installed.get(name)
-        if spec is not None and (name not in given or name in BUILTIN_NAMES):
+    registry = default_registry()
+    for spec in _installed():
+        if spec.name not in given:
             registry.register(spec)
     for spec in given.values():
         registry.register(spec)
     return registry
+
+
+@functools.cache
+def _installed() -> tuple[PluginSpec, ...]:
+    """The installed (entry-point) plugins, loaded once as the app loads them."""
+    installed = installed_registry()
+    specs = (installed.get(name) for name in installed.names() if name not in BUILTIN_NAMES)
+    return tuple(spec for spec in specs if spec is not None)
 
 
 def _check_kinds(objects: Objects, kind: str, what: str) -> None:

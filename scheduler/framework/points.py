@@ -10,6 +10,7 @@ it is refused at load time with its name and the point, never left to fail every
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -181,13 +182,23 @@ def _hook_problems(hook: Hook, plugin: object, *, required: bool) -> list[str]:
 
 def _accepts(method: object, count: int, *, unbound: bool) -> bool:
     """Whether ``method`` takes ``count`` positional arguments (plus ``self`` when it is a
-    function read off the class)."""
+    function read off the class, or bound to an instance)."""
+    function = getattr(method, "__func__", None)
+    if function is not None:
+        return _takes(function, count + 1)
+    if inspect.isfunction(method):
+        return _takes(method, count + 1 if unbound else count)
+    return _takes.__wrapped__(method, count)
+
+
+@functools.lru_cache(maxsize=1024)
+def _takes(function: object, count: int) -> bool:
+    """Memoised: a profile builds each plugin class again, and reading a signature costs a
+    tenth of a millisecond."""
     try:
-        signature = inspect.signature(method)  # type: ignore[arg-type]
+        signature = inspect.signature(function)  # type: ignore[arg-type]
     except (TypeError, ValueError):  # a builtin without one: nothing to check
         return True
-    if unbound and inspect.isfunction(method):
-        count += 1
     try:
         signature.bind(*([None] * count))
     except TypeError:
