@@ -138,6 +138,7 @@ def check_plugin(name: str, points: frozenset[str], plugin: object) -> None:
     call it). ``plugin`` is an instance, or the class its factory is."""
     check_point_names(name, points)
     problems = [
+        *_name_problems(name, plugin),
         *(p for point in POINTS if point.name in points for p in _point_problems(point, plugin)),
         *(f"has {point.call.attr} but {point.name!r} is not in its points, so no profile "
           "would call it" for point in POINTS
@@ -146,6 +147,17 @@ def check_plugin(name: str, points: frozenset[str], plugin: object) -> None:
     ]
     if problems:
         raise ConfigError(f"plugin {name!r}: {'; '.join(problems)}")
+
+
+def _name_problems(name: str, plugin: object) -> list[str]:
+    """The runtime names the plugin by its ``name`` (statuses, skips, metrics, hints): it
+    must be the spec's."""
+    own = getattr(plugin, "name", None)
+    if own == name:
+        return []
+    if isinstance(plugin, type) and isinstance(own, property | type(None)):
+        return []  # set per instance: the build checks it
+    return [f"its name attribute is {own!r}, not {name!r}"]
 
 
 def _point_problems(point: Point, plugin: object) -> list[str]:

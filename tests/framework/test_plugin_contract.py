@@ -104,6 +104,10 @@ class EventsWithAnArgument(Scorer):
         return []
 
 
+class Misnamed(Scorer):
+    name = "Other"
+
+
 # (spec's points, the plugin's class, the exact load-time message)
 MALFORMED = [
     pytest.param(
@@ -147,6 +151,9 @@ MALFORMED = [
         {"score"}, PreScoreNotListed,
         "plugin 'Bad': has pre_score but 'preScore' is not in its points, so no profile "
         "would call it", id="method of a point not listed"),
+    pytest.param(
+        {"score"}, Misnamed, "plugin 'Bad': its name attribute is 'Other', not 'Bad'",
+        id="a name that is not the spec's"),
     pytest.param(
         {"score"}, EventsWithAnArgument,
         "plugin 'Bad': events_to_register(pod) cannot be called as events_to_register() -> "
@@ -271,7 +278,7 @@ def test_every_member_the_scheduler_reads_of_a_plugin_by_name_is_declared() -> N
     the contract does not list, with its protocol."""
     declared = {h.attr for p in POINTS for h in (p.call, *p.required)}
     declared |= {h.attr for p in POINTS for h, _ in p.optional}
-    declared |= {h.attr for h, _ in PLUGIN_HOOKS}
+    declared |= {h.attr for h, _ in PLUGIN_HOOKS} | {"name"}  # Plugin.name
     read = {
         match.group(1)
         for path in (REPO / "scheduler").rglob("*.py")
