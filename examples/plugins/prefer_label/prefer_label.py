@@ -31,6 +31,7 @@ from scheduler.plugin_api import (
     NodeView,
     PluginSpec,
     PodInfo,
+    ScorePlugin,
     label_key_error,
 )
 
@@ -50,7 +51,9 @@ class PreferLabelArgs:
             yield "label", why
 
 
-class PreferLabel:
+class PreferLabel(ScorePlugin):
+    """No ``normalize``: the protocol's, the identity, stands (scores are 0 or 100)."""
+
     name = NAME
 
     def __init__(self, args: PreferLabelArgs, handle: Handle) -> None:
