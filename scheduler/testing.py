@@ -415,6 +415,7 @@ def scheduler_of(
     ``secondary_scheduler.plugins`` entry points) and ``plugins``, which take the place of
     an installed plugin of the same name. Objects of the wrong kind (a pod among ``nodes``)
     are refused with a ValueError."""
+    nodes, pods = list(nodes), list(pods)  # read twice: checked, then fed
     _check_kinds(nodes, "Node", "nodes")
     _check_kinds(pods, "Pod", "pods")
     registry = registry_of(plugins)

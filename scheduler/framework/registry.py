@@ -85,6 +85,23 @@ class PluginSpec:
 _PROBE_HANDLE = cast(Handle, None)
 
 
+def _probed_points(spec: PluginSpec) -> frozenset[str]:
+    """The points of an instance built with the default args and no scheduler."""
+    try:
+        probe = spec.build(spec.default_args, _PROBE_HANDLE)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise ConfigError(
+            f"plugin {spec.name!r}: building one without a scheduler to find its points "
+            f"failed ({type(exc).__name__}: {exc}); list them in PluginSpec.points") from exc
+    points = points_of(probe)
+    if not points:
+        raise ConfigError(f"plugin {spec.name!r}: has no method of any extension point")
+    check_plugin(spec.name, points, probe)
+    return points
+
+
 class Registry:
     def __init__(self) -> None:
         self._specs: dict[str, PluginSpec] = {}
@@ -93,9 +110,7 @@ class Registry:
         if spec.name in self._specs:
             raise ValueError(f"plugin {spec.name!r} registered twice")
         if not spec.points:
-            probe = spec.build(spec.default_args, _PROBE_HANDLE)
-            spec = dataclasses.replace(spec, points=points_of(probe))
-            check_plugin(spec.name, spec.points, probe)
+            spec = dataclasses.replace(spec, points=_probed_points(spec))
         elif isinstance(spec.factory, type):
             # A class: its methods can be checked before any profile builds one.
             check_plugin(spec.name, spec.points, spec.factory)

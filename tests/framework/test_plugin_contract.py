@@ -199,6 +199,27 @@ def _spec_or_error(points: set[str], cls: type) -> PluginSpec | str:
         return str(err)
 
 
+class NeedsItsHandle(Scorer):
+    name = "Bad"
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        handle.watch_config_map("ns", "cm", lambda data: None)
+
+
+@pytest.mark.parametrize(("cls", "message"), [
+    pytest.param(NoMethods, "plugin 'Bad': has no method of any extension point",
+                 id="no point at all"),
+    pytest.param(NeedsItsHandle,
+                 "plugin 'Bad': building one without a scheduler to find its points failed "
+                 "(AttributeError: 'NoneType' object has no attribute 'watch_config_map'); "
+                 "list them in PluginSpec.points", id="a factory that needs its handle"),
+])
+def test_a_spec_without_points_needs_a_plugin_that_shows_them(cls: type, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        Registry().register(PluginSpec("Bad", cls))
+    assert str(err.value) == message
+
+
 def test_a_score_plugin_without_normalize_schedules_by_its_raw_scores() -> None:
     """Before issue 32 every pod stayed Pending: AttributeError: no attribute 'normalize'."""
     spec = PluginSpec("Scorer", Scorer, points=frozenset({"score"}))
