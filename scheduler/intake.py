@@ -472,11 +472,15 @@ def _without_managed_fields(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _node_event(old: NodeSummary | None, new: NodeSummary) -> ClusterEvent | None:
+    """The node event of a watch update: what changed of what scheduling reads, as upstream's
+    NodeSchedulingPropertiesChange (pkg/scheduler/framework/events.go) words it."""
     if old is None:
         return NODE_ADD
     action = Action(0)
     if new.labels != old.labels:
         action |= Action.UPDATE_NODE_LABEL
+    if new.annotations != old.annotations:
+        action |= Action.UPDATE_NODE_ANNOTATION
     if new.taints != old.taints or new.unschedulable != old.unschedulable:
         action |= Action.UPDATE_NODE_TAINT
     if any(new.allocatable.get(k, 0) > v for k, v in old.allocatable.items()) or (

@@ -9,16 +9,27 @@ signature or a protocol incompatibly, is a new major version; adding names is a 
 1.2 added ``Handle.avoided_nodes``; 1.3 an optional ``sort_key`` of QueueSort plugins; 1.4
 ``NodeTableView.row_generation`` and ``NodeView.as_in_table``, for plugins that keep what they
 computed of a node between cycles; 1.5 ``NodeTableView.change_mark`` and
-``rows_changed_since``, which rows changed since a plugin last looked.
+``rows_changed_since``, which rows changed since a plugin last looked; 1.6 a protocol per
+extension point and per optional hook (``ScorePlugin``, ``SortKeyHook``...), ``Plugin``,
+``PermitDecision``, ``Handle.wall_clock``, ``Action.UPDATE_NODE_ANNOTATION`` and
+``NodeSummary.annotations``.
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
 
-* **Extension points and their answers**: :class:`Status` and :class:`Code` (with
-  :data:`SUCCESS` and :data:`SKIP`), :class:`CycleState`, :class:`FilterResult`,
-  :class:`PreFilterResult`, :class:`PostFilterResult`, :class:`Diagnosis`,
-  :data:`MAX_NODE_SCORE`, and the array types. A plugin implements the methods named in
-  :data:`POINT_METHODS` (``filter``, ``score``, ...) for the points it serves.
+* **Extension points**: one protocol per point with the exact signature the runtime calls
+  (:class:`PreEnqueuePlugin`, :class:`QueueSortPlugin`, :class:`PreFilterPlugin`,
+  :class:`FilterPlugin`, :class:`PostFilterPlugin`, :class:`PreScorePlugin`,
+  :class:`ScorePlugin`, :class:`ReservePlugin`, :class:`PermitPlugin`,
+  :class:`PreBindPlugin`, :class:`BindPlugin`, :class:`PostBindPlugin`), and the optional
+  hooks (:class:`SortKeyHook`, :class:`FilterPodListsHook`, :class:`PreBindPreFlightHook`,
+  :class:`EnqueueExtensions`, :class:`WaitForActuationsHook`). A plugin implements the
+  methods named in :data:`POINT_METHODS` for the points its spec lists; registration
+  checks it.
+* **Their answers**: :class:`Status` and :class:`Code` (with :data:`SUCCESS` and
+  :data:`SKIP`), :class:`CycleState`, :class:`FilterResult`, :class:`PreFilterResult`,
+  :class:`PostFilterResult`, :class:`PermitDecision`, :class:`Diagnosis`,
+  :data:`MAX_NODE_SCORE`, and the array types.
 * **Registration**: :class:`PluginSpec` (name, factory, default arguments, validator or typed
   ``args`` schema), :class:`ConfigError`, :class:`Registry`.
 * **What a plugin sees**: the :class:`Handle` its factory receives, the
@@ -45,17 +56,36 @@ from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SKIP,
     SUCCESS,
+    BindPlugin,
     BoolArray,
     Code,
     CycleState,
     Diagnosis,
+    EnqueueExtensions,
+    FilterPlugin,
+    FilterPodListsHook,
     FilterResult,
     IntArray,
     NodeView,
+    PermitDecision,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
     PostFilterResult,
+    PreBindPlugin,
+    PreBindPreFlightHook,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
     PreFilterResult,
+    PreScorePlugin,
     QueuedPodLike,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+    SortKeyHook,
     Status,
+    WaitForActuationsHook,
 )
 from scheduler.framework.ports import BindOutcome, EvictionOutcome, Evictor
 from scheduler.framework.registry import POINT_METHODS, ConfigError, PluginSpec, Registry
@@ -108,7 +138,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "1.5"
+API_VERSION = "1.6"
 
 __all__ = [
     "ANN_BIND_COMPLETED",
@@ -131,6 +161,7 @@ __all__ = [
     "Action",
     "AffinityTerm",
     "BindOutcome",
+    "BindPlugin",
     "BoolArray",
     "CSIDriverInfo",
     "CSINodeInfo",
@@ -143,9 +174,12 @@ __all__ = [
     "CycleState",
     "Diagnosis",
     "DisruptionBudget",
+    "EnqueueExtensions",
     "EvictionOutcome",
     "Evictor",
     "ExtenderError",
+    "FilterPlugin",
+    "FilterPodListsHook",
     "FilterResult",
     "Handle",
     "HostPort",
@@ -158,15 +192,29 @@ __all__ = [
     "NodeSummary",
     "NodeTableView",
     "NodeView",
+    "PermitDecision",
+    "PermitPlugin",
+    "Plugin",
     "PluginSpec",
     "PodInfo",
+    "PostBindPlugin",
+    "PostFilterPlugin",
     "PostFilterResult",
+    "PreBindPlugin",
+    "PreBindPreFlightHook",
+    "PreEnqueuePlugin",
+    "PreFilterPlugin",
     "PreFilterResult",
+    "PreScorePlugin",
     "PreferredSchedulingTerm",
+    "QueueSortPlugin",
     "QueuedPodLike",
     "QueueingHint",
     "Registry",
+    "ReservePlugin",
     "Resource",
+    "ScorePlugin",
+    "SortKeyHook",
     "SpreadConstraint",
     "Status",
     "StorageCapacityInfo",
@@ -175,6 +223,7 @@ __all__ = [
     "Toleration",
     "Victims",
     "VolumeInfo",
+    "WaitForActuationsHook",
     "fit_error_message",
     "is_extended_resource_name",
     "is_scalar_resource",

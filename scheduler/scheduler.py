@@ -113,6 +113,9 @@ class ProfileHandle:
     def now(self) -> float:
         return self.scheduler.clock()
 
+    def wall_clock(self) -> float:
+        return self.scheduler.wall_clock()
+
     def sleep(self, seconds: float) -> None:
         self.scheduler.sleep(seconds)
 
@@ -180,6 +183,7 @@ class Scheduler:
         evictor: Evictor | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        wall_clock: Callable[[], float] = time.time,
         seed: int | None = None,
         binding_workers: int = 16,
         metrics: Metrics | None = None,
@@ -195,6 +199,7 @@ class Scheduler:
         self.evictor = evictor
         self.clock = clock
         self.sleep = sleep
+        self.wall_clock = wall_clock
         self.rng = np.random.default_rng(seed)
         self.cache = Cache(clock=clock)
         self.inbox = Inbox()

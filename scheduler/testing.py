@@ -9,7 +9,10 @@ points, or whole scheduling cycles, in memory. The scheduler's own plugin tests 
 
 from __future__ import annotations
 
+import functools
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +28,24 @@ from scheduler.cache.volume_objects import (
     STORAGE_CLASSES,
     VOLUMES,
 )
-from scheduler.cycle import schedule_one
+from scheduler.cycle import (
+    SchedulingError,
+    pre_filter_candidates,
+    prioritize,
+    record_rejections,
+    schedule_one,
+)
 from scheduler.framework.config import default_config, load_config_file, parse_config
 from scheduler.framework.events import CONFIG_MAP_DELETE, CONFIG_MAP_UPDATE
 from scheduler.framework.extender import Extender
-from scheduler.framework.interface import CycleState, FilterResult, NodeView
+from scheduler.framework.interface import CycleState, Diagnosis, FilterResult, NodeView
 from scheduler.framework.ports import NullPorts
-from scheduler.framework.registry import PluginSpec
+from scheduler.framework.registry import PluginSpec, Registry
+from scheduler.framework.runtime import Framework
 from scheduler.intake import Intake
 from scheduler.model.node import NodeSummary
 from scheduler.model.pod import PodInfo
-from scheduler.plugins.registry import default_registry
+from scheduler.plugins.registry import PLUGIN_MODULES, default_registry, installed_registry
 from scheduler.scheduler import Scheduler
 
 
@@ -51,15 +61,19 @@ def node(
     extra: Mapping[str, str] | None = None,
     images: Sequence[tuple[Sequence[str], int]] = (),
     zone: str | None = None,
+    annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     all_labels = {"kubernetes.io/hostname": name, **(labels or {})}
     if zone is not None:
         all_labels["topology.kubernetes.io/zone"] = zone
     allocatable = {"cpu": cpu, "memory": memory, "pods": str(pods), **(extra or {})}
+    meta: dict[str, Any] = {"name": name, "labels": all_labels, "uid": f"uid-{name}"}
+    if annotations:
+        meta["annotations"] = dict(annotations)
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "labels": all_labels, "uid": f"uid-{name}"},
+        "metadata": meta,
         "spec": {"taints": [dict(t) for t in taints], "unschedulable": unschedulable},
         "status": {
             "allocatable": allocatable,
@@ -109,6 +123,7 @@ def pod(
     nominated_node_name: str = "",
     uid: str | None = None,
     deletion_timestamp: str | None = None,
+    annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     body_spec: dict[str, Any] = {
         "schedulerName": scheduler_name,
@@ -136,6 +151,8 @@ def pod(
     }
     if deletion_timestamp:
         meta["deletionTimestamp"] = deletion_timestamp
+    if annotations:
+        meta["annotations"] = dict(annotations)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": body_spec,
             "status": body_status}
 
@@ -331,22 +348,45 @@ def summary(obj: Mapping[str, Any] | None) -> NodeSummary | None:
 
 # -- runners --------------------------------------------------------------------------------
 Objects = Iterable[Mapping[str, Any]]
+BUILTIN_NAMES = frozenset(module.SPEC.name for module in PLUGIN_MODULES)
+# The watch intake of each scheduler_of's scheduler: later events go through the same one,
+# which knows each object's previous version.
+_INTAKES: weakref.WeakKeyDictionary[Scheduler, Intake] = weakref.WeakKeyDictionary()
 
 
 ConfigMaps = Mapping[tuple[str, str], Mapping[str, str]]
 
 
-class ManualClock:
-    """A clock that moves only when told (backoffs in tests, never the wall clock)."""
+# 2026-01-01T00:00:00Z: where a ManualClock's wall clock starts unless told.
+WALL_CLOCK_START = 1_767_225_600.0
 
-    def __init__(self, now: float = 1_000.0) -> None:
+
+class ManualClock:
+    """The scheduler's clocks, moving only when told: ``now`` (monotonic seconds: backoffs,
+    ``Handle.now``) and ``wall`` (seconds since the epoch: ``Handle.wall_clock``).
+    ``advance`` moves both; ``set_wall`` sets the time of day (a float or an aware
+    datetime)."""
+
+    def __init__(self, now: float = 1_000.0, wall: float = WALL_CLOCK_START) -> None:
         self.now = now
+        self.wall = wall
 
     def __call__(self) -> float:
         return self.now
 
+    def wall_clock(self) -> float:
+        return self.wall
+
     def advance(self, seconds: float) -> None:
         self.now += seconds
+        self.wall += seconds
+
+    def set_wall(self, when: float | datetime) -> None:
+        if isinstance(when, datetime):
+            if when.tzinfo is None:
+                raise ValueError("set_wall takes an aware datetime (tzinfo=timezone.utc)")
+            when = when.timestamp()
+        self.wall = when
 
 
 def scheduler_of(
@@ -369,10 +409,16 @@ def scheduler_of(
     (change them later with :func:`set_config_map`). ``storage`` are PersistentVolumeClaims,
     PersistentVolumes, StorageClasses, CSINodes and CSIDrivers (see :func:`claim` and the
     builders beside it). The scheduler runs on ``clock``, a :class:`ManualClock` of its
-    own when not given: what waits on it (VolumeBinding's PreBind) advances it instead."""
-    registry = default_registry()
-    for spec in plugins:
-        registry.register(spec)
+    own when not given: what waits on it (VolumeBinding's PreBind) advances it instead.
+
+    The plugins are those the scheduler would load: the built-ins, the installed ones (the
+    ``secondary_scheduler.plugins`` entry points) and ``plugins``, which take the place of
+    an installed plugin of the same name. Objects of the wrong kind (a pod among ``nodes``)
+    are refused with a ValueError."""
+    nodes, pods = list(nodes), list(pods)  # read twice: checked, then fed
+    _check_kinds(nodes, "Node", "nodes")
+    _check_kinds(pods, "Pod", "pods")
+    registry = registry_of(plugins)
     if isinstance(config, str | Path):
         cfg = load_config_file(config, registry)
     else:
@@ -380,12 +426,12 @@ def scheduler_of(
     ports = NullPorts()
     clock = clock or ManualClock()
     s = Scheduler(cfg, registry, binder=ports, reporter=ports, seed=1, extenders=extenders,
-                  clock=clock, sleep=clock.advance, writer=ports)
+                  clock=clock, sleep=clock.advance, wall_clock=clock.wall_clock, writer=ports)
     s.submit_binding = lambda fn, *args: fn(*args)  # type: ignore[method-assign]
     for namespace, name in s.config_map_watches:
         data = (config_maps or {}).get((namespace, name))
         s.config_map_changed(namespace, name, data, CONFIG_MAP_UPDATE)
-    intake = Intake(s)
+    intake = _INTAKES[s] = Intake(s)
     for obj in storage:
         intake.on_volume_object(STORAGE_KINDS[obj["kind"]], None, obj)
     for obj in nodes:
@@ -396,6 +442,45 @@ def scheduler_of(
     return s, ports
 
 
+def registry_of(plugins: Iterable[PluginSpec] = ()) -> Registry:
+    """The plugins the scheduler would load (built-in and installed), with ``plugins`` in
+    the place of installed ones of the same name (a plugin's tests run their own spec)."""
+    given = {spec.name: spec for spec in plugins}
+    registry = default_registry()
+    for spec in _installed():
+        if spec.name not in given:
+            registry.register(spec)
+    for spec in given.values():
+        registry.register(spec)
+    return registry
+
+
+@functools.cache
+def _installed() -> tuple[PluginSpec, ...]:
+    """The installed (entry-point) plugins, loaded once as the app loads them."""
+    installed = installed_registry()
+    specs = (installed.get(name) for name in installed.names() if name not in BUILTIN_NAMES)
+    return tuple(spec for spec in specs if spec is not None)
+
+
+def _check_kinds(objects: Objects, kind: str, what: str) -> None:
+    """ValueError for an object of another kind than ``kind`` among ``objects``."""
+    for i, obj in enumerate(objects):
+        got = obj.get("kind") or _kind_by_shape(obj)
+        if got is not None and got != kind:
+            name = (obj.get("metadata") or {}).get("name", "?")
+            raise ValueError(f"{what}[{i}] is a {got} ({name!r}), not a {kind}")
+
+
+def _kind_by_shape(obj: Mapping[str, Any]) -> str | None:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    if "containers" in spec:
+        return "Pod"
+    if "allocatable" in status or "capacity" in status:
+        return "Node"
+    return None
+
+
 def run_cycles(s: Scheduler) -> int:
     """Scheduling cycles until no pod is ready to pop (backoffs are not waited for); returns
     how many ran."""
@@ -403,6 +488,15 @@ def run_cycles(s: Scheduler) -> int:
     while schedule_one(s, timeout=0):
         cycles += 1
     return cycles
+
+
+def set_node(s: Scheduler, obj: Mapping[str, Any]) -> None:
+    """A node is added or updated, as the watch would say it (``node(...)`` builds one): the
+    queue hears the event its changes make (a node's annotations alone:
+    ``Action.UPDATE_NODE_ANNOTATION``)."""
+    _check_kinds([obj], "Node", "obj")
+    _INTAKES[s].on_node(None, obj)
+    s.refresh()
 
 
 def set_config_map(
@@ -445,14 +539,33 @@ def _only(spec: PluginSpec, args: Mapping[str, Any] | None) -> dict[str, Any]:
     return {"profiles": [profile]}
 
 
-def _plugin_in(
+def _profile_of(
     spec: PluginSpec, args: Mapping[str, Any] | None, nodes: Objects, pods: Objects,
     config_maps: ConfigMaps | None, storage: Objects,
-) -> tuple[Scheduler, Any]:
+) -> tuple[Scheduler, Framework]:
+    """A scheduler whose one profile enables ``spec`` by multiPoint, as a configuration
+    would, beside the QueueSort and Bind every profile needs."""
     builtin = default_registry().get(spec.name) is not None
     s, _ = scheduler_of(_only(spec, args), plugins=() if builtin else (spec,),
                         nodes=nodes, pods=pods, config_maps=config_maps, storage=storage)
-    return s, s.profiles["secondary-scheduler"].instances[spec.name]
+    return s, s.profiles["secondary-scheduler"]
+
+
+def _filter(s: Scheduler, framework: Framework, state: CycleState, pod: PodInfo) -> Diagnosis:
+    """PreFilter and Filter on every node, as a cycle runs them (nominated pods counted):
+    the reasons of the nodes they rejected."""
+    snapshot = s.snapshot
+    diagnosis = Diagnosis(codes=np.zeros(snapshot.nodes.capacity, dtype=np.uint8),
+                          num_all_nodes=int(snapshot.order().size))
+    candidates = pre_filter_candidates(s, framework, state, pod, diagnosis)
+    if candidates is None or candidates.size == 0:
+        return diagnosis
+    view = NodeView.of(snapshot, candidates)
+    outcome = framework.run_filters_with_nominated(state, pod, view, s.queue.nominator.all())
+    if outcome.error is not None:
+        raise SchedulingError(outcome.error.message)
+    record_rejections(diagnosis, candidates, outcome, len(view))
+    return diagnosis
 
 
 def filter_nodes(
@@ -460,19 +573,17 @@ def filter_nodes(
     nodes: Sequence[Mapping[str, Any]], pods: Objects = (), config_maps: ConfigMaps | None = None,
     storage: Objects = (),
 ) -> dict[str, list[str]]:
-    """One Filter plugin (after its PreFilter, if it has one) on every node: the reasons per
-    node name, an empty list where the node passes."""
-    s, plugin = _plugin_in(spec, args, nodes, pods, config_maps, storage)
-    info = PodInfo.from_pod(dict(incoming))
-    state = CycleState()
-    if callable(getattr(plugin, "pre_filter", None)):
-        _, status = plugin.pre_filter(state, info, s.snapshot)
-        if status.is_skip():
-            return {n["metadata"]["name"]: [] for n in nodes}
-        if status.is_rejected():
-            return {n["metadata"]["name"]: list(status.reasons) for n in nodes}
-    view = full_view(s.snapshot)
-    return rejected_reasons(plugin.filter(state, info, view), view.names())
+    """One plugin's PreFilter and Filter on every node, run by a profile that enables it
+    (only the points its spec lists): the reasons per node name, an empty list where the
+    node passes. A PreFilter rejection is every node's reason."""
+    s, framework = _profile_of(spec, args, nodes, pods, config_maps, storage)
+    diagnosis = _filter(s, framework, CycleState(), PodInfo.from_pod(dict(incoming)))
+    names = s.snapshot.nodes.names
+    out: dict[str, list[str]] = {n["metadata"]["name"]: [] for n in nodes}
+    for rows, reason, _ in diagnosis.reasons:
+        for row in rows.tolist():
+            out[names[row]].append(reason)
+    return out
 
 
 def score_nodes(
@@ -480,21 +591,17 @@ def score_nodes(
     nodes: Sequence[Mapping[str, Any]], pods: Objects = (), config_maps: ConfigMaps | None = None,
     storage: Objects = (),
 ) -> dict[str, int]:
-    """One Score plugin (PreScore, Score, NormalizeScore) on every node: the normalised score
-    per node name, before the profile's weight. A plugin that also filters runs PreFilter and
-    Filter first, as a cycle would (its scores may read what they found)."""
-    s, plugin = _plugin_in(spec, args, nodes, pods, config_maps, storage)
+    """One plugin's PreScore, Score and NormalizeScore, run by a profile that enables it
+    (only the points its spec lists), on every node, whether its Filter passed it or not:
+    the normalised score per node name, before the profile's weight; 0 everywhere when its
+    PreScore says Skip. PreFilter and Filter run first, as in a cycle (scores may read what
+    they found). What a cycle would fail on (an Error, a score out of range) raises
+    SchedulingError."""
+    s, framework = _profile_of(spec, args, nodes, pods, config_maps, storage)
     info = PodInfo.from_pod(dict(incoming))
     state = CycleState()
+    _filter(s, framework, state, info)
     view = full_view(s.snapshot)
-    if callable(getattr(plugin, "filter", None)):
-        skipped = False
-        if callable(getattr(plugin, "pre_filter", None)):
-            skipped = plugin.pre_filter(state, info, s.snapshot)[1].is_skip()
-        if not skipped:
-            plugin.filter(state, info, view)
-    if callable(getattr(plugin, "pre_score", None)) and plugin.pre_score(
-            state, info, view).is_skip():
-        return dict.fromkeys(view.names(), 0)
-    scores = plugin.normalize(state, info, plugin.score(state, info, view))
+    _, per_plugin = prioritize(framework, state, info, view)
+    scores = per_plugin.get(spec.name, np.zeros(len(view), dtype=np.int64))
     return {name: int(score) for name, score in zip(view.names(), scores, strict=True)}

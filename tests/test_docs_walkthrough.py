@@ -1,5 +1,7 @@
-"""docs/writing-a-plugin.md walks a newcomer through a plugin: its code blocks are run here,
-so the page cannot drift from the API it teaches."""
+"""docs/writing-a-plugin.md walks a newcomer through a package of two plugins: its Python code
+blocks (each starting ``# <module>.py``) are written out and every test they define is run
+here, and its table of extension points is checked against the contract the scheduler
+enforces, so the page cannot drift from the API it teaches."""
 
 from __future__ import annotations
 
@@ -10,26 +12,47 @@ from pathlib import Path
 
 import pytest
 
+from scheduler.framework.points import PLUGIN_HOOKS, POINTS
+
 DOC = Path(__file__).resolve().parents[1] / "docs" / "writing-a-plugin.md"
 
 
-def block(first_line: str) -> str:
+def modules() -> dict[str, str]:
+    """The page's Python blocks, by the module name their first line gives."""
+    out: dict[str, str] = {}
     for code in re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S):
-        if code.startswith(first_line):
-            return str(code)
-    raise AssertionError(f"no python block starting with {first_line!r} in {DOC}")
+        first = re.match(r"# (\w+)\.py\n", code)
+        assert first is not None, f"a python block without its file name: {code[:60]!r}"
+        out[first.group(1)] = code
+    return out
 
 
-def test_the_walkthrough_plugin_and_its_tests_run(
+def test_the_walkthrough_plugins_and_their_tests_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "maintenance_filter.py").write_text(block("# maintenance_filter.py"))
-    (tmp_path / "test_maintenance_filter.py").write_text(block("# test_maintenance_filter.py"))
+    blocks = modules()
+    assert {"maintenance_filter", "team_packing"} <= blocks.keys()
+    for name, code in blocks.items():
+        (tmp_path / f"{name}.py").write_text(code)
+        monkeypatch.delitem(sys.modules, name, raising=False)
     monkeypatch.syspath_prepend(str(tmp_path))
-    for name in ("maintenance_filter", "test_maintenance_filter"):
-        sys.modules.pop(name, None)
-    tests = importlib.import_module("test_maintenance_filter")
-    ran = [name for name in dir(tests) if name.startswith("test_")]
-    for name in ran:
-        getattr(tests, name)()
-    assert len(ran) == 2
+    ran = []
+    for name in sorted(n for n in blocks if n.startswith("test_")):
+        tests = importlib.import_module(name)
+        for test in sorted(t for t in dir(tests) if t.startswith("test_")):
+            getattr(tests, test)()
+            ran.append(f"{name}.{test}")
+    assert len(ran) == 7, ran
+
+
+def test_the_page_shows_every_point_and_hook_with_its_signature() -> None:
+    text = DOC.read_text().replace("\\|", "|")
+    for point in POINTS:
+        row = f"| `{point.name}` | `{point.protocol.__name__}` | `{point.call.signature}`"
+        assert row in text, row
+        for hook in point.required:
+            assert f"`{hook.signature}`" in text, hook.signature
+        for hook, protocol in point.optional:
+            assert f"| `{hook.signature}` | `{protocol.__name__}` |" in text, hook.signature
+    for hook, protocol in PLUGIN_HOOKS:
+        assert f"| `{hook.signature}` | `{protocol.__name__}` |" in text, hook.signature

@@ -9,10 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
-from scheduler.framework.interface import Code, Status
+from scheduler.framework.events import (
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from scheduler.framework.interface import Code, CycleState, FilterResult, NodeView, Status
 from scheduler.intake import ADDED, DELETED, MODIFIED, NAMESPACES, PDBS, PRIORITY_CLASSES
+from scheduler.model.node import NodeSummary
+from scheduler.model.pod import PodInfo
 from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
 from scheduler.testing import namespace, node, pod
 from tests.test_cycle import NO_PREEMPTION, FakePermit, Harness, only
@@ -276,6 +286,53 @@ def test_a_node_update_moves_only_the_pods_it_may_help(
     h.intake.on_node(MODIFIED, updated)
     assert (h.where("needs-cpu") in MOVED) is cpu_pod_moves
     assert (h.where("needs-ssd") in MOVED) is affinity_pod_moves
+
+
+class AnnotationGate:
+    """Refuses nodes annotated ``example.com/closed``; only that annotation going away can
+    help, which its hint reads from the nodes' annotations."""
+
+    name = "AnnotationGate"
+    KEY = "example.com/closed"
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> FilterResult:
+        raw = nodes.snapshot.nodes.raw
+        closed = np.asarray([self.KEY in (raw[row]["metadata"].get("annotations") or {})
+                             for row in nodes.idx.tolist()], dtype=np.bool_)
+        result = FilterResult.all_pass(len(nodes))
+        result.reject(closed, Code.UNSCHEDULABLE, "node(s) are closed")
+        return result
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [ClusterEventWithHint(
+            ClusterEvent(Resource.NODE, Action.UPDATE_NODE_ANNOTATION), self._reopened)]
+
+    def _reopened(self, pod: PodInfo, old: NodeSummary, new: NodeSummary) -> QueueingHint:
+        reopened = self.KEY in old.annotations and self.KEY not in new.annotations
+        return QueueingHint.QUEUE if reopened else QueueingHint.SKIP
+
+
+@pytest.mark.parametrize(
+    ("annotations", "labels", "moves"),
+    [
+        pytest.param({}, {}, True, id="the annotation removed moves the pod"),
+        pytest.param({AnnotationGate.KEY: "yes", "other": "x"}, {}, False,
+                     id="another annotation changing is an event its hint skips"),
+        pytest.param({AnnotationGate.KEY: "yes"}, {"team": "x"}, False,
+                     id="a label changing is no annotation event"),
+    ],
+)
+def test_a_node_update_of_annotations_alone_is_its_own_event(
+    annotations: dict[str, str], labels: dict[str, str], moves: bool
+) -> None:
+    """Upstream's UpdateNodeAnnotation (NodeSchedulingPropertiesChange,
+    pkg/scheduler/framework/events.go): an update that changes only a node's annotations
+    reaches the plugins registered for it, with the annotations in old and new."""
+    h = Harness(only(AnnotationGate()), plugins=[AnnotationGate()])
+    h.nodes(node("n1", annotations={AnnotationGate.KEY: "yes"}))
+    parked(h, "p")
+    h.intake.on_node(MODIFIED, node("n1", annotations=annotations, labels=labels))
+    assert (h.where("p") in MOVED) is moves
 
 
 def test_a_new_node_moves_the_pods_it_may_help() -> None:

@@ -46,9 +46,21 @@ def decode_args(schema: type[T], raw: Mapping[str, Any], path: str) -> T:
     problems = getattr(value, "problems", None)
     if callable(problems):
         for name, problem in typing.cast(Iterable[tuple[str, str]], problems()):
-            bad = getattr(value, name, None)
-            raise ConfigError(f"{path}.{camel(name)}: Invalid value: {_plain(bad)!r}: {problem}")
+            field = _field_named(schema, name, path)
+            bad = getattr(value, field)
+            raise ConfigError(f"{path}.{camel(field)}: Invalid value: {_plain(bad)!r}: {problem}")
     return value
+
+
+def _field_named(schema: type, name: str, path: str) -> str:
+    """The field ``problems()`` names, as the dataclass (``due_value``) or the configuration
+    (``dueValue``) spells it; a name that is neither is the schema's bug, said as such."""
+    fields = {f.name for f in dataclasses.fields(typing.cast(Any, schema))}
+    by_camel = {camel(f): f for f in fields}
+    if name in fields or name in by_camel:
+        return name if name in fields else by_camel[name]
+    raise ConfigError(f"{path}: {schema.__name__}.problems() names {name!r}, which is not "
+                      f"one of its fields ({', '.join(sorted(fields))})")
 
 
 def _decode_dataclass(schema: type[T], raw: Any, path: str) -> T:

@@ -41,6 +41,8 @@ class Action(enum.Flag):
     UPDATE_NODE_LABEL = enum.auto()
     UPDATE_NODE_TAINT = enum.auto()
     UPDATE_NODE_CONDITION = enum.auto()
+    # API 1.6, upstream's UpdateNodeAnnotation: a node update that changes its annotations.
+    UPDATE_NODE_ANNOTATION = enum.auto()
     UPDATE_POD_LABEL = enum.auto()
     UPDATE_POD_SCALE_DOWN = enum.auto()
     UPDATE_POD_TOLERATION = enum.auto()
@@ -51,6 +53,7 @@ class Action(enum.Flag):
         | UPDATE_NODE_LABEL
         | UPDATE_NODE_TAINT
         | UPDATE_NODE_CONDITION
+        | UPDATE_NODE_ANNOTATION
         | UPDATE_POD_LABEL
         | UPDATE_POD_SCALE_DOWN
         | UPDATE_POD_TOLERATION

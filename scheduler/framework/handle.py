@@ -84,7 +84,13 @@ class Handle(Protocol):
         ...
 
     def now(self) -> float:
-        """The scheduler's clock (monotonic seconds; a manual clock in tests)."""
+        """The scheduler's clock (monotonic seconds; a manual clock in tests): for intervals."""
+        ...
+
+    def wall_clock(self) -> float:
+        """The time of day, as seconds since the epoch (``time.time()``; settable in tests):
+        for comparing with times written in API objects, such as a maintenance window in a
+        node's annotation (API 1.6). ``datetime.fromtimestamp(t, timezone.utc)`` reads it."""
         ...
 
     def sleep(self, seconds: float) -> None:

@@ -276,6 +276,10 @@ class FilterResult:
 
 @runtime_checkable
 class Plugin(Protocol):
+    """What every plugin is: an object with a ``name``, the one its PluginSpec registers.
+    Each extension point it serves is a method below (the point's protocol), listed in its
+    spec's ``points``; the runtime calls exactly these signatures."""
+
     name: str
 
 
@@ -288,11 +292,19 @@ class PreEnqueuePlugin(Plugin, Protocol):
 
 
 class QueueSortPlugin(Plugin, Protocol):
-    """Orders the activeQ (upstream's QueueSort). It may also offer ``sort_key(pod)``, a
-    value compared with ``<`` that orders pods exactly as ``less`` does (API 1.3): the queue
-    then compares keys computed once per pod instead of calling ``less`` a dozen times a pop."""
+    """Orders the activeQ (upstream's QueueSort): whether ``a`` pops before ``b``. Exactly one
+    per scheduler; every profile must name the same one. May also offer
+    :class:`SortKeyHook`."""
 
     def less(self, a: QueuedPodLike, b: QueuedPodLike) -> bool: ...
+
+
+class SortKeyHook(Protocol):
+    """Optional hook of a QueueSort plugin (API 1.3): ``sort_key(pod)``, a value compared with
+    ``<`` that orders pods exactly as ``less`` does. The queue then compares keys computed
+    once per pod instead of calling ``less`` a dozen times a pop."""
+
+    def sort_key(self, pod: QueuedPodLike) -> Any: ...
 
 
 class QueuedPodLike(Protocol):
@@ -313,16 +325,37 @@ class PreFilterResult:
 
 
 class PreFilterPlugin(Plugin, Protocol):
+    """Runs once per cycle before Filter (upstream's PreFilter): computes what Filter will
+    read (``state.write``), may restrict the nodes (a :class:`PreFilterResult`), and answers
+    with a Status: Success; Skip (this plugin's Filter does not run this cycle);
+    Unschedulable or UnschedulableAndUnresolvable (the pod fits nowhere); Error."""
+
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot
     ) -> tuple[PreFilterResult | None, Status]: ...
 
 
 class FilterPlugin(Plugin, Protocol):
+    """Whether the pod may run on each node of a batch (upstream's Filter, once per node):
+    a code per row and its reasons. Runs only on the rows every earlier Filter let through.
+    May also declare :class:`FilterPodListsHook`."""
+
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> FilterResult: ...
 
 
+class FilterPodListsHook(Protocol):
+    """Optional hook of a Filter plugin: ``filter_reads_pod_lists``, a class attribute
+    (``bool``), says whether ``filter`` reads a view's hypothetical pods (``added``,
+    ``removed``, ``delta_rows``). False lets nominated pods and preemption's dry runs skip
+    building those lists for it; a plugin that does not say is assumed to read them."""
+
+    filter_reads_pod_lists: bool
+
+
 class PostFilterPlugin(Plugin, Protocol):
+    """Runs when no node fits (upstream's PostFilter; DefaultPreemption is one): Success with
+    a nominated node ends the search; Unschedulable lets the next one try."""
+
     def post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status]: ...
@@ -336,22 +369,36 @@ class PostFilterResult:
 
 
 class PreScorePlugin(Plugin, Protocol):
+    """Runs once per cycle before Score, on the feasible nodes (upstream's PreScore): the
+    place to compute what ``score`` reads (``state.write``). Skip leaves this plugin's Score
+    out of the cycle; anything else but Success fails the cycle."""
+
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> Status: ...
 
 
 class ScorePlugin(Plugin, Protocol):
+    """Ranks the feasible nodes (upstream's Score and ScoreExtensions): ``score`` gives a raw
+    int64 per row, ``normalize`` maps the batch's raw scores to [0, MAX_NODE_SCORE]; the
+    profile's weight multiplies the result."""
+
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> IntArray: ...
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
-        """Return scores in [0, MAX_NODE_SCORE]; identity for plugins that need none."""
-        ...
+        """Optional: the identity by default. A plugin without it (upstream: ScoreExtensions
+        returning nil) must score in [0, MAX_NODE_SCORE] itself."""
+        return scores
 
 
 class ReservePlugin(Plugin, Protocol):
+    """Runs once the node is chosen, before Permit (upstream's Reserve): keeps what the
+    plugin tracks per node in step with the assumed pod. A failure unreserves every Reserve
+    plugin in reverse order."""
+
     def reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
 
     def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
-        """Must be idempotent: it may run after a partial or failed Reserve."""
+        """Required with ``reserve``. Must be idempotent: it may run after a partial or
+        failed Reserve, or when a later point fails."""
         ...
 
 
@@ -362,16 +409,26 @@ class PermitDecision:
 
 
 class PermitPlugin(Plugin, Protocol):
+    """The last word before binding (upstream's Permit): Success, a rejection, or Wait with
+    a timeout (capped at 15 minutes) until ``Handle.waiting_pods`` allows or rejects it."""
+
     def permit(self, state: CycleState, pod: PodInfo, node: str) -> PermitDecision: ...
 
 
 class PreBindPlugin(Plugin, Protocol):
-    """May also offer ``pre_bind_pre_flight(state, pod, node) -> Status`` (upstream's
-    PreBindPreFlight): Success when its PreBind has work for this pod, Skip when it has none
+    """Runs in the binding cycle, before Bind (upstream's PreBind): API calls the pod needs
+    first (VolumeBinding binds its claims). May also offer :class:`PreBindPreFlightHook`."""
+
+    def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
+
+
+class PreBindPreFlightHook(Protocol):
+    """Optional hook of a PreBind plugin (upstream's PreBindPreFlight), called in the
+    scheduling cycle: Success when its PreBind has work for this pod, Skip when it has none
     (its PreBind then does not run), Error to fail the binding. Without it, PreBind always
     runs."""
 
-    def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
 
 
 class BindPlugin(Plugin, Protocol):
@@ -383,13 +440,26 @@ class BindPlugin(Plugin, Protocol):
 
 
 class PostBindPlugin(Plugin, Protocol):
+    """Informational, once the pod is bound (upstream's PostBind); what it raises is logged."""
+
     def post_bind(self, state: CycleState, pod: PodInfo, node: str) -> None: ...
 
 
 class EnqueueExtensions(Plugin, Protocol):
-    """Plugins that reject pods say which cluster events may make those pods schedulable."""
+    """Optional hook of any plugin that can reject a pod (upstream's EnqueueExtensions): the
+    cluster events that may make the pods it rejected schedulable, each with an optional
+    queueing hint ``(pod, old, new) -> QueueingHint``. A rejecting plugin without it has its
+    pods retried on every event."""
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]: ...
+
+
+class WaitForActuationsHook(Protocol):
+    """Optional hook of any plugin that starts work outside the cycle (DefaultPreemption's
+    evictions): the scheduler's orderly stop calls ``wait_for_actuations(timeout)`` and
+    expects True once that work has ended, False on timeout."""
+
+    def wait_for_actuations(self, timeout: float | None = None) -> bool: ...
 
 
 @dataclass

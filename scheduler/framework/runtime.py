@@ -427,8 +427,13 @@ class Framework:
                 raw = plugin.score(state, pod, view)
             except Exception as exc:
                 raise PluginError("Score", plugin.name, exc) from exc
+            # Optional (upstream: ScoreExtensions may be nil): the raw scores then stand.
+            normalize = getattr(plugin, "normalize", None)
+            if normalize is None:
+                scored.append(raw)
+                continue
             try:
-                scored.append(plugin.normalize(state, pod, raw))
+                scored.append(normalize(state, pod, raw))
             except Exception as exc:
                 raise PluginError("NormalizeScore", plugin.name, exc) from exc
         if not scored:

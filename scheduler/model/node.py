@@ -18,6 +18,8 @@ class NodeSummary:
     taints: tuple[Taint, ...]
     allocatable: Mapping[str, int]
     unschedulable: bool
+    # API 1.6: a change of these alone is its own event (Action.UPDATE_NODE_ANNOTATION).
+    annotations: Mapping[str, str]
 
     @classmethod
     def from_object(cls, obj: Mapping[str, Any]) -> NodeSummary:
@@ -30,4 +32,5 @@ class NodeSummary:
             taints=parse_taints(obj),
             allocatable=node_allocatable(obj),
             unschedulable=bool((obj.get("spec") or {}).get("unschedulable", False)),
+            annotations=dict(meta.get("annotations") or {}),
         )

@@ -35,6 +35,7 @@ from scheduler.plugin_api import (
     NodeView,
     PluginSpec,
     PodInfo,
+    ScorePlugin,
     label_key_error,
 )
 
@@ -55,7 +56,7 @@ class NodePriceArgs:
             yield "key", why
 
 
-class NodePrice:
+class NodePrice(ScorePlugin):
     name = NAME
 
     def __init__(self, args: NodePriceArgs, handle: Handle) -> None:

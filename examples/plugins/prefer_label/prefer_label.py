@@ -31,6 +31,7 @@ from scheduler.plugin_api import (
     NodeView,
     PluginSpec,
     PodInfo,
+    ScorePlugin,
     label_key_error,
 )
 
@@ -50,7 +51,9 @@ class PreferLabelArgs:
             yield "label", why
 
 
-class PreferLabel:
+class PreferLabel(ScorePlugin):
+    """No ``normalize``: the protocol's, the identity, stands (scores are 0 or 100)."""
+
     name = NAME
 
     def __init__(self, args: PreferLabelArgs, handle: Handle) -> None:
@@ -71,9 +74,6 @@ class PreferLabel:
         for row in table.index.values():
             mask[row] = table.labels[row].get(self.label) == self.value
         return mask
-
-    def normalize(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
-        return scores
 
 
 SPEC = PluginSpec(name=NAME, factory=PreferLabel, args=PreferLabelArgs,

@@ -45,12 +45,16 @@ from scheduler.plugin_api import (
     ClusterSnapshot,
     Code,
     CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
+    FilterPodListsHook,
     FilterResult,
     Handle,
     IntArray,
     NodeView,
     PluginSpec,
     PodInfo,
+    PreFilterPlugin,
     PreFilterResult,
     QueueingHint,
     Resource,
@@ -87,7 +91,7 @@ class _Quota:
     pods_per_zone: IntArray
 
 
-class TeamZoneCap:
+class TeamZoneCap(PreFilterPlugin, FilterPlugin, FilterPodListsHook, EnqueueExtensions):
     name = NAME
     # Filter reads the hypothetical pods of a NodeView row (preemption's dry runs).
     filter_reads_pod_lists = True
