@@ -9,7 +9,9 @@ signature or a protocol incompatibly, is a new major version; adding names is a 
 1.2 added ``Handle.avoided_nodes``; 1.3 an optional ``sort_key`` of QueueSort plugins; 1.4
 ``NodeTableView.row_generation`` and ``NodeView.as_in_table``, for plugins that keep what they
 computed of a node between cycles; 1.5 ``NodeTableView.change_mark`` and
-``rows_changed_since``, which rows changed since a plugin last looked.
+``rows_changed_since``, which rows changed since a plugin last looked; 1.6 the Dynamic
+Resource Allocation objects (``ResourceClaim``, ``ResourceSlice``...) and the DRA CEL
+environment (``SelectorCache``).
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
@@ -62,6 +64,29 @@ from scheduler.framework.registry import POINT_METHODS, ConfigError, PluginSpec,
 from scheduler.framework.snapshot import ClusterSnapshot, NodeTableView
 from scheduler.metrics import Metrics
 from scheduler.model.disruption import DisruptionBudget
+from scheduler.model.dra import (
+    ALL,
+    ALLOCATION_RESULTS_MAX_SIZE,
+    TAINT_NO_EXECUTE,
+    TAINT_NO_SCHEDULE,
+    AllocationConfiguration,
+    AllocationResult,
+    CapacityRequestPolicy,
+    CounterSet,
+    Device,
+    DeviceAttribute,
+    DeviceCapacity,
+    DeviceClass,
+    DeviceConstraint,
+    DeviceRequest,
+    DeviceRequestAllocationResult,
+    DeviceSubRequest,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+from scheduler.model.dra_cel import CELError, DeviceInput, SelectorCache, enhance_runtime_error
 from scheduler.model.errors import InvalidSpecError
 from scheduler.model.node import NodeSummary
 from scheduler.model.pod import (
@@ -87,6 +112,7 @@ from scheduler.model.selectors import (
     NodeSelector,
     NodeSelectorTerm,
     PreferredSchedulingTerm,
+    Requirement,
     parse_node_selector,
     parse_node_selector_term,
     parse_preferred_terms,
@@ -108,9 +134,11 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "1.5"
+API_VERSION = "1.6"
 
 __all__ = [
+    "ALL",
+    "ALLOCATION_RESULTS_MAX_SIZE",
     "ANN_BIND_COMPLETED",
     "ANN_BOUND_BY_CONTROLLER",
     "ANN_SELECTED_NODE",
@@ -127,20 +155,37 @@ __all__ = [
     "READ_WRITE_ONCE_POD",
     "SKIP",
     "SUCCESS",
+    "TAINT_NO_EXECUTE",
+    "TAINT_NO_SCHEDULE",
     "ZONE_KEYS",
     "Action",
     "AffinityTerm",
+    "AllocationConfiguration",
+    "AllocationResult",
     "BindOutcome",
     "BoolArray",
+    "CELError",
     "CSIDriverInfo",
     "CSINodeInfo",
+    "CapacityRequestPolicy",
     "ClaimInfo",
     "ClusterEvent",
     "ClusterEventWithHint",
     "ClusterSnapshot",
     "Code",
     "ConfigError",
+    "CounterSet",
     "CycleState",
+    "Device",
+    "DeviceAttribute",
+    "DeviceCapacity",
+    "DeviceClass",
+    "DeviceConstraint",
+    "DeviceInput",
+    "DeviceRequest",
+    "DeviceRequestAllocationResult",
+    "DeviceSubRequest",
+    "DeviceTaintRule",
     "Diagnosis",
     "DisruptionBudget",
     "EvictionOutcome",
@@ -166,7 +211,12 @@ __all__ = [
     "QueuedPodLike",
     "QueueingHint",
     "Registry",
+    "Requirement",
     "Resource",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+    "ResourceSlice",
+    "SelectorCache",
     "SpreadConstraint",
     "Status",
     "StorageCapacityInfo",
@@ -175,6 +225,7 @@ __all__ = [
     "Toleration",
     "Victims",
     "VolumeInfo",
+    "enhance_runtime_error",
     "fit_error_message",
     "is_extended_resource_name",
     "is_scalar_resource",
