@@ -26,6 +26,7 @@ from scheduler.plugins.dynamic_resources.allocator import (
 from tests.plugins.dynamic_resources.builders import Case
 from tests.plugins.dynamic_resources.cases_core import CASES as CORE
 from tests.plugins.dynamic_resources.cases_more import CASES as MORE
+from tests.plugins.dynamic_resources.cases_prioritized import CASES as PRIORITIZED
 
 FIXED_SHARE_ID = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 
@@ -65,7 +66,7 @@ def run_case(case: Case) -> None:
     assert [_canonical(r) for r in got] == [_canonical(r) for r in want]
 
 
-CASES = {**CORE, **MORE}
+CASES = {**CORE, **MORE, **PRIORITIZED}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
