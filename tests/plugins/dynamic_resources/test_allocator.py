@@ -27,6 +27,7 @@ from tests.plugins.dynamic_resources.builders import Case
 from tests.plugins.dynamic_resources.cases_core import CASES as CORE
 from tests.plugins.dynamic_resources.cases_more import CASES as MORE
 from tests.plugins.dynamic_resources.cases_prioritized import CASES as PRIORITIZED
+from tests.plugins.dynamic_resources.cases_sharing import CASES as SHARING
 from tests.plugins.dynamic_resources.cases_taints import CASES as TAINTS
 
 FIXED_SHARE_ID = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
@@ -67,7 +68,7 @@ def run_case(case: Case) -> None:
     assert [_canonical(r) for r in got] == [_canonical(r) for r in want]
 
 
-CASES = {**CORE, **MORE, **PRIORITIZED, **TAINTS}
+CASES = {**CORE, **MORE, **PRIORITIZED, **TAINTS, **SHARING}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
