@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -333,6 +333,21 @@ class DeviceInput:
     attributes: Mapping[str, Mapping[str, Any]]
     capacity: Mapping[str, Mapping[str, Any]]
     error: str | None = None
+    # Converting the device into CEL values costs more than evaluating a selector, so each
+    # conversion (per set of domains the selectors look up) is kept with the device.
+    _activations: dict[tuple[frozenset[str], frozenset[str]], Any] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def activation(
+        self, attribute_domains: frozenset[str], capacity_domains: frozenset[str]
+    ) -> Any:
+        key = (attribute_domains, capacity_domains)
+        found = self._activations.get(key)
+        if found is None:
+            found = _ENV.Activation(data=self.data(attribute_domains, capacity_domains))
+            self._activations[key] = found
+        return found
 
     def data(
         self, attribute_domains: frozenset[str], capacity_domains: frozenset[str]
@@ -376,8 +391,9 @@ class CompiledSelector:
         """``CompilationResult.DeviceMatches``; a runtime error raises ``CELError``."""
         if device.error is not None:
             raise CELError(device.error)
-        data = device.data(self._attribute_domains, self._capacity_domains)
-        result = self._program.eval(data=data)
+        result = self._program.eval(
+            device.activation(self._attribute_domains, self._capacity_domains)
+        )
         kind = result.type().name()
         if kind == "ERROR":
             raise CELError(_cel_go_message(str(result.value())))
