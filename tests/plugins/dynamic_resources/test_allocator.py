@@ -26,6 +26,7 @@ from scheduler.plugins.dynamic_resources.allocator import (
 from tests.plugins.dynamic_resources.builders import Case
 from tests.plugins.dynamic_resources.cases_core import CASES as CORE
 from tests.plugins.dynamic_resources.cases_more import CASES as MORE
+from tests.plugins.dynamic_resources.cases_partitionable import CASES as PARTITIONABLE
 from tests.plugins.dynamic_resources.cases_pools import CASES as POOLS
 from tests.plugins.dynamic_resources.cases_prioritized import CASES as PRIORITIZED
 from tests.plugins.dynamic_resources.cases_sharing import CASES as SHARING
@@ -69,7 +70,7 @@ def run_case(case: Case) -> None:
     assert [_canonical(r) for r in got] == [_canonical(r) for r in want]
 
 
-CASES = {**CORE, **MORE, **PRIORITIZED, **TAINTS, **SHARING, **POOLS}
+CASES = {**CORE, **MORE, **PRIORITIZED, **TAINTS, **SHARING, **POOLS, **PARTITIONABLE}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
