@@ -184,7 +184,11 @@ class Allocator:
         pools = gather_pools(slices, node_name, labels, self.all_slices)
         run = _Run(self, node_name, labels, claims, pools)
         run.prepare()
-        if not run.allocate_one(0, 0, 0, 0, False, (0, 0, 0)):
+        try:
+            done = run.allocate_one(0, 0, 0, 0, False, (0, 0, 0))
+        except _MaxSizeExceededError as err:
+            raise AllocationError("allocation max size exceeded") from err
+        if not done:
             if any(p.invalid for p in pools):
                 raise FailedOnNodeError("invalid resource pools were encountered")
             return None

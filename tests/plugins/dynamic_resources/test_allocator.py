@@ -14,6 +14,8 @@ import pytest
 from scheduler.model.dra import (
     AllocationResult,
     DeviceClass,
+    DeviceTaint,
+    DeviceTaintRule,
     ResourceClaim,
     ResourceSlice,
 )
@@ -22,8 +24,32 @@ from scheduler.plugins.dynamic_resources.allocator import (
     AllocatedState,
     AllocationError,
     Allocator,
+    apply_taint_rules,
 )
-from tests.plugins.dynamic_resources.builders import Case
+from tests.plugins.dynamic_resources.builders import (
+    CLAIM0,
+    CLASS_A,
+    DEVICE1,
+    DEVICE2,
+    DRIVER_A,
+    NODE1,
+    POOL1,
+    REGION1,
+    REQ0,
+    SLICE1,
+    TAINT_KEY,
+    TAINT_NO_SCHEDULE,
+    TAINT_VALUE,
+    Case,
+    claim,
+    claim_with_request,
+    device,
+    device_class,
+    node,
+    request,
+    slice_with_devices,
+    slice_with_one_device,
+)
 from tests.plugins.dynamic_resources.cases_core import CASES as CORE
 from tests.plugins.dynamic_resources.cases_more import CASES as MORE
 from tests.plugins.dynamic_resources.cases_partitionable import CASES as PARTITIONABLE
@@ -76,3 +102,55 @@ CASES = {**CORE, **MORE, **PRIORITIZED, **TAINTS, **SHARING, **POOLS, **PARTITIO
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_allocator(name: str) -> None:
     run_case(CASES[name])
+
+
+def test_device_taint_rules_taint_the_devices_they_select() -> None:
+    """The slice tracker's ``applyPatches``: a rule's taint is added to the devices its
+    selector names; a rule without a selector names none."""
+    slices = [ResourceSlice.parse(slice_with_devices(
+        SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1), device(DEVICE2)))]
+    rules = [
+        DeviceTaintRule.parse({"metadata": {"name": "r1"}, "spec": {
+            "deviceSelector": {"driver": DRIVER_A, "device": DEVICE1},
+            "taint": TAINT_NO_SCHEDULE}}),
+        DeviceTaintRule.parse({"metadata": {"name": "r2"}, "spec": {"taint": TAINT_NO_SCHEDULE}}),
+    ]
+    tainted = apply_taint_rules(slices, rules)
+    assert [d.taints for d in tainted[0].devices] == [
+        (DeviceTaint(TAINT_KEY, TAINT_VALUE, "NoSchedule"),), ()]
+    assert apply_taint_rules(slices, []) == slices
+    claims = [ResourceClaim.parse(claim_with_request(CLAIM0, REQ0, CLASS_A))]
+    classes = {CLASS_A: DeviceClass.parse(device_class(CLASS_A, DRIVER_A))}
+    allocator = Allocator(AllocatedState(), classes, tainted, SelectorCache())
+    got = allocator.allocate(*node(NODE1, REGION1), claims)
+    assert got is not None and [r.device for r in got[0].results] == [DEVICE2]
+
+
+def test_devices_allocated_or_in_flight_are_not_given_twice() -> None:
+    """``AllocatedState``: devices of allocated claims and of Reserve'd (in-flight) claims."""
+    slices = [ResourceSlice.parse(slice_with_devices(
+        SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1), device(DEVICE2)))]
+    classes = {CLASS_A: DeviceClass.parse(device_class(CLASS_A, DRIVER_A))}
+    claims = [ResourceClaim.parse(claim(CLAIM0, request(REQ0, CLASS_A, 2)))]
+    free = Allocator(AllocatedState(), classes, slices, SelectorCache())
+    assert free.allocate(*node(NODE1, REGION1), claims) is not None
+    one_taken = AllocatedState(devices=frozenset({(DRIVER_A, POOL1, DEVICE2)}))
+    busy = Allocator(one_taken, classes, slices, SelectorCache())
+    assert busy.allocate(*node(NODE1, REGION1), claims) is None
+
+
+def test_a_runtime_cel_error_names_the_class_selector_and_device() -> None:
+    """``selectorsMatch``: a runtime error aborts the attempt, upstream's wording."""
+    slices = [ResourceSlice.parse(slice_with_one_device(SLICE1, NODE1, POOL1, DRIVER_A))]
+    bad = device_class(CLASS_A, DRIVER_A)
+    bad["spec"]["selectors"] = [{"cel": {"expression": f'device.attributes["{DRIVER_A}"].gpu'}}]
+    classes = {CLASS_A: DeviceClass.parse(bad)}
+    claims = [ResourceClaim.parse(claim_with_request(CLAIM0, REQ0, CLASS_A))]
+    allocator = Allocator(AllocatedState(), classes, slices, SelectorCache())
+    with pytest.raises(AllocationError) as err:
+        allocator.allocate(*node(NODE1, REGION1), claims)
+    assert str(err.value) == (
+        "class class-a: selector #0 on device driver-a/pool-1/device-1: CEL runtime error: "
+        "no such key: gpu. consider using CEL optional chaining (.? followed by orValue()) "
+        "or guarding the check with has() for optional fields"
+    )
