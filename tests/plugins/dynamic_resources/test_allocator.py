@@ -51,6 +51,7 @@ from tests.plugins.dynamic_resources.builders import (
     slice_with_one_device,
 )
 from tests.plugins.dynamic_resources.cases_core import CASES as CORE
+from tests.plugins.dynamic_resources.cases_mode_all import CASES as MODE_ALL
 from tests.plugins.dynamic_resources.cases_more import CASES as MORE
 from tests.plugins.dynamic_resources.cases_partitionable import CASES as PARTITIONABLE
 from tests.plugins.dynamic_resources.cases_pools import CASES as POOLS
@@ -96,7 +97,9 @@ def run_case(case: Case) -> None:
     assert [_canonical(r) for r in got] == [_canonical(r) for r in want]
 
 
-CASES = {**CORE, **MORE, **PRIORITIZED, **TAINTS, **SHARING, **POOLS, **PARTITIONABLE}
+CASE_FILES = (CORE, MORE, PRIORITIZED, TAINTS, SHARING, POOLS, PARTITIONABLE, MODE_ALL)
+CASES = {name: case for cases in CASE_FILES for name, case in cases.items()}
+assert len(CASES) == sum(map(len, CASE_FILES)), "a case name is used twice"
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
