@@ -315,10 +315,20 @@ class _Run:
             for s in pool.slices:
                 for device in s.devices:
                     candidate = _Candidate((s.driver, s.pool, device.name), device, s, pool)
-                    if self._selectable(key, data, candidate) and cap.fits(
-                        {}, data.request.capacity_requests, device.capacity, {}
+                    if self._selectable(key, data, candidate) and self._fits_alone(
+                        data.request, device, where
                     ):
                         yield candidate
+
+    @staticmethod
+    def _fits_alone(request: DeviceSubRequest, device: Device, where: str) -> bool:
+        """The static capacity check of mode All (nothing allocated counts)."""
+        try:
+            return cap.fits({}, request.capacity_requests, device.capacity, {})
+        except cap.CapacityError as err:
+            raise AllocationError(
+                f"{where}: checking capacity for device {device.name}: {err}"
+            ) from err
 
     # --- the search --------------------------------------------------------------------
 
@@ -406,7 +416,7 @@ class _Run:
                 continue
             if not self._selectable((ci, ri, si), data, candidate):
                 continue
-            if not self._capacity_fits(data.request, candidate):
+            if not self._capacity_fits(ci, data.request, candidate, "checking"):
                 continue
             undo = self._allocate_device(ci, ri, si, candidate, must=False)
             if undo is None:
@@ -434,14 +444,23 @@ class _Run:
             or device_id in self.allocating_capacity
         )
 
-    def _capacity_fits(self, request: DeviceSubRequest, candidate: _Candidate) -> bool:
+    def _capacity_fits(
+        self, ci: int, request: DeviceSubRequest, candidate: _Candidate, verb: str
+    ) -> bool:
+        """``CmpRequestOverCapacity`` with what is allocated and what this call allocates."""
         device_id = candidate.device_id
-        return cap.fits(
-            self.a.allocated.aggregated_capacity.get(device_id, {}),
-            request.capacity_requests,
-            candidate.device.capacity,
-            self.allocating_capacity.get(device_id, {}),
-        )
+        try:
+            return cap.fits(
+                self.a.allocated.aggregated_capacity.get(device_id, {}),
+                request.capacity_requests,
+                candidate.device.capacity,
+                self.allocating_capacity.get(device_id, {}),
+            )
+        except cap.CapacityError as err:
+            raise AllocationError(
+                f"claim {claim_ref(self.claims[ci])}, request {request.name}: {verb} capacity "
+                f"for device {device_id_str(device_id)}: {err}"
+            ) from err
 
     def _allocate_device(
         self, ci: int, ri: int, si: int, candidate: _Candidate, must: bool
@@ -485,7 +504,12 @@ class _Run:
         if not shareable:
             self.allocating.setdefault(device_id, set()).add(ci)
             undo.append(lambda: self.allocating[device_id].discard(ci))
-        if not self._capacity_fits(request, candidate):
+        try:
+            fits = self._capacity_fits(ci, request, candidate, "rechecking")
+        except AllocationError:
+            rollback()
+            raise
+        if not fits:
             rollback()
             return None
         if shareable:

@@ -12,8 +12,22 @@ from collections.abc import Mapping
 from scheduler.plugin_api import CapacityRequestPolicy, DeviceCapacity
 
 NANO = 10**9
+INT64_MAX = 2**63 - 1
+NOT_REPRESENTABLE = "capacity request cannot be represented in the device's range arithmetic"
 
 Capacities = dict[str, int]
+
+
+class CapacityError(Exception):
+    """A capacity request the range arithmetic cannot handle, or a negative one: upstream
+    aborts the allocation (an error), it does not skip the device."""
+
+
+def _text(nanos: int) -> str:
+    """The quantity as ``Quantity.String`` prints a whole or milli value."""
+    if nanos % NANO == 0:
+        return str(nanos // NANO)
+    return f"{-(-nanos // 10**6)}m"
 
 
 def _ceil_units(nanos: int) -> int:
@@ -28,9 +42,16 @@ def _round_up_range(requested: int, policy: CapacityRequestPolicy) -> int:
         return policy.valid_range_min
     if policy.valid_range_step is None:
         return requested
+    if requested > INT64_MAX * NANO:
+        raise CapacityError(f"{NOT_REPRESENTABLE}: request {_text(requested)} exceeds MaxInt64")
     req, step = _ceil_units(requested), _ceil_units(policy.valid_range_step)
     low = _ceil_units(policy.valid_range_min)
     steps = -(-(req - low) // step)
+    if low >= 0 and steps > (INT64_MAX - low) // step:
+        raise CapacityError(
+            f"{NOT_REPRESENTABLE}: rounding request {_text(requested)} up to the next step "
+            "passes MaxInt64"
+        )
     return (low + step * steps) * NANO
 
 
@@ -71,10 +92,13 @@ def consumed_capacity(
     requests: Mapping[str, int] | None, capacities: Mapping[str, DeviceCapacity]
 ) -> Capacities:
     """``GetConsumedCapacityFromRequest``: per capacity of the device, what the request takes."""
-    return {
-        name: consumed_for(None if requests is None else requests.get(name), cap)
-        for name, cap in capacities.items()
-    }
+    consumed = {}
+    for name, cap in capacities.items():
+        try:
+            consumed[name] = consumed_for(None if requests is None else requests.get(name), cap)
+        except CapacityError as err:
+            raise CapacityError(f'capacity "{name}": {err}') from err
+    return consumed
 
 
 def fits(
@@ -86,11 +110,13 @@ def fits(
     """``CmpRequestOverCapacity``: the request fits next to what is allocated and allocating."""
     if requests and any(name not in capacities for name in requests):
         return False
+    consumed = consumed_capacity(requests, capacities)
+    for name, value in consumed.items():
+        if value < 0:
+            raise CapacityError(f'capacity "{name}": capacity value is negative')
     for name, cap in capacities.items():
-        consumed = consumed_for(None if requests is None else requests.get(name), cap)
-        if violates_policy(consumed, cap.request_policy):
+        if violates_policy(consumed[name], cap.request_policy):
             return False
-        total = allocated.get(name, 0) + consumed + allocating.get(name, 0)
-        if total > cap.value:
+        if allocated.get(name, 0) + consumed[name] + allocating.get(name, 0) > cap.value:
             return False
     return True

@@ -50,6 +50,7 @@ from tests.plugins.dynamic_resources.builders import (
     slice_with_devices,
     slice_with_one_device,
 )
+from tests.plugins.dynamic_resources.cases_capacity import CASES as CAPACITY
 from tests.plugins.dynamic_resources.cases_core import CASES as CORE
 from tests.plugins.dynamic_resources.cases_mode_all import CASES as MODE_ALL
 from tests.plugins.dynamic_resources.cases_more import CASES as MORE
@@ -97,7 +98,8 @@ def run_case(case: Case) -> None:
     assert [_canonical(r) for r in got] == [_canonical(r) for r in want]
 
 
-CASE_FILES = (CORE, MORE, PRIORITIZED, TAINTS, SHARING, POOLS, PARTITIONABLE, MODE_ALL)
+CASE_FILES = (CORE, MORE, PRIORITIZED, TAINTS, SHARING, POOLS, PARTITIONABLE, MODE_ALL,
+              CAPACITY)
 CASES = {name: case for cases in CASE_FILES for name, case in cases.items()}
 assert len(CASES) == sum(map(len, CASE_FILES)), "a case name is used twice"
 
