@@ -516,8 +516,9 @@ class _Run:
             consumed = cap.consumed_capacity(request.capacity_requests, device.capacity)
             result.share_id = self.a.new_share_id()
             result.consumed = consumed or None
+            existed = device_id in self.allocating_capacity
             self._add_allocating_capacity(device_id, consumed)
-            undo.append(lambda: self._remove_allocating_capacity(device_id, consumed))
+            undo.append(partial(self._remove_allocating_capacity, device_id, consumed, existed))
         self.results[ci].append(result)
         undo.append(partial(self._drop_last_result, ci))
         return rollback
@@ -530,7 +531,12 @@ class _Run:
         for name, value in consumed.items():
             entry[name] = entry.get(name, 0) + value
 
-    def _remove_allocating_capacity(self, device_id: DeviceID, consumed: Mapping[str, int]) -> None:
+    def _remove_allocating_capacity(
+        self, device_id: DeviceID, consumed: Mapping[str, int], existed: bool
+    ) -> None:
+        """``ConsumedCapacityCollection.Remove``, which drops an emptied entry; an entry that
+        existed before this share is kept, empty, because it marks the device's counters
+        as already charged (``deviceCapacityInUse``)."""
         entry = self.allocating_capacity.get(device_id)
         if entry is None:
             return
@@ -539,6 +545,8 @@ class _Run:
                 entry[name] -= value
         if all(v == 0 for v in entry.values()):
             del self.allocating_capacity[device_id]
+            if existed:
+                self.allocating_capacity[device_id] = {}
 
     def _selectable(self, key: RequestKey, data: _RequestData, candidate: _Candidate) -> bool:
         """``isSelectable``: class selectors, request selectors, per-device node selection."""

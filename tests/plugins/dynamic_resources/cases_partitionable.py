@@ -20,10 +20,13 @@ from tests.plugins.dynamic_resources.builders import (
     POOL1,
     REQ0,
     REQ1,
+    REQ2,
     SLICE1,
     SLICE2,
     SLICE3,
     STRING_ATTRIBUTE,
+    SUB_REQ0,
+    SUB_REQ1,
     TAINT_NO_SCHEDULE,
     Case,
     Expect,
@@ -35,9 +38,11 @@ from tests.plugins.dynamic_resources.builders import (
     local_node_selector,
     match_attribute,
     request,
+    request_with_prioritized_list,
     resource_pool,
     slice_with_counter_sets,
     slice_with_devices,
+    sub_request,
 )
 from tests.plugins.dynamic_resources.builders import device_allocation_result as dar
 
@@ -117,3 +122,104 @@ CASES: dict[str, Case] = {
                                 dar(REQ0, DRIVER_A, POOL1, DEVICE3)])],
     ),
 }
+
+
+FIXED = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+CAP0 = "capacity-0"
+N = 10**9
+
+
+def kind(value: str) -> str:
+    return f'device.attributes["{DRIVER_A}"].kind == "{value}"'
+
+
+def attrs(**values: str) -> dict[str, Any]:
+    return {k: {"string": v} for k, v in values.items()}
+
+
+def memory_device(name: str, size: str) -> dict[str, Any]:
+    """``device(name, fromCounters, nil).withDeviceCounterConsumption(memory)``."""
+    return consuming(name, COUNTER_SET1, {"memory": size}, capacity={"memory": size})
+
+
+def memory_at_least(size: str) -> str:
+    return f'device.capacity["{DRIVER_A}"].memory.compareTo(quantity("{size}")) >= 0'
+
+
+MEMORY_POOL = [pool2(SLICE1, DRIVER_A, memory_device(DEVICE1, "4Gi"),
+                     memory_device(DEVICE2, "6Gi"), memory_device(DEVICE3, "4Gi")),
+               counters(SLICE2, DRIVER_A, COUNTER_SET1, {"memory": "8Gi"})]
+
+CASES.update({
+    "partitionable-consumable-capacity-backtrack-releases-counter": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1, kind("shared")),
+                      request(REQ1, CLASS_A, 1, kind("counteronly")))],
+        classes=A,
+        slices=[pool2(SLICE1, DRIVER_A,
+                      consuming(DEVICE1, COUNTER_SET1, {"c": "1"}, attributes=attrs(kind="shared"),
+                                allowMultipleAllocations=True),
+                      device(DEVICE2, None, attrs(kind="shared")),
+                      consuming(DEVICE3, COUNTER_SET1, {"c": "1"},
+                                attributes=attrs(kind="counteronly"))),
+                counters(SLICE2, DRIVER_A, COUNTER_SET1, {"c": "1"})],
+        expect=[Expect(LOCAL1, [dar(REQ0, DRIVER_A, POOL1, DEVICE2),
+                                dar(REQ1, DRIVER_A, POOL1, DEVICE3)])],
+    ),
+    "consumable-capacity-rejection-rolls-back-constraints": Case(
+        claims=[
+            claim(CLAIM0, request(REQ0, CLASS_A, 1, f'device.attributes["{DRIVER_A}"]'
+                                  '.stringAttribute == "cap"', capacity={"requests": {CAP0: "2"}})),
+            claim(CLAIM1, request_with_prioritized_list(
+                REQ0,
+                sub_request(SUB_REQ0, CLASS_A, 1, f'device.attributes["{DRIVER_A}"]'
+                            '.stringAttribute == "cap"', allocationMode="All",
+                            capacity={"requests": {CAP0: "2"}}),
+                sub_request(SUB_REQ1, CLASS_A, 1, f'device.attributes["{DRIVER_A}"]'
+                            '.stringAttribute == "fb"')),
+                constraints=[match_attribute(STRING_ATTRIBUTE)]),
+        ],
+        classes=A,
+        slices=[slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A,
+                                   device(DEVICE1, {CAP0: "2"}, attrs(stringAttribute="cap"),
+                                          allowMultipleAllocations=True),
+                                   device(DEVICE2, None, attrs(stringAttribute="fb")))],
+        expect=[Expect(LOCAL1, [dar(REQ0, DRIVER_A, POOL1, DEVICE1, share_id=FIXED,
+                                    consumed_capacity={CAP0: 2 * N})]),
+                Expect(LOCAL1, [dar(f"{REQ0}/{SUB_REQ1}", DRIVER_A, POOL1, DEVICE2)])],
+    ),
+    "partitionable-empty-capacity-multiple-share-backtrack-keeps-counter-ownership": Case(
+        claims=[
+            claim(CLAIM0, request(REQ0, CLASS_A, 1, kind("shared"))),
+            claim(CLAIM1, request(REQ1, CLASS_A, 1, f"{kind('shared')} || {kind('fallback')}"),
+                  request(REQ2, CLASS_A, 1, kind("gate")),
+                  request("req-3", CLASS_A, 1, kind("shared")),
+                  constraints=[match_attribute(STRING_ATTRIBUTE, REQ1, REQ2)]),
+        ],
+        classes=A,
+        slices=[pool2(SLICE1, DRIVER_A,
+                      consuming(DEVICE1, COUNTER_SET1, {"c": "1"},
+                                attributes=attrs(kind="shared", stringAttribute="red"),
+                                allowMultipleAllocations=True),
+                      device(DEVICE2, None, attrs(kind="fallback", stringAttribute="blue")),
+                      device(DEVICE3, None, attrs(kind="gate", stringAttribute="blue"))),
+                counters(SLICE2, DRIVER_A, COUNTER_SET1, {"c": "1"})],
+        expect=[Expect(LOCAL1, [dar(REQ0, DRIVER_A, POOL1, DEVICE1, share_id=FIXED)]),
+                Expect(LOCAL1, [dar(REQ1, DRIVER_A, POOL1, DEVICE2),
+                                dar(REQ2, DRIVER_A, POOL1, DEVICE3),
+                                dar("req-3", DRIVER_A, POOL1, DEVICE1, share_id=FIXED)])],
+    ),
+    "partitionable-devices-prioritized-list": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1), request_with_prioritized_list(
+            REQ1, sub_request(SUB_REQ0, CLASS_A, 1, memory_at_least("6Gi")),
+            sub_request(SUB_REQ1, CLASS_A, 1, memory_at_least("4Gi"))))],
+        classes=A, slices=MEMORY_POOL,
+        expect=[Expect(LOCAL1, [dar(REQ0, DRIVER_A, POOL1, DEVICE1),
+                                dar(f"{REQ1}/{SUB_REQ1}", DRIVER_A, POOL1, DEVICE3)])],
+    ),
+    "partitionable-devices-multiple-devices": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1))],
+        classes=A, slices=MEMORY_POOL,
+        expect=[Expect(LOCAL1, [dar(REQ0, DRIVER_A, POOL1, DEVICE1),
+                                dar(REQ1, DRIVER_A, POOL1, DEVICE3)])],
+    ),
+})
