@@ -223,3 +223,94 @@ CASES.update({
                                 dar(REQ1, DRIVER_A, POOL1, DEVICE3)])],
     ),
 })
+
+
+def multi(name: str, *consumptions: tuple[str, dict[str, str]]) -> dict[str, Any]:
+    """``device(name, fromCounters, nil).withDeviceCounterConsumption(...)``."""
+    return device(name, {k: v for _, c in consumptions for k, v in c.items()}, None,
+                  consumesCounters=[counter_consumption(s, c) for s, c in consumptions])
+
+
+def counter_sets(name: str, pool: Any, *sets: tuple[str, dict[str, str]]) -> dict[str, Any]:
+    return slice_with_counter_sets(name, NODE1, pool, DRIVER_A,
+                                   *(counter_set(s, c) for s, c in sets))
+
+
+CASES.update({
+    "partitionable-devices-multiple-capacity-pools": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1), request_with_prioritized_list(
+            REQ1, sub_request(SUB_REQ0, CLASS_A, 1, memory_at_least("6Gi")),
+            sub_request(SUB_REQ1, CLASS_A, 1, memory_at_least("4Gi"))))],
+        classes=A,
+        slices=[pool2(SLICE1, DRIVER_A, *(
+                    multi(name, (COUNTER_SET1, {"memory": mem}), (COUNTER_SET2, {"cpus": cpus}))
+                    for name, mem, cpus in [(DEVICE1, "4Gi", "4"), (DEVICE2, "6Gi", "6"),
+                                            (DEVICE3, "4Gi", "4")])),
+                counter_sets(SLICE2, resource_pool(POOL1, 2), (COUNTER_SET1, {"memory": "18Gi"}),
+                             (COUNTER_SET2, {"cpus": "8"}))],
+        expect=[Expect(LOCAL1, [dar(REQ0, DRIVER_A, POOL1, DEVICE1),
+                                dar(f"{REQ1}/{SUB_REQ1}", DRIVER_A, POOL1, DEVICE3)])],
+    ),
+    "partitionable-devices-multiple-counters": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1))],
+        classes=A,
+        slices=[pool2(SLICE1, DRIVER_A, *(
+                    multi(name, (COUNTER_SET1, {"memory": m1, "cpus": c1}),
+                          (COUNTER_SET2, {"cpus": c2, "memory": m2}))
+                    for name, m1, c1, c2, m2 in [(DEVICE1, "4Gi", "6", "4", "2Gi"),
+                                                 (DEVICE2, "6Gi", "4", "6", "6Gi"),
+                                                 (DEVICE3, "4Gi", "4", "4", "4Gi")])),
+                counter_sets(SLICE2, resource_pool(POOL1, 2),
+                             (COUNTER_SET1, {"cpus": "8", "memory": "18Gi"}),
+                             (COUNTER_SET2, {"cpus": "12", "memory": "18Gi"}))],
+        expect=[Expect(LOCAL1, [dar(REQ0, DRIVER_A, POOL1, DEVICE2),
+                                dar(REQ1, DRIVER_A, POOL1, DEVICE3)])],
+    ),
+    "partitionable-devices-multiple-pools": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1), request(REQ1, CLASS_A, 1))],
+        classes=A,
+        allocated=[(DRIVER_A, POOL1, DEVICE2), (DRIVER_A, POOL1, DEVICE3),
+                   (DRIVER_A, "pool-2", DEVICE1)],
+        slices=[
+            pool2(SLICE1, DRIVER_A, *(
+                multi(name, (COUNTER_SET1, {"cpus": cpus, "memory": mem}))
+                for name, cpus, mem in [(DEVICE1, "6", "4Gi"), (DEVICE2, "4", "6Gi"),
+                                        (DEVICE3, "4", "4Gi")])),
+            counter_sets(SLICE2, resource_pool(POOL1, 2),
+                         (COUNTER_SET1, {"cpus": "8", "memory": "18Gi"})),
+            slice_with_devices(SLICE3, NODE1, resource_pool("pool-2", 2), DRIVER_A, *(
+                multi(name, (COUNTER_SET1, {"cpus": cpus, "memory": mem}))
+                for name, cpus, mem in [(DEVICE1, "6", "4Gi"), (DEVICE2, "1", "7Gi"),
+                                        (DEVICE3, "1", "7Gi")])),
+            counter_sets(SLICE4, resource_pool("pool-2", 2),
+                         (COUNTER_SET1, {"cpus": "8", "memory": "18Gi"})),
+        ],
+        expect=[Expect(LOCAL1, [dar(REQ0, DRIVER_A, "pool-2", DEVICE2),
+                                dar(REQ1, DRIVER_A, "pool-2", DEVICE3)])],
+    ),
+    "partitionable-devices-unused-counters-in-counter-set": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 2))], classes=A,
+        slices=[pool2(SLICE1, DRIVER_A, consuming(DEVICE1, COUNTER_SET1, {"memory": "5Gi"}),
+                      consuming(DEVICE2, COUNTER_SET1, {"memory": "4Gi"}),
+                      consuming(DEVICE3, COUNTER_SET1, {"memory": "4Gi"})),
+                counters(SLICE2, DRIVER_A, COUNTER_SET1, {"memory": "8Gi", "unused": "1Gi"})],
+        expect=[Expect(LOCAL1, [dar(REQ0, DRIVER_A, POOL1, DEVICE2),
+                                dar(REQ0, DRIVER_A, POOL1, DEVICE3)])],
+    ),
+    "partitionable-devices-no-capacity-available": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1))], classes=A,
+        allocated=[(DRIVER_A, POOL1, DEVICE2)],
+        slices=[slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A,
+                                   multi(DEVICE1, (COUNTER_SET1, {"memory": "4Gi"})),
+                                   multi(DEVICE2, (COUNTER_SET1, {"memory": "16Gi"}))),
+                counter_sets(SLICE2, POOL1, (COUNTER_SET1, {"memory": "18Gi"}))],
+    ),
+    "partitionable-devices-overallocated-capacity-pool": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1))], classes=A,
+        allocated=[(DRIVER_A, POOL1, DEVICE2)],
+        slices=[slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A,
+                                   multi(DEVICE1, (COUNTER_SET1, {"memory": "4Gi"})),
+                                   multi(DEVICE2, (COUNTER_SET1, {"memory": "20Gi"}))),
+                counter_sets(SLICE2, POOL1, (COUNTER_SET1, {"memory": "18Gi"}))],
+    ),
+})
