@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.plugins.dynamic_resources.builders import (
+    ALL_NODES,
     CLAIM0,
     CLAIM1,
     CLASS_A,
@@ -17,7 +18,11 @@ from tests.plugins.dynamic_resources.builders import (
     DRIVER_A,
     DRIVER_B,
     NODE1,
+    NODE2,
+    PER_DEVICE,
     POOL1,
+    REGION1,
+    REGION_KEY,
     REQ0,
     REQ1,
     REQ2,
@@ -35,8 +40,10 @@ from tests.plugins.dynamic_resources.builders import (
     counter_set,
     device,
     device_class,
+    label_selector,
     local_node_selector,
     match_attribute,
+    node_label_selector,
     request,
     request_with_prioritized_list,
     resource_pool,
@@ -312,5 +319,67 @@ CASES.update({
                                    multi(DEVICE1, (COUNTER_SET1, {"memory": "4Gi"})),
                                    multi(DEVICE2, (COUNTER_SET1, {"memory": "20Gi"}))),
                 counter_sets(SLICE2, POOL1, (COUNTER_SET1, {"memory": "18Gi"}))],
+    ),
+})
+
+
+def on_node(d: dict[str, Any], selection: Any) -> dict[str, Any]:
+    """``withNodeSelection``: a node name, ``nodeSelectionAll`` or a node selector."""
+    if isinstance(selection, dict):
+        return dict(d, nodeSelector=selection)
+    if selection == ALL_NODES:
+        return dict(d, allNodes=True)
+    return dict(d, nodeName=selection)
+
+
+def per_device(name: str, pool: Any, *devices: dict[str, Any]) -> dict[str, Any]:
+    return slice_with_devices(name, PER_DEVICE, pool, DRIVER_A, *devices)
+
+
+PER_DEVICE_COUNTERS = slice_with_counter_sets(SLICE2, PER_DEVICE, resource_pool(POOL1, 2),
+                                              DRIVER_A, counter_set(COUNTER_SET1,
+                                                                    {"memory": "18Gi"}))
+REGION1_SELECTOR = node_label_selector(REGION_KEY, REGION1)
+
+CASES.update({
+    "partitionable-devices-per-device-node-selection-nodename": Case(
+        claims=[claim(CLAIM0, request_with_prioritized_list(
+            REQ0, sub_request(SUB_REQ0, CLASS_A, 1, memory_at_least("6Gi")),
+            sub_request(SUB_REQ1, CLASS_A, 1, memory_at_least("4Gi"))))],
+        classes=A,
+        slices=[per_device(SLICE1, resource_pool(POOL1, 2),
+                           on_node(multi(DEVICE1, (COUNTER_SET1, {"memory": "4Gi"})), NODE1),
+                           on_node(multi(DEVICE2, (COUNTER_SET1, {"memory": "6Gi"})), NODE2)),
+                PER_DEVICE_COUNTERS],
+        expect=[Expect(LOCAL1, [dar(f"{REQ0}/{SUB_REQ1}", DRIVER_A, POOL1, DEVICE1)])],
+    ),
+    "partitionable-devices-per-device-node-selection-node-selector": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1))], classes=A,
+        slices=[per_device(SLICE1, resource_pool(POOL1, 2), on_node(
+                    multi(DEVICE1, (COUNTER_SET1, {"memory": "4Gi"})), REGION1_SELECTOR)),
+                PER_DEVICE_COUNTERS],
+        expect=[Expect(label_selector((REGION_KEY, REGION1)),
+                       [dar(REQ0, DRIVER_A, POOL1, DEVICE1)])],
+    ),
+    "partitionable-devices-per-device-node-selection-node-selector-multiple-devices": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 3), request(REQ1, CLASS_B, 3))],
+        classes=AB,
+        slices=[
+            per_device(SLICE1, resource_pool(POOL1, 2),
+                       on_node(multi(DEVICE1, (COUNTER_SET1, {"memory": "4Gi"})),
+                               REGION1_SELECTOR),
+                       on_node(multi(DEVICE2, (COUNTER_SET1, {"memory": "4Gi"})), NODE1),
+                       on_node(multi(DEVICE3, (COUNTER_SET1, {"memory": "4Gi"})), ALL_NODES)),
+            PER_DEVICE_COUNTERS,
+            slice_with_devices(SLICE3, NODE1, resource_pool("pool-2", 2), DRIVER_B, *(
+                multi(name, (COUNTER_SET2, {"memory": "4Gi"}))
+                for name in (DEVICE1, DEVICE2, DEVICE3))),
+            slice_with_counter_sets(SLICE4, NODE1, resource_pool("pool-2", 2), DRIVER_B,
+                                    counter_set(COUNTER_SET2, {"memory": "12Gi"})),
+        ],
+        expect=[Expect(local_node_selector(NODE1), [
+            dar(REQ0, DRIVER_A, POOL1, DEVICE1), dar(REQ0, DRIVER_A, POOL1, DEVICE2),
+            dar(REQ0, DRIVER_A, POOL1, DEVICE3), dar(REQ1, DRIVER_B, "pool-2", DEVICE1),
+            dar(REQ1, DRIVER_B, "pool-2", DEVICE2), dar(REQ1, DRIVER_B, "pool-2", DEVICE3)])],
     ),
 })
