@@ -327,3 +327,10 @@ CASES.update({
                 consumed_capacity={CAP0: N, CAP1: 2 * N})])],
     ),
 })
+
+CASES["consumable-capacity-fractional-range-gate-disabled"] = Case(
+    claims=[claim(CLAIM0, cap_request(REQ0, CLASS_A, "200m"))], classes=multi_class(),
+    slices=one_slice(shareable(DEVICE1, **{CAP0: {"value": "1", "requestPolicy": {
+        "default": "200m", "validRange": {"min": "200m", "step": "100m", "max": "1"}}}})),
+    expect=[Expect(LOCAL1, [share(REQ0, DEVICE1, N)])],
+)

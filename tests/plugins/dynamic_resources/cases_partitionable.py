@@ -43,6 +43,7 @@ from tests.plugins.dynamic_resources.builders import (
     label_selector,
     local_node_selector,
     match_attribute,
+    node,
     node_label_selector,
     request,
     request_with_prioritized_list,
@@ -381,5 +382,36 @@ CASES.update({
             dar(REQ0, DRIVER_A, POOL1, DEVICE1), dar(REQ0, DRIVER_A, POOL1, DEVICE2),
             dar(REQ0, DRIVER_A, POOL1, DEVICE3), dar(REQ1, DRIVER_B, "pool-2", DEVICE1),
             dar(REQ1, DRIVER_B, "pool-2", DEVICE2), dar(REQ1, DRIVER_B, "pool-2", DEVICE3)])],
+    ),
+})
+
+
+def pool3(name: str, node_name: str, *devices: dict[str, Any]) -> dict[str, Any]:
+    return slice_with_devices(name, node_name, resource_pool(POOL1, 3), DRIVER_A, *devices)
+
+
+COUNTERS_ON_NODE1 = slice_with_counter_sets(SLICE1, NODE1, resource_pool(POOL1, 3), DRIVER_A,
+                                            counter_set(COUNTER_SET1, {"memory": "8Gi"}))
+
+CASES.update({
+    "partitionable-devices-devices-on-different-nodes-consume-same-counter-set": Case(
+        claims=[claim(CLAIM0, request_with_prioritized_list(
+            REQ0, sub_request(SUB_REQ0, CLASS_A, 1, memory_at_least("6Gi")),
+            sub_request(SUB_REQ1, CLASS_A, 1, memory_at_least("2Gi"))))],
+        classes=A, allocated=[(DRIVER_A, POOL1, DEVICE3)],
+        slices=[COUNTERS_ON_NODE1,
+                pool3(SLICE2, NODE1, multi(DEVICE1, (COUNTER_SET1, {"memory": "6Gi"})),
+                      multi(DEVICE2, (COUNTER_SET1, {"memory": "2Gi"}))),
+                pool3(SLICE3, NODE2, consuming(DEVICE3, COUNTER_SET1, {"memory": "6Gi"}))],
+        expect=[Expect(LOCAL1, [dar(f"{REQ0}/{SUB_REQ1}", DRIVER_A, POOL1, DEVICE2)])],
+    ),
+    "partitionable-devices-devices-consume-counter-set-in-different-nodes": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1))], classes=A,
+        allocated=[(DRIVER_A, POOL1, DEVICE1)], node=node(NODE2, REGION1),
+        slices=[COUNTERS_ON_NODE1,
+                pool3(SLICE2, NODE1, multi(DEVICE1, (COUNTER_SET1, {"memory": "6Gi"}))),
+                pool3(SLICE3, NODE2, multi(DEVICE2, (COUNTER_SET1, {"memory": "6Gi"})),
+                      multi(DEVICE3, (COUNTER_SET1, {"memory": "2Gi"})))],
+        expect=[Expect(local_node_selector(NODE2), [dar(REQ0, DRIVER_A, POOL1, DEVICE3)])],
     ),
 })
