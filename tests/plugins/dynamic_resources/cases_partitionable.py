@@ -51,6 +51,7 @@ from tests.plugins.dynamic_resources.builders import (
     slice_with_counter_sets,
     slice_with_devices,
     sub_request,
+    with_tolerations,
 )
 from tests.plugins.dynamic_resources.builders import device_allocation_result as dar
 
@@ -413,5 +414,79 @@ CASES.update({
                 pool3(SLICE3, NODE2, multi(DEVICE2, (COUNTER_SET1, {"memory": "6Gi"})),
                       multi(DEVICE3, (COUNTER_SET1, {"memory": "2Gi"})))],
         expect=[Expect(local_node_selector(NODE2), [dar(REQ0, DRIVER_A, POOL1, DEVICE3)])],
+    ),
+})
+
+
+def bound(d: dict[str, Any], conditions: list[str], failures: list[str]) -> dict[str, Any]:
+    return dict(d, bindingConditions=conditions, bindingFailureConditions=failures)
+
+
+def bc(dev: str, conditions: tuple[str, ...] = (), failures: tuple[str, ...] = (),
+       *tolerations: dict[str, Any]) -> Any:
+    return dar(REQ0, DRIVER_A, POOL1, dev, False, *tolerations, binding_conditions=conditions,
+               binding_failure_conditions=failures)
+
+
+KEY1_TAINT = {"key": "key1", "value": "value1", "effect": "NoSchedule"}
+KEY1_TOLERATION = {"operator": "Exists", "key": "key1", "effect": "NoSchedule"}
+MEM8 = counters(SLICE2, DRIVER_A, COUNTER_SET1, {"memory": "8Gi"})
+
+
+def mem(name: str, size: str, set_name: str = COUNTER_SET1) -> dict[str, Any]:
+    return multi(name, (set_name, {"memory": size}))
+
+
+TAINTED_BOUND = [bound(dict(mem(DEVICE1, "4Gi"), taints=[KEY1_TAINT]), ["IsPrepare"],
+                       ["BindingFailed"]), mem(DEVICE2, "4Gi")]
+
+CASES.update({
+    "partitionable-devices-with-binding-conditions": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 1))], classes=A,
+        slices=[pool2(SLICE1, DRIVER_A, bound(mem(DEVICE1, "4Gi"), ["IsPrepare"],
+                                              ["BindingFailed"])), MEM8],
+        expect=[Expect(LOCAL1, [bc(DEVICE1, ("IsPrepare",), ("BindingFailed",))])],
+    ),
+    "partitionable-devices-with-binding-conditions-multiple": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 2))], classes=A,
+        slices=[pool2(SLICE1, DRIVER_A,
+                      bound(mem(DEVICE1, "4Gi"), ["IsPrepare"], ["BindingFailed"]),
+                      bound(mem(DEVICE2, "4Gi"), ["IsPrepare2"], ["BindingFailed2"])), MEM8],
+        expect=[Expect(LOCAL1, [bc(DEVICE1, ("IsPrepare",), ("BindingFailed",)),
+                                bc(DEVICE2, ("IsPrepare2",), ("BindingFailed2",))])],
+    ),
+    "partitionable-devices-with-binding-conditions-some-devices-no-conditions": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 3))], classes=A,
+        slices=[pool2(SLICE1, DRIVER_A,
+                      bound(mem(DEVICE1, "2Gi"), ["IsPrepare"], ["BindingFailed"]),
+                      mem(DEVICE2, "2Gi"),
+                      bound(mem(DEVICE3, "4Gi"), ["IsReady"], ["BindingTimeout"])), MEM8],
+        expect=[Expect(LOCAL1, [bc(DEVICE1, ("IsPrepare",), ("BindingFailed",)), bc(DEVICE2),
+                                bc(DEVICE3, ("IsReady",), ("BindingTimeout",))])],
+    ),
+    "partitionable-devices-with-binding-conditions-multi-slices": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 2))], classes=A,
+        slices=[
+            slice_with_devices(SLICE4, NODE1, resource_pool(POOL1, 4), DRIVER_A,
+                               bound(mem(DEVICE1, "4Gi"), ["IsPrepare"], ["BindingFailed"])),
+            counter_sets(SLICE3, resource_pool(POOL1, 4), (COUNTER_SET1, {"memory": "8Gi"})),
+            slice_with_devices(SLICE2, NODE1, resource_pool(POOL1, 4), DRIVER_A,
+                               mem(DEVICE2, "4Gi", COUNTER_SET2)),
+            counter_sets(SLICE1, resource_pool(POOL1, 4), (COUNTER_SET2, {"memory": "8Gi"})),
+        ],
+        expect=[Expect(LOCAL1, [bc(DEVICE2), bc(DEVICE1, ("IsPrepare",), ("BindingFailed",))])],
+    ),
+    "partitionable-devices-with-binding-conditions-and-taints": Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A, 2))], classes=A,
+        slices=[slice_with_devices(SLICE1, NODE1, POOL1, DRIVER_A, *TAINTED_BOUND),
+                counter_sets(SLICE2, POOL1, (COUNTER_SET1, {"memory": "8Gi"}))],
+    ),
+    "partitionable-devices-with-binding-conditions-and-taints-tolerated": Case(
+        claims=[with_tolerations(claim(CLAIM0, request(REQ0, CLASS_A, 2)), KEY1_TOLERATION)],
+        classes=A,
+        slices=[pool2(SLICE1, DRIVER_A, *TAINTED_BOUND), MEM8],
+        expect=[Expect(LOCAL1, [
+            bc(DEVICE1, ("IsPrepare",), ("BindingFailed",), KEY1_TOLERATION),
+            bc(DEVICE2, (), (), KEY1_TOLERATION)])],
     ),
 })
