@@ -272,9 +272,20 @@ class Device:
     binding_conditions: tuple[str, ...] = ()
     binding_failure_conditions: tuple[str, ...] = ()
     allow_multiple_allocations: bool | None = None
+    # The device as CEL input, kept with the (immutable) device so that it and the selector
+    # verdicts it memoizes outlive a scheduling cycle: slices change far less often than pods
+    # are scheduled.
+    _cel_inputs: dict[str, DeviceInput] = field(default_factory=dict, compare=False, repr=False)
 
     def cel_input(self, driver: str) -> DeviceInput:
         """``cel.Device`` for this device of ``driver`` (attributes keyed domain -> id)."""
+        found = self._cel_inputs.get(driver)
+        if found is None:
+            found = self._convert_for_cel(driver)
+            self._cel_inputs[driver] = found
+        return found
+
+    def _convert_for_cel(self, driver: str) -> DeviceInput:
         attributes: dict[str, dict[str, Any]] = {}
         error = None
         for name, attr in self.attributes.items():

@@ -338,6 +338,9 @@ class DeviceInput:
     _activations: dict[tuple[frozenset[str], frozenset[str]], Any] = field(
         default_factory=dict, compare=False, repr=False
     )
+    # Selector verdicts on this device, by expression: a selector is a pure function of the
+    # device, so it is evaluated once per device (errors are not kept: they raise each time).
+    _verdicts: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
 
     def activation(
         self, attribute_domains: frozenset[str], capacity_domains: frozenset[str]
@@ -389,6 +392,14 @@ class CompiledSelector:
 
     def matches(self, device: DeviceInput) -> bool:
         """``CompilationResult.DeviceMatches``; a runtime error raises ``CELError``."""
+        known = device._verdicts.get(self.expression)
+        if known is not None:
+            return known
+        verdict = self._evaluate(device)
+        device._verdicts[self.expression] = verdict
+        return verdict
+
+    def _evaluate(self, device: DeviceInput) -> bool:
         if device.error is not None:
             raise CELError(device.error)
         result = self._program.eval(

@@ -248,3 +248,18 @@ def test_the_cache_compiles_each_expression_once_and_keeps_no_errors() -> None:
     cache.get_or_compile("false")
     cache.get_or_compile("!false")
     assert cache.get_or_compile("true") is not first  # evicted, least recently used
+
+
+def test_a_device_is_converted_once_and_each_verdict_is_kept_with_it() -> None:
+    """Slices change rarely: the CEL input and the verdicts outlive a scheduling cycle."""
+    device = Device("d", attrs(model="a100"))
+    cel = device.cel_input(DRA)
+    assert device.cel_input(DRA) is cel
+    selector = compile_selector('device.attributes["dra.example.com"].model == "a100"')
+    assert selector.matches(cel) is True
+    assert cel._verdicts == {selector.expression: True}
+    failing = compile_selector('device.attributes["dra.example.com"].gpus > 0')
+    for _ in range(2):  # errors are not kept: each evaluation reports them
+        with pytest.raises(CELError, match="no such key: gpus"):
+            failing.matches(cel)
+    assert failing.expression not in cel._verdicts

@@ -35,7 +35,6 @@ from scheduler.plugin_api import (
     CELError,
     Device,
     DeviceClass,
-    DeviceInput,
     DeviceRequest,
     DeviceRequestAllocationResult,
     DeviceSubRequest,
@@ -174,7 +173,6 @@ class Allocator:
         self.cel_cache = cel_cache
         self.new_share_id = new_share_id
         self.available_counters: dict[str, dict[str, dict[str, int]]] = {}
-        self.cel_inputs: dict[DeviceID, DeviceInput] = {}
 
     def allocate(
         self, node_name: str, labels: Mapping[str, str], claims: Sequence[ResourceClaim]
@@ -193,13 +191,6 @@ class Allocator:
                 raise FailedOnNodeError("invalid resource pools were encountered")
             return None
         return [run.result_for(i) for i in range(len(claims))]
-
-    def cel_input(self, candidate: _Candidate) -> DeviceInput:
-        found = self.cel_inputs.get(candidate.device_id)
-        if found is None:
-            found = candidate.device.cel_input(candidate.slice.driver)
-            self.cel_inputs[candidate.device_id] = found
-        return found
 
 
 class _MaxSizeExceededError(Exception):
@@ -589,7 +580,7 @@ class _Run:
                     f"{owner}: selector #{i}: CEL compile error: {compiled.error}"
                 )
             try:
-                matched = compiled.matches(self.a.cel_input(candidate))
+                matched = compiled.matches(candidate.device.cel_input(candidate.slice.driver))
             except CELError as err:
                 raise AllocationError(
                     f"{owner}: selector #{i} on device {device_id_str(candidate.device_id)}: "
