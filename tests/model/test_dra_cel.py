@@ -8,6 +8,7 @@ docs/dra.md), and the ``*_disabled``/``*-new-expressions`` environment variants.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -239,15 +240,29 @@ def test_compile_errors_use_cel_go_text() -> None:
     )
 
 
-def test_the_cache_compiles_each_expression_once_and_keeps_no_errors() -> None:
-    """``cache.go``: compile errors are not cached."""
+def test_cache_semantic() -> None:
+    """``cache_test.go`` ``TestCacheSemantic``: LRU of compiled selectors, errors not kept."""
     cache = SelectorCache(max_entries=2)
-    first = cache.get_or_compile("true")
-    assert cache.get_or_compile("true") is first
-    assert cache.get_or_compile("1 +") is not cache.get_or_compile("1 +")
-    cache.get_or_compile("false")
-    cache.get_or_compile("!false")
-    assert cache.get_or_compile("true") is not first  # evicted, least recently used
+    result_true = cache.get_or_compile("true")
+    assert result_true.error is None
+    assert cache.get_or_compile("true") is result_true
+    failed = cache.get_or_compile("no-such-variable")
+    assert failed.error is not None
+    assert cache.get_or_compile("no-such-variable") is not failed
+    result_false = cache.get_or_compile("false")
+    assert cache.get_or_compile("false") is result_false
+    assert cache.get_or_compile("true") is result_true
+    other = cache.get_or_compile("false && true")
+    assert cache.get_or_compile("false && true") is other
+    assert cache.get_or_compile("false") is not result_false  # evicted
+
+
+def test_cache_concurrency() -> None:
+    """``TestCacheConcurrency``: ten threads compile through one small cache."""
+    cache = SelectorCache(max_entries=2)
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        results = list(pool.map(lambda i: cache.get_or_compile(f"{i} == {i}"), range(10)))
+    assert all(r.error is None for r in results)
 
 
 def test_a_device_is_converted_once_and_each_verdict_is_kept_with_it() -> None:
