@@ -12,7 +12,8 @@ computed of a node between cycles; 1.5 ``NodeTableView.change_mark`` and
 ``rows_changed_since``, which rows changed since a plugin last looked; 1.6 a protocol per
 extension point and per optional hook (``ScorePlugin``, ``SortKeyHook``...), ``Plugin``,
 ``PermitDecision``, ``Handle.wall_clock``, ``Action.UPDATE_NODE_ANNOTATION`` and
-``NodeSummary.annotations``.
+``NodeSummary.annotations``; 1.7 the Dynamic Resource Allocation objects (``ResourceClaim``,
+``ResourceSlice``...) and the DRA CEL environment (``SelectorCache``).
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
@@ -92,6 +93,29 @@ from scheduler.framework.registry import POINT_METHODS, ConfigError, PluginSpec,
 from scheduler.framework.snapshot import ClusterSnapshot, NodeTableView
 from scheduler.metrics import Metrics
 from scheduler.model.disruption import DisruptionBudget
+from scheduler.model.dra import (
+    ALL,
+    ALLOCATION_RESULTS_MAX_SIZE,
+    TAINT_NO_EXECUTE,
+    TAINT_NO_SCHEDULE,
+    AllocationConfiguration,
+    AllocationResult,
+    CapacityRequestPolicy,
+    CounterSet,
+    Device,
+    DeviceAttribute,
+    DeviceCapacity,
+    DeviceClass,
+    DeviceConstraint,
+    DeviceRequest,
+    DeviceRequestAllocationResult,
+    DeviceSubRequest,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+from scheduler.model.dra_cel import CELError, DeviceInput, SelectorCache, enhance_runtime_error
 from scheduler.model.errors import InvalidSpecError
 from scheduler.model.node import NodeSummary
 from scheduler.model.pod import (
@@ -117,6 +141,7 @@ from scheduler.model.selectors import (
     NodeSelector,
     NodeSelectorTerm,
     PreferredSchedulingTerm,
+    Requirement,
     parse_node_selector,
     parse_node_selector_term,
     parse_preferred_terms,
@@ -138,9 +163,11 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "1.6"
+API_VERSION = "1.7"
 
 __all__ = [
+    "ALL",
+    "ALLOCATION_RESULTS_MAX_SIZE",
     "ANN_BIND_COMPLETED",
     "ANN_BOUND_BY_CONTROLLER",
     "ANN_SELECTED_NODE",
@@ -157,21 +184,38 @@ __all__ = [
     "READ_WRITE_ONCE_POD",
     "SKIP",
     "SUCCESS",
+    "TAINT_NO_EXECUTE",
+    "TAINT_NO_SCHEDULE",
     "ZONE_KEYS",
     "Action",
     "AffinityTerm",
+    "AllocationConfiguration",
+    "AllocationResult",
     "BindOutcome",
     "BindPlugin",
     "BoolArray",
+    "CELError",
     "CSIDriverInfo",
     "CSINodeInfo",
+    "CapacityRequestPolicy",
     "ClaimInfo",
     "ClusterEvent",
     "ClusterEventWithHint",
     "ClusterSnapshot",
     "Code",
     "ConfigError",
+    "CounterSet",
     "CycleState",
+    "Device",
+    "DeviceAttribute",
+    "DeviceCapacity",
+    "DeviceClass",
+    "DeviceConstraint",
+    "DeviceInput",
+    "DeviceRequest",
+    "DeviceRequestAllocationResult",
+    "DeviceSubRequest",
+    "DeviceTaintRule",
     "Diagnosis",
     "DisruptionBudget",
     "EnqueueExtensions",
@@ -211,9 +255,14 @@ __all__ = [
     "QueuedPodLike",
     "QueueingHint",
     "Registry",
+    "Requirement",
     "ReservePlugin",
     "Resource",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+    "ResourceSlice",
     "ScorePlugin",
+    "SelectorCache",
     "SortKeyHook",
     "SpreadConstraint",
     "Status",
@@ -224,6 +273,7 @@ __all__ = [
     "Victims",
     "VolumeInfo",
     "WaitForActuationsHook",
+    "enhance_runtime_error",
     "fit_error_message",
     "is_extended_resource_name",
     "is_scalar_resource",

@@ -35,7 +35,6 @@ API_1_1 = {
     "READ_WRITE_ONCE_POD", "ZONE_KEYS", "CSIDriverInfo", "CSINodeInfo", "ClaimInfo",
     "StorageCapacityInfo", "StorageClassInfo", "VolumeInfo",
 }
-
 # API 1.6 added a protocol per extension point and per optional hook.
 API_1_6 = {
     "BindPlugin", "EnqueueExtensions", "FilterPlugin", "FilterPodListsHook", "PermitDecision",
@@ -43,15 +42,24 @@ API_1_6 = {
     "PreBindPreFlightHook", "PreEnqueuePlugin", "PreFilterPlugin", "PreScorePlugin",
     "QueueSortPlugin", "ReservePlugin", "ScorePlugin", "SortKeyHook", "WaitForActuationsHook",
 }
+# API 1.7 added the Dynamic Resource Allocation objects and the DRA CEL environment.
+API_1_7 = {
+    "ALL", "ALLOCATION_RESULTS_MAX_SIZE", "TAINT_NO_EXECUTE", "TAINT_NO_SCHEDULE",
+    "AllocationConfiguration", "AllocationResult", "CapacityRequestPolicy", "CounterSet",
+    "Device", "DeviceAttribute", "DeviceCapacity", "DeviceClass", "DeviceConstraint",
+    "DeviceRequest", "DeviceRequestAllocationResult", "DeviceSubRequest", "DeviceTaintRule",
+    "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice", "CELError", "DeviceInput",
+    "SelectorCache", "enhance_runtime_error", "Requirement",
+}
 
 
 def test_the_api_keeps_every_name_of_its_major_version() -> None:
     assert plugin_api.API_VERSION.split(".")[0] == "1"
     exported = set(plugin_api.__all__)
     assert API_1 - exported == set(), "names removed: a new major version"
-    assert exported - API_1 - API_1_1 - API_1_6 == set(), (
-        "names added: record them (a minor version)")
-    assert plugin_api.API_VERSION == "1.6"
+    added = exported - API_1 - API_1_1 - API_1_6 - API_1_7
+    assert added == set(), "names added: record them (a minor version)"
+    assert plugin_api.API_VERSION == "1.7"
     assert all(hasattr(plugin_api, name) for name in exported)
 
 

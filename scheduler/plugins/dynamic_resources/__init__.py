@@ -1,0 +1,1 @@
+"""DynamicResources: devices for pods' ResourceClaims (the structured allocator so far)."""

@@ -1,0 +1,738 @@
+"""The structured allocator: which devices of a node satisfy a pod's unallocated claims.
+
+Upstream: ``k8s.io/dynamic-resource-allocation/structured/internal/incubating/
+allocator_incubating.go`` (with ``constraint.go`` and ``consumable_capacity.go``), the
+"incubating" allocator that kube-scheduler v1.37.2 picks with its default feature gates:
+prioritized lists, admin access, device taints, partitionable devices, consumable capacity
+and binding conditions are on; DRAFractionalCapacityRange, list-type and derived attributes
+and compatibility groups are off.
+
+The search is upstream's, step for step, because the order decides *which* devices a claim
+gets: depth first over claims, their requests and each request's devices; pools in
+``gather_pools`` order, slices by name, devices in slice order; within one request only
+combinations are tried (each next device comes after the previous one); on a dead end the
+last device is rolled back and the next candidate tried; the first complete solution wins.
+
+``Allocator`` is built once per scheduling cycle (PreFilter) and ``allocate`` runs per node
+(Filter). It does no I/O. An ``AllocationError`` is upstream's ``error`` (an Error status for
+the pod); ``None`` means no solution on this node.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+
+from scheduler.plugin_api import (
+    ALL,
+    ALLOCATION_RESULTS_MAX_SIZE,
+    TAINT_NO_EXECUTE,
+    TAINT_NO_SCHEDULE,
+    AllocationConfiguration,
+    AllocationResult,
+    CELError,
+    Device,
+    DeviceClass,
+    DeviceRequest,
+    DeviceRequestAllocationResult,
+    DeviceSubRequest,
+    DeviceTaintRule,
+    NodeSelector,
+    NodeSelectorTerm,
+    Requirement,
+    ResourceClaim,
+    ResourceSlice,
+    SelectorCache,
+    enhance_runtime_error,
+)
+from scheduler.plugins.dynamic_resources import capacity as cap
+from scheduler.plugins.dynamic_resources.constraints import Constraint, make_constraint
+from scheduler.plugins.dynamic_resources.pools import Pool, gather_pools, node_matches
+
+DeviceID = tuple[str, str, str]
+
+
+class AllocationError(Exception):
+    """Allocation cannot proceed (upstream returns an error): the pod's attempt fails."""
+
+
+class FailedOnNodeError(AllocationError):
+    """``ErrFailedAllocationOnNode``: only this node is unsuitable (a UU status there)."""
+
+
+def device_id_str(device_id: DeviceID) -> str:
+    return "/".join(device_id)
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatedState:
+    """Devices already allocated or in flight (``AllocatedState``).
+
+    ``aggregated_capacity`` sums the capacity consumed per shareable device; ``shared_devices``
+    names the shareable devices with at least one share.
+    """
+
+    devices: frozenset[DeviceID] = frozenset()
+    shared_devices: frozenset[DeviceID] = frozenset()
+    aggregated_capacity: Mapping[DeviceID, Mapping[str, int]] = field(default_factory=dict)
+
+    def is_allocated(self, device_id: DeviceID) -> bool:
+        """``IsDeviceAllocated``: whole, or with a share or consumed capacity."""
+        return (
+            device_id in self.devices
+            or device_id in self.shared_devices
+            or device_id in self.aggregated_capacity
+        )
+
+
+def apply_taint_rules(
+    slices: Sequence[ResourceSlice], rules: Sequence[DeviceTaintRule]
+) -> list[ResourceSlice]:
+    """The slices with each rule's taint added to the devices it selects (the slice tracker)."""
+    if not rules:
+        return list(slices)
+    result = []
+    for s in slices:
+        devices = tuple(_tainted(s, d, rules) for d in s.devices)
+        result.append(s if devices == s.devices else replace(s, devices=devices))
+    return result
+
+
+def _tainted(s: ResourceSlice, device: Device, rules: Sequence[DeviceTaintRule]) -> Device:
+    added = tuple(r.taint for r in rules if r.selects(s.driver, s.pool, device.name))
+    return replace(device, taints=device.taints + added) if added else device
+
+
+@dataclass(slots=True)
+class _Candidate:
+    device_id: DeviceID
+    device: Device
+    slice: ResourceSlice
+    pool: Pool
+
+
+@dataclass(slots=True)
+class _RequestData:
+    request: DeviceSubRequest
+    parent: DeviceRequest | None
+    device_class: DeviceClass
+    num_devices: int = 0
+    all_devices: list[_Candidate] | None = None
+    selected_sub_request: int = 0
+
+    @property
+    def name(self) -> str:
+        if self.parent is not None:
+            return f"{self.parent.name}/{self.request.name}"
+        return self.request.name
+
+
+@dataclass(slots=True)
+class _DeviceResult:
+    candidate: _Candidate
+    request: DeviceSubRequest
+    parent_name: str
+    share_id: str | None = None
+    consumed: dict[str, int] | None = None
+
+    @property
+    def request_name(self) -> str:
+        if self.parent_name:
+            return f"{self.parent_name}/{self.request.name}"
+        return self.request.name
+
+
+def claim_ref(claim: ResourceClaim) -> str:
+    """``klog.KObj(claim)``."""
+    return f"{claim.namespace}/{claim.name}" if claim.namespace else claim.name
+
+
+class Allocator:
+    """One cycle's view: allocated devices, classes and slices (DeviceTaintRules applied)."""
+
+    def __init__(
+        self,
+        allocated: AllocatedState,
+        classes: Mapping[str, DeviceClass],
+        slices: Sequence[ResourceSlice],
+        cel_cache: SelectorCache,
+        new_share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+    ) -> None:
+        self.allocated = allocated
+        self.classes = classes
+        self.all_slices = list(slices)
+        self.slices_on_node: dict[str, list[ResourceSlice]] = {}
+        self.slices_shared: list[ResourceSlice] = []
+        for s in slices:
+            if s.node_name:
+                self.slices_on_node.setdefault(s.node_name, []).append(s)
+            else:
+                self.slices_shared.append(s)
+        self.cel_cache = cel_cache
+        self.new_share_id = new_share_id
+        self.available_counters: dict[str, dict[str, dict[str, int]]] = {}
+
+    def allocate(
+        self, node_name: str, labels: Mapping[str, str], claims: Sequence[ResourceClaim]
+    ) -> list[AllocationResult] | None:
+        """``Allocator.Allocate``: one result per claim, or None if this node has no solution."""
+        slices = self.slices_on_node.get(node_name, []) + self.slices_shared
+        pools = gather_pools(slices, node_name, labels, self.all_slices)
+        run = _Run(self, node_name, labels, claims, pools)
+        run.prepare()
+        try:
+            done = run.allocate_one(0, 0, 0, 0, False, (0, 0, 0))
+        except _MaxSizeExceededError as err:
+            raise AllocationError("allocation max size exceeded") from err
+        if not done:
+            if any(p.invalid for p in pools):
+                raise FailedOnNodeError("invalid resource pools were encountered")
+            return None
+        return [run.result_for(i) for i in range(len(claims))]
+
+
+class _MaxSizeExceededError(Exception):
+    """``errAllocationResultMaxSizeExceeded``: more than 32 devices in one claim."""
+
+
+RequestKey = tuple[int, int, int]
+Location = tuple[int, int, int]
+
+
+class _Run:
+    """One ``Allocate`` call: the search state (``allocator`` in upstream's code)."""
+
+    def __init__(
+        self,
+        alloc: Allocator,
+        node_name: str,
+        labels: Mapping[str, str],
+        claims: Sequence[ResourceClaim],
+        pools: list[Pool],
+    ) -> None:
+        self.a = alloc
+        self.node_name = node_name
+        self.labels = labels
+        self.claims = claims
+        self.pools = pools
+        self.request_data: dict[RequestKey, _RequestData] = {}
+        self.matches: dict[tuple[DeviceID, RequestKey], bool] = {}
+        self.constraints: list[list[Constraint]] = []
+        self.consumed_counters: dict[str, dict[str, dict[str, int]]] = {}
+        self.allocating: dict[DeviceID, set[int]] = {}
+        self.allocating_capacity: dict[DeviceID, dict[str, int]] = {}
+        self.results: list[list[_DeviceResult]] = [[] for _ in claims]
+
+    # --- preparation (validation before the search) ------------------------------------
+
+    def prepare(self) -> None:
+        for ci, claim in enumerate(self.claims):
+            min_per_claim = 0
+            for ri, request in enumerate(claim.spec.requests):
+                min_per_request = self._prepare_request(ci, ri, claim, request)
+                if min_per_request > ALLOCATION_RESULTS_MAX_SIZE - min_per_claim:
+                    raise AllocationError(
+                        f"claim {claim_ref(claim)}, request {request.name}: adding "
+                        f"{min_per_request} devices exceeds the claim limit of "
+                        f"{ALLOCATION_RESULTS_MAX_SIZE}, with {min_per_claim} already accounted for"
+                    )
+                min_per_claim += min_per_request
+            constraints = []
+            for i, c in enumerate(claim.spec.constraints):
+                made = make_constraint(c)
+                if made is None:
+                    raise AllocationError(
+                        f"claim {claim_ref(claim)}, constraint #{i}: empty constraint "
+                        "(unsupported constraint type?)"
+                    )
+                constraints.append(made)
+            self.constraints.append(constraints)
+
+    def _prepare_request(
+        self, ci: int, ri: int, claim: ResourceClaim, request: DeviceRequest
+    ) -> int:
+        if request.exactly is not None:
+            data = self._validate(ci, (ci, ri, 0), request.exactly, None)
+            self.request_data[(ci, ri, 0)] = data
+            return data.num_devices
+        lowest = None
+        for si, sub in enumerate(request.first_available):
+            data = self._validate(ci, (ci, ri, si), sub, request)
+            self.request_data[(ci, ri, si)] = data
+            lowest = data.num_devices if lowest is None else min(lowest, data.num_devices)
+        return lowest or 0
+
+    def _validate(
+        self, ci: int, key: RequestKey, req: DeviceSubRequest, parent: DeviceRequest | None
+    ) -> _RequestData:
+        """``validateDeviceRequest``."""
+        claim = self.claims[ci]
+        where = f"claim {claim_ref(claim)}, request {req.name}"
+        for i, selector in enumerate(req.selectors):
+            if selector is None:
+                raise AllocationError(
+                    f"{where}, selector #{i}: CEL expression empty (unsupported selector type?)"
+                )
+        if not req.device_class_name:
+            raise AllocationError(f"{where}: missing device class name (unsupported request type?)")
+        device_class = self.a.classes.get(req.device_class_name)
+        if device_class is None:
+            raise AllocationError(
+                f"{where}: could not retrieve device class {req.device_class_name}: "
+                f'deviceclass.resource.k8s.io "{req.device_class_name}" not found'
+            )
+        data = _RequestData(req, parent, device_class)
+        if req.allocation_mode != ALL:
+            data.num_devices = req.count
+            return data
+        data.all_devices = list(self._all_devices(key, data, where))
+        data.num_devices = len(data.all_devices)
+        return data
+
+    def _all_devices(self, key: RequestKey, data: _RequestData, where: str) -> Iterator[_Candidate]:
+        for pool in self.pools:
+            if pool.incomplete:
+                raise AllocationError(
+                    f"{where}: asks for all devices, but resource pool {pool.pool_id} "
+                    "is currently being updated"
+                )
+            if pool.invalid:
+                raise AllocationError(
+                    f"{where}: asks for all devices, but resource pool {pool.pool_id} "
+                    "is currently invalid"
+                )
+            for s in pool.slices:
+                for device in s.devices:
+                    candidate = _Candidate((s.driver, s.pool, device.name), device, s, pool)
+                    if self._selectable(key, data, candidate) and self._fits_alone(
+                        data.request, device, where
+                    ):
+                        yield candidate
+
+    @staticmethod
+    def _fits_alone(request: DeviceSubRequest, device: Device, where: str) -> bool:
+        """The static capacity check of mode All (nothing allocated counts)."""
+        try:
+            return cap.fits({}, request.capacity_requests, device.capacity, {})
+        except cap.CapacityError as err:
+            raise AllocationError(
+                f"{where}: checking capacity for device {device.name}: {err}"
+            ) from err
+
+    # --- the search --------------------------------------------------------------------
+
+    def allocate_one(
+        self, ci: int, ri: int, si: int, di: int, sub: bool, start: Location
+    ) -> bool:
+        """``allocateOne``: place device ``di`` of request ``ri`` (subrequest ``si``) of claim
+        ``ci`` and everything after it; True when a complete solution was found."""
+        if ci >= len(self.claims):
+            return True
+        if ri >= len(self.claims[ci].spec.requests):
+            try:
+                return self.allocate_one(ci + 1, 0, 0, 0, False, (0, 0, 0))
+            except _MaxSizeExceededError:
+                return False
+        data = self.request_data[(ci, ri, si)]
+        if not sub and data.parent is not None:
+            return self._allocate_first_available(ci, ri)
+        if data.request.allocation_mode == ALL and not data.all_devices:
+            return False
+        if di >= data.num_devices:
+            return self.allocate_one(ci, ri + 1, 0, 0, False, (0, 0, 0))
+        if data.num_devices - di > ALLOCATION_RESULTS_MAX_SIZE - len(self.results[ci]):
+            raise _MaxSizeExceededError
+        if data.all_devices is not None:
+            return self._allocate_fixed(ci, ri, si, di, sub, data.all_devices[di])
+        return self._allocate_search(ci, ri, si, di, sub, start, data)
+
+    def _allocate_first_available(self, ci: int, ri: int) -> bool:
+        all_exceeded = True
+        si = 0
+        while (ci, ri, si) in self.request_data:
+            try:
+                done = self.allocate_one(ci, ri, si, 0, True, (0, 0, 0))
+            except _MaxSizeExceededError:
+                si += 1
+                continue
+            all_exceeded = False
+            if done:
+                self.request_data[(ci, ri, 0)].selected_sub_request = si
+                return True
+            si += 1
+        if all_exceeded:
+            raise _MaxSizeExceededError
+        return False
+
+    def _allocate_fixed(
+        self, ci: int, ri: int, si: int, di: int, sub: bool, candidate: _Candidate
+    ) -> bool:
+        undo = self._allocate_device(ci, ri, si, candidate, must=True)
+        if undo is None:
+            return False
+        try:
+            done = self.allocate_one(ci, ri, si, di + 1, sub, (0, 0, 0))
+        except BaseException:
+            undo()
+            raise
+        if not done:
+            undo()
+        return done
+
+    def _candidates(self, start: Location) -> Iterator[tuple[Location, _Candidate]]:
+        for pi in range(start[0], len(self.pools)):
+            pool = self.pools[pi]
+            if pool.incomplete or pool.invalid:
+                continue
+            first_slice = start[1] if pi == start[0] else 0
+            for sli in range(first_slice, len(pool.slices)):
+                s = pool.slices[sli]
+                first_device = start[2] if (pi, sli) == start[:2] else 0
+                for dvi in range(first_device, len(s.devices)):
+                    device = s.devices[dvi]
+                    candidate = _Candidate((pool.driver, pool.name, device.name), device, s, pool)
+                    yield (pi, sli, dvi + 1), candidate
+
+    def _allocate_search(
+        self, ci: int, ri: int, si: int, di: int, sub: bool, start: Location, data: _RequestData
+    ) -> bool:
+        admin = bool(data.request.admin_access)
+        for next_location, candidate in self._candidates(start):
+            device_id = candidate.device_id
+            if admin and ci in self.allocating.get(device_id, ()):
+                continue
+            if not admin and self._in_use(device_id):
+                continue
+            if not self._selectable((ci, ri, si), data, candidate):
+                continue
+            if not self._capacity_fits(ci, data.request, candidate, "checking"):
+                continue
+            undo = self._allocate_device(ci, ri, si, candidate, must=False)
+            if undo is None:
+                continue
+            try:
+                done = self.allocate_one(ci, ri, si, di + 1, sub, next_location)
+            except BaseException:
+                undo()
+                raise
+            if done:
+                return True
+            undo()
+        return False
+
+    # --- one device ----------------------------------------------------------------------
+
+    def _in_use(self, device_id: DeviceID) -> bool:
+        return device_id in self.a.allocated.devices or bool(self.allocating.get(device_id))
+
+    def _capacity_in_use(self, device_id: DeviceID) -> bool:
+        state = self.a.allocated
+        return (
+            device_id in state.aggregated_capacity
+            or device_id in state.shared_devices
+            or device_id in self.allocating_capacity
+        )
+
+    def _capacity_fits(
+        self, ci: int, request: DeviceSubRequest, candidate: _Candidate, verb: str
+    ) -> bool:
+        """``CmpRequestOverCapacity`` with what is allocated and what this call allocates."""
+        device_id = candidate.device_id
+        try:
+            return cap.fits(
+                self.a.allocated.aggregated_capacity.get(device_id, {}),
+                request.capacity_requests,
+                candidate.device.capacity,
+                self.allocating_capacity.get(device_id, {}),
+            )
+        except cap.CapacityError as err:
+            raise AllocationError(
+                f"claim {claim_ref(self.claims[ci])}, request {request.name}: {verb} capacity "
+                f"for device {device_id_str(device_id)}: {err}"
+            ) from err
+
+    def _allocate_device(
+        self, ci: int, ri: int, si: int, candidate: _Candidate, must: bool
+    ) -> Callable[[], None] | None:
+        """``allocateDevice``: take the device for the request, or None; returns the undo."""
+        data = self.request_data[(ci, ri, si)]
+        request, device, device_id = data.request, candidate.device, candidate.device_id
+        shareable = bool(device.allow_multiple_allocations)
+        admin = bool(request.admin_access)
+        if not shareable and admin and ci in self.allocating.get(device_id, ()):
+            return None
+        if not admin and self._in_use(device_id):
+            return None
+        undo: list[Callable[[], None]] = []
+
+        def rollback() -> None:
+            for step in reversed(undo):
+                step()
+
+        if (not shareable or not self._capacity_in_use(device_id)) and device.consumes_counters:
+            if not self._reserve_counters(candidate):
+                return None
+            undo.append(lambda: self._release_counters(candidate))
+        base = data.parent.name if data.parent is not None else request.name
+        sub_name = request.name if data.parent is not None else ""
+        if _taint_prevents(device, request):
+            rollback()
+            return None
+        for constraint in self.constraints[ci]:
+            if not constraint.add(base, sub_name, device, device_id):
+                rollback()
+                if must:
+                    raise AllocationError(
+                        f"claim {claim_ref(self.claims[ci])}, request {request.name}: cannot add "
+                        f"device {device_id_str(device_id)} because a claim constraint would not "
+                        "be satisfied"
+                    )
+                return None
+            undo.append(partial(constraint.remove, base, sub_name))
+        result = _DeviceResult(candidate, request, base if data.parent is not None else "")
+        if not shareable:
+            self.allocating.setdefault(device_id, set()).add(ci)
+            undo.append(lambda: self.allocating[device_id].discard(ci))
+        try:
+            fits = self._capacity_fits(ci, request, candidate, "rechecking")
+        except AllocationError:
+            rollback()
+            raise
+        if not fits:
+            rollback()
+            return None
+        if shareable:
+            consumed = cap.consumed_capacity(request.capacity_requests, device.capacity)
+            result.share_id = self.a.new_share_id()
+            result.consumed = consumed or None
+            existed = device_id in self.allocating_capacity
+            self._add_allocating_capacity(device_id, consumed)
+            undo.append(partial(self._remove_allocating_capacity, device_id, consumed, existed))
+        self.results[ci].append(result)
+        undo.append(partial(self._drop_last_result, ci))
+        return rollback
+
+    def _drop_last_result(self, ci: int) -> None:
+        self.results[ci].pop()
+
+    def _add_allocating_capacity(self, device_id: DeviceID, consumed: Mapping[str, int]) -> None:
+        entry = self.allocating_capacity.setdefault(device_id, {})
+        for name, value in consumed.items():
+            entry[name] = entry.get(name, 0) + value
+
+    def _remove_allocating_capacity(
+        self, device_id: DeviceID, consumed: Mapping[str, int], existed: bool
+    ) -> None:
+        """``ConsumedCapacityCollection.Remove``, which drops an emptied entry; an entry that
+        existed before this share is kept, empty, because it marks the device's counters
+        as already charged (``deviceCapacityInUse``)."""
+        entry = self.allocating_capacity.get(device_id)
+        if entry is None:
+            return
+        for name, value in consumed.items():
+            if name in entry:
+                entry[name] -= value
+        if all(v == 0 for v in entry.values()):
+            del self.allocating_capacity[device_id]
+            if existed:
+                self.allocating_capacity[device_id] = {}
+
+    def _selectable(self, key: RequestKey, data: _RequestData, candidate: _Candidate) -> bool:
+        """``isSelectable``: class selectors, request selectors, per-device node selection."""
+        memo = (candidate.device_id, key)
+        found = self.matches.get(memo)
+        if found is not None:
+            return found
+        device = candidate.device
+        result = (
+            self._selectors_match(key[0], candidate, data.device_class, data.device_class.selectors)
+            and self._selectors_match(key[0], candidate, None, data.request.selectors)
+            and (
+                not candidate.slice.per_device_node_selection
+                or node_matches(
+                    self.node_name, self.labels, device.node_name, device.all_nodes,
+                    device.node_selector,
+                )
+            )
+        )
+        self.matches[memo] = result
+        return result
+
+    def _selectors_match(
+        self,
+        ci: int,
+        candidate: _Candidate,
+        device_class: DeviceClass | None,
+        selectors: Sequence[str | None],
+    ) -> bool:
+        """``selectorsMatch``: every CEL selector; compile and runtime errors are errors."""
+        owner = (
+            f"class {device_class.name}"
+            if device_class is not None
+            else f"claim {claim_ref(self.claims[ci])}"
+        )
+        for i, expression in enumerate(selectors):
+            compiled = self.a.cel_cache.get_or_compile(expression or "")
+            if compiled.error is not None:
+                raise AllocationError(
+                    f"{owner}: selector #{i}: CEL compile error: {compiled.error}"
+                )
+            try:
+                matched = compiled.matches(candidate.device.cel_input(candidate.slice.driver))
+            except CELError as err:
+                raise AllocationError(
+                    f"{owner}: selector #{i} on device {device_id_str(candidate.device_id)}: "
+                    f"CEL runtime error: {enhance_runtime_error(str(err))}"
+                ) from err
+            if not matched:
+                return False
+        return True
+
+    # --- counters (partitionable devices) ------------------------------------------------
+
+    def _available_counters(self, pool: Pool) -> dict[str, dict[str, int]]:
+        """Counter sets minus what allocated devices of the pool consume (cached per cycle)."""
+        cached = self.a.available_counters.get(pool.pool_id)
+        if cached is not None:
+            return cached
+        available = {name: dict(cs.counters) for name, cs in pool.counter_sets.items()}
+        for s in (*pool.slices, *pool.other_slices):
+            for device in s.devices:
+                if not self.a.allocated.is_allocated((s.driver, s.pool, device.name)):
+                    continue
+                for consumption in device.consumes_counters:
+                    counters = available.get(consumption.counter_set, {})
+                    for name, value in consumption.counters.items():
+                        if name in counters:
+                            counters[name] -= value
+        self.a.available_counters[pool.pool_id] = available
+        return available
+
+    def _reserve_counters(self, candidate: _Candidate) -> bool:
+        """``checkAvailableCounters``: add the device's consumption; every counter must hold."""
+        available = self._available_counters(candidate.pool)
+        consumed = self.consumed_counters.setdefault(candidate.pool.pool_id, {})
+        for consumption in candidate.device.consumes_counters:
+            counters = consumed.setdefault(consumption.counter_set, {})
+            for name, value in consumption.counters.items():
+                counters[name] = counters.get(name, 0) + value
+        for set_name, counters in available.items():
+            used = consumed.get(set_name, {})
+            for name, value in counters.items():
+                if value < used.get(name, 0):
+                    self._release_counters(candidate)
+                    return False
+        return True
+
+    def _release_counters(self, candidate: _Candidate) -> None:
+        consumed = self.consumed_counters[candidate.pool.pool_id]
+        for consumption in candidate.device.consumes_counters:
+            counters = consumed[consumption.counter_set]
+            for name, value in consumption.counters.items():
+                counters[name] -= value
+
+    # --- the result ------------------------------------------------------------------------
+
+    def result_for(self, ci: int) -> AllocationResult:
+        claim = self.claims[ci]
+        results = tuple(
+            DeviceRequestAllocationResult(
+                request=r.request_name,
+                driver=r.candidate.device_id[0],
+                pool=r.candidate.device_id[1],
+                device=r.candidate.device_id[2],
+                admin_access=True if r.request.admin_access else None,
+                tolerations=r.request.tolerations,
+                binding_conditions=r.candidate.device.binding_conditions,
+                binding_failure_conditions=r.candidate.device.binding_failure_conditions,
+                share_id=r.share_id,
+                consumed_capacity=r.consumed,
+            )
+            for r in self.results[ci]
+        )
+        return AllocationResult(
+            results=results,
+            config=self._configs(ci, claim),
+            node_selector=self._node_selector(self.results[ci]),
+        )
+
+    def _selected(self, ci: int, ri: int) -> _RequestData:
+        data = self.request_data[(ci, ri, 0)]
+        if data.parent is None:
+            return data
+        return self.request_data[(ci, ri, data.selected_sub_request)]
+
+    def _configs(self, ci: int, claim: ResourceClaim) -> tuple[AllocationConfiguration, ...]:
+        """Class configs (once per class, naming every request that used it), then the
+        claim's configs for used requests; one covering every request names none."""
+        configs: list[tuple[str, list[str], Mapping[str, object]]] = []
+        class_ranges: dict[str, range] = {}
+        names = [self._selected(ci, ri).name for ri in range(len(claim.spec.requests))]
+        for ri, name in enumerate(names):
+            device_class = self._selected(ci, ri).device_class
+            known = class_ranges.get(device_class.name)
+            if known is not None:
+                for i in known:
+                    configs[i][1].append(name)
+                continue
+            first = len(configs)
+            configs.extend(("FromClass", [name], c.opaque) for c in device_class.config)
+            class_ranges[device_class.name] = range(first, len(configs))
+        for config in claim.spec.config:
+            if not config.requests or any(
+                request.name in config.requests or names[ri] in config.requests
+                for ri, request in enumerate(claim.spec.requests)
+            ):
+                configs.append(("FromClaim", list(config.requests), config.opaque))
+        result = []
+        for source, requests, opaque in configs:
+            covers_all = bool(requests) and all(
+                request.name in requests or names[ri] in requests
+                for ri, request in enumerate(claim.spec.requests)
+            )
+            result.append(
+                AllocationConfiguration(
+                    source, None if covers_all or not requests else tuple(requests), opaque
+                )
+            )
+        return tuple(result)
+
+    def _node_selector(self, results: Sequence[_DeviceResult]) -> NodeSelector | None:
+        """``createNodeSelector``: the node itself for node-local devices, else the union of
+        the single-term selectors, None for devices usable on all nodes."""
+        expressions: list[Requirement] = []
+        fields: list[Requirement] = []
+        for r in results:
+            s, device = r.candidate.slice, r.candidate.device
+            node_name, selector = (
+                (device.node_name, device.node_selector)
+                if s.per_device_node_selection
+                else (s.node_name, s.node_selector)
+            )
+            if node_name or device.binds_to_node:
+                return NodeSelector((NodeSelectorTerm((), (Requirement(
+                    "metadata.name", "In", (self.node_name,)),)),))
+            if selector is None or not selector.terms:
+                continue
+            if len(selector.terms) > 1:
+                raise AllocationError(
+                    f"create NodeSelector for claim {r.request_name}: unsupported "
+                    f"ResourceSlice.NodeSelector with {len(selector.terms)} terms"
+                )
+            term = selector.terms[0]
+            fields.extend(x for x in term.match_fields if x not in fields)
+            expressions.extend(x for x in term.match_expressions if x not in expressions)
+        if not expressions and not fields:
+            return None
+        return NodeSelector((NodeSelectorTerm(tuple(expressions), tuple(fields)),))
+
+
+def _taint_prevents(device: Device, request: DeviceSubRequest) -> bool:
+    """``taintPreventsAllocation``: a NoSchedule/NoExecute taint no toleration tolerates."""
+    return any(
+        taint.effect in (TAINT_NO_SCHEDULE, TAINT_NO_EXECUTE)
+        and not any(t.tolerates(taint) for t in request.tolerations)
+        for taint in device.taints
+    )
