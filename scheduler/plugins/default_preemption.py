@@ -352,7 +352,7 @@ class DefaultPreemption:
             return False
         if self.own_profiles_only:
             handle = self.handle
-            return handle.framework_of(victim.scheduler_name) is not None
+            return handle.has_profile(victim.scheduler_name)
         return True
 
     # -- dry run --------------------------------------------------------------------------
@@ -708,10 +708,7 @@ class DefaultPreemption:
         assert evictor is not None
         for other in lower:
             handle.nominator.delete(other.uid)
-            framework = handle.framework_of(other.scheduler_name)
-            owner = framework.instances.get(NAME) if framework is not None else None
-            if isinstance(owner, DefaultPreemption):
-                owner.supersede(other.uid)
+            handle.supersede(other)
             evictor.set_nominated_node(other, "")
             log.info("Cleared a lower-priority nomination", pod=other.key,
                      preemptor=pod.key, node=other.nominated_node_name or None)
