@@ -9,7 +9,11 @@ signature or a protocol incompatibly, is a new major version; adding names is a 
 1.2 added ``Handle.avoided_nodes``; 1.3 an optional ``sort_key`` of QueueSort plugins; 1.4
 ``NodeTableView.row_generation`` and ``NodeView.as_in_table``, for plugins that keep what they
 computed of a node between cycles; 1.5 ``NodeTableView.change_mark`` and
-``rows_changed_since``, which rows changed since a plugin last looked.
+``rows_changed_since``, which rows changed since a plugin last looked. 2.0 removed
+``Handle.framework_of`` (another profile's runtime; ``Handle.has_profile`` and
+``Handle.supersede`` answer what it was read for) and the node table's other change
+signals (``row_generation``, ``labels_generation``, ``taints_generation``,
+``membership_generation``): the change log is the one.
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
@@ -108,7 +112,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "1.5"
+API_VERSION = "2.0"
 
 __all__ = [
     "ANN_BIND_COMPLETED",

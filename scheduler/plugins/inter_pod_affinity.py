@@ -57,6 +57,7 @@ from scheduler.plugin_api import (
     IntArray,
     LabelSelector,
     NodeSummary,
+    NodeTableView,
     NodeView,
     PluginSpec,
     PodInfo,
@@ -65,6 +66,8 @@ from scheduler.plugin_api import (
     Resource,
     Status,
 )
+from scheduler.plugins.helper.matched_pods import MatchedPods, matched_pods, rows_of
+from scheduler.plugins.helper.row_memo import TableFacts
 
 # Collections, the concrete types the cache hands out first: isinstance stops at the first
 # match, and the ABC's own check costs ten times as much.
@@ -117,59 +120,6 @@ def validate_args(args: Mapping[str, Any], path: str) -> None:
 
 
 # -- matching pods, shared per cycle ----------------------------------------------------------
-MATCHED_PODS_STATE_KEY = "MatchedPods/" + NAME
-
-
-@dataclass
-class MatchedPods:
-    """Accounted pods in some namespaces matching a selector, with their node rows.
-
-    Computed once per cycle and selector and shared through the CycleState: a pod's spread
-    constraint and its anti-affinity usually select the same pods, and asking the cache's
-    label index is the dominant cost of both plugins when a selector matches thousands.
-    """
-
-    pods: list[PodInfo]
-    rows: IntArray  # per pod: its node's row, -1 when the table does not hold the node
-    _not_terminating: IntArray | None = None
-
-    def counted_rows_not_terminating(self) -> IntArray:
-        """Rows of the pods that are not terminating and sit on a node the table holds."""
-        if self._not_terminating is None:
-            live = np.fromiter(
-                (not p.is_terminating for p in self.pods), dtype=np.bool_, count=len(self.pods)
-            )
-            rows = self.rows[live]
-            self._not_terminating = rows[rows >= 0]
-        return self._not_terminating
-
-
-def matched_pods(
-    state: CycleState | None,
-    snapshot: ClusterSnapshot,
-    namespaces: Iterable[str],
-    selector: LabelSelector,
-) -> MatchedPods:
-    key = (tuple(sorted(namespaces)), selector)
-    memo: dict[Hashable, MatchedPods] | None = None
-    if state is not None:
-        memo = state.get(MATCHED_PODS_STATE_KEY)
-        if memo is None:
-            memo = {}
-            state.write(MATCHED_PODS_STATE_KEY, memo)
-        try:
-            found = memo.get(key)
-        except TypeError:  # an unhashable selector: no sharing
-            memo, found = None, None
-        if found is not None:
-            return found
-    pods = snapshot.matching_pods(key[0], selector)
-    out = MatchedPods(pods=pods, rows=rows_of(snapshot, pods))
-    if memo is not None:
-        memo[key] = out
-    return out
-
-
 # -- terms ----------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class _Term:
@@ -206,11 +156,6 @@ def _resolve(snapshot: ClusterSnapshot, pod: PodInfo, term: AffinityTerm) -> _Te
         topology_key=term.topology_key,
         weight=int(term.weight),
     )
-
-
-def rows_of(snapshot: ClusterSnapshot, pods: Iterable[PodInfo]) -> IntArray:
-    get = snapshot.nodes.index.get
-    return np.asarray([get(p.node_name, -1) for p in pods], dtype=np.int64)
 
 
 def _domain_counts(
@@ -387,6 +332,11 @@ def _scoring_key(pod: PodInfo) -> Hashable:
     return (pod.required_affinity, pod.preferred_affinity, pod.preferred_anti_affinity)
 
 
+def _row_node(nodes: NodeTableView, row: int) -> object:
+    """What a group's rows read of a row: the name of its node ("" for none)."""
+    return nodes.names[row]
+
+
 class PodGroups:
     """Accounted pods grouped by a key (equal terms, same owner), kept across cycles.
 
@@ -404,16 +354,17 @@ class PodGroups:
         self._key: dict[str, Hashable] = {}
         self.members: dict[Hashable, dict[str, PodInfo]] = {}
         # Node rows of each group's pods, valid while the group and the node set are unchanged.
-        self._rows: dict[Hashable, tuple[int, IntArray]] = {}
+        self._rows: dict[Hashable, IntArray] = {}
+        self._node_set = TableFacts(_row_node)
 
     def rows(self, key: Hashable, snapshot: ClusterSnapshot) -> IntArray:
         """Node rows of the group's pods (-1 for a node the table does not hold)."""
-        version = snapshot.nodes.membership_generation
+        if self._node_set.changed(snapshot.nodes):
+            self._rows.clear()
         cached = self._rows.get(key)
-        if cached is None or cached[0] != version:
-            cached = (version, rows_of(snapshot, self.members[key].values()))
-            self._rows[key] = cached
-        return cached[1]
+        if cached is None:
+            cached = self._rows[key] = rows_of(snapshot, self.members[key].values())
+        return cached
 
     def refresh(self, source: object, current: Iterable[PodInfo]) -> None:
         if source is not self._source:

@@ -58,7 +58,7 @@ from scheduler.plugin_api import (
     parse_node_selector_term,
     parse_preferred_terms,
 )
-from scheduler.plugins.taint_toleration import default_normalize_score
+from scheduler.plugins.helper.normalize_score import default_normalize_score
 
 NAME = "NodeAffinity"
 

@@ -61,6 +61,7 @@ from scheduler.plugin_api import (
     IntArray,
     LabelSelector,
     NodeSummary,
+    NodeTableView,
     NodeView,
     PluginSpec,
     PodInfo,
@@ -71,7 +72,8 @@ from scheduler.plugin_api import (
     Status,
     label_key_error,
 )
-from scheduler.plugins.inter_pod_affinity import matched_pods
+from scheduler.plugins.helper.matched_pods import matched_pods
+from scheduler.plugins.helper.row_memo import TableFacts
 
 NAME = "PodTopologySpread"
 
@@ -267,6 +269,11 @@ class _Topology:
     has: BoolArray  # per node row, the node has the label
     everywhere: bool  # every node has it (Score need not look at ``has``)
     folded: IntArray  # ``ids``, a missing label read as "" (the "" domain, or one more id)
+
+
+def _row_labels(nodes: NodeTableView, row: int) -> object:
+    """What the topologies read of a row: its node's name (none: no node) and labels."""
+    return nodes.names[row], nodes.labels[row]
 
 
 def _topology(snapshot: ClusterSnapshot, key: str) -> _Topology:
@@ -471,10 +478,10 @@ class PodTopologySpread:
 
     def __init__(self, args: Mapping[str, Any]) -> None:
         # Node-only facts for Score, per topology key and per set of keys, kept while the
-        # snapshot, its node labels and its node set stay as they were (``_node_facts``).
+        # node table's labels and node set stay as they were (``_node_facts``).
         self._topologies: dict[str, _Topology] = {}
         self._with_keys: dict[tuple[str, ...], tuple[BoolArray, BoolArray]] = {}
-        self._node_facts: tuple[object, int, int, int] | None = None
+        self._node_facts = TableFacts(_row_labels)
         # Per (controller, action): the default constraints of its pods (a plain dict, not a
         # cachetools cache: asked twice a cycle; cleared when it grows past the bound).
         self._defaults: dict[tuple[tuple[str, str], str], tuple[_Constraint, ...]] = {}
@@ -601,13 +608,9 @@ class PodTopologySpread:
     # -- PreScore / Score / NormalizeScore --------------------------------------------------
     def _forget_stale_facts(self, snapshot: ClusterSnapshot) -> None:
         """Forget the node facts when node labels or the node set changed."""
-        table = snapshot.nodes
-        current = (snapshot, table.labels_generation, table.membership_generation,
-                   table.capacity)
-        if current != self._node_facts:
+        if self._node_facts.changed(snapshot.nodes):
             self._topologies.clear()
             self._with_keys.clear()
-            self._node_facts = current
 
     def _topology(self, snapshot: ClusterSnapshot, key: str) -> _Topology:
         kept = self._topologies.get(key)

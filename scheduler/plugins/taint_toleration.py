@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from scheduler.plugin_api import (
-    MAX_NODE_SCORE,
     SUCCESS,
     Action,
     BoolArray,
@@ -45,6 +44,8 @@ from scheduler.plugin_api import (
     Taint,
     Toleration,
 )
+from scheduler.plugins.helper.normalize_score import default_normalize_score
+from scheduler.plugins.helper.row_memo import TableFacts
 
 NAME = "TaintToleration"
 
@@ -86,11 +87,15 @@ def count_intolerable_prefer_no_schedule(
     )
 
 
+def _row_taints(nodes: NodeTableView, row: int) -> object:
+    """What the taint groups read of a row: whether it holds a node, and its taints."""
+    return nodes.names[row], nodes.taints[row]
+
+
 @dataclass
 class _TaintGroups:
-    """Alive rows grouped by taint tuple, for one version of the node table's taints."""
+    """Alive rows grouped by taint tuple, while the rows' taints stay as they were."""
 
-    version: tuple[int, int, int, int]
     groups: list[tuple[tuple[Taint, ...], IntArray]]
     counts: dict[Hashable, IntArray] = field(default_factory=dict)
 
@@ -102,27 +107,22 @@ class TaintToleration:
 
     def __init__(self) -> None:
         self._groups: _TaintGroups | None = None
+        self._taints_seen = TableFacts(_row_taints)
         # The last untolerated mask Filter read, and whether any node is in it: in most
         # clusters the pods tolerate every node, and Filter then has nothing to look up.
         self._last_mask: tuple[BoolArray | None, bool] = (None, True)
 
     # -- shared per-row data --------------------------------------------------------------
     def _taint_groups(self, nodes: NodeTableView) -> _TaintGroups:
-        version = (
-            id(nodes),
-            nodes.taints_generation,
-            nodes.membership_generation,
-            nodes.capacity,
-        )
         cached = self._groups
-        if cached is None or cached.version != version:
+        if self._taints_seen.changed(nodes) or cached is None:
             by_taints: dict[tuple[Taint, ...], list[int]] = {}
             for row in nodes.index.values():
                 taints = nodes.taints[row]
                 if taints:
                     by_taints.setdefault(tuple(taints), []).append(row)
             groups = [(t, np.asarray(rows, dtype=np.int64)) for t, rows in by_taints.items()]
-            cached = self._groups = _TaintGroups(version, groups)
+            cached = self._groups = _TaintGroups(groups)
         return cached
 
     def untolerated_mask(
@@ -197,23 +197,6 @@ class TaintToleration:
                 ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_TOLERATION)
             ),
         ]
-
-
-def default_normalize_score(scores: IntArray, *, reverse: bool) -> IntArray:
-    """Upstream ``helper.DefaultNormalizeScore``: scale to [0, 100] by the maximum."""
-    # Every score 0 (a pod and nodes without PreferNoSchedule taints): count_nonzero is a
-    # fraction of a max reduction's cost, and the answer is the same as for a maximum of 0.
-    if not np.count_nonzero(scores):
-        return np.full(scores.shape, MAX_NODE_SCORE, dtype=scores.dtype) if reverse else scores
-    top = int(scores.max())
-    if top <= 0:
-        if reverse:
-            return np.full(scores.shape, MAX_NODE_SCORE, dtype=scores.dtype)
-        return scores
-    out = MAX_NODE_SCORE * scores // top
-    if reverse:
-        out = MAX_NODE_SCORE - out
-    return out.astype(np.int64, copy=False)
 
 
 def _after_node_change(
