@@ -16,14 +16,17 @@ import pytest
 
 from scheduler.cycle import schedule_one
 from scheduler.explain import (
+    WIDTH,
     ExplainError,
     Explanation,
     Listing,
+    as_dict,
     explain,
     explain_in_loop,
+    from_dict,
     scheduler_from_listing,
+    to_text,
 )
-from scheduler.explain_render import WIDTH, as_dict, from_dict, to_text
 from scheduler.framework.config import default_config, parse_config
 from scheduler.framework.ports import NullPorts
 from scheduler.intake import Intake

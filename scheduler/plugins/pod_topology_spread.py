@@ -72,6 +72,7 @@ from scheduler.plugin_api import (
     Status,
     label_key_error,
 )
+from scheduler.plugins.helper.explain_text import nodes_phrase
 from scheduler.plugins.helper.matched_pods import matched_pods
 from scheduler.plugins.helper.row_memo import TableFacts
 
@@ -749,6 +750,45 @@ class PodTopologySpread:
         return out
 
     # -- events -----------------------------------------------------------------------------
+    # -- explain --------------------------------------------------------------------------
+    def explain_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> list[list[str]]:
+        """Per constraint: the node lacks its key, or the skew the pod would make there."""
+        skews = filter_skews(state, nodes.snapshot, nodes.idx)
+        out = []
+        for pos in range(len(nodes)):
+            lines = []
+            for c in skews:
+                domain, skew = c.domains[pos], int(c.skews[pos])
+                if domain is None:
+                    lines.append(f"no label {c.topology_key}")
+                elif skew > c.max_skew:
+                    lines.append(f"{c.topology_key}={domain}: skew {skew} > maxSkew "
+                                 f"{c.max_skew} (global minimum {c.min_match})")
+            out.append(lines)
+        return out
+
+    def explain_hints(
+        self, state: CycleState, pod: PodInfo, nodes: NodeView, rejected: BoolArray,
+        others_pass: BoolArray,
+    ) -> list[str]:
+        """Per constraint the pod breaks somewhere: the domains within its skew, and how many
+        of their nodes pass the other filters."""
+        if not rejected.any():
+            return []
+        hints = []
+        for c in filter_skews(state, nodes.snapshot, nodes.idx):
+            within = [i for i, d in enumerate(c.domains)
+                      if d is not None and int(c.skews[i]) <= c.max_skew]
+            domains = sorted({str(c.domains[i]) for i in within})
+            if not domains:
+                continue
+            passing = sum(1 for i in within if others_pass[i])
+            hints.append(
+                f"{nodes_phrase(passing)} in {', '.join(domains)} satisfy the spread constraint "
+                f"{c.topology_key} (maxSkew {c.max_skew}) and the other filters"
+            )
+        return hints
+
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [
             ClusterEventWithHint(

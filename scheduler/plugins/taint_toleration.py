@@ -15,6 +15,7 @@ once per toleration set; the per-row answers are cached in the snapshot's node m
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,7 @@ from scheduler.plugin_api import (
     Taint,
     Toleration,
 )
+from scheduler.plugins.helper.explain_text import nodes_phrase, taint_text
 from scheduler.plugins.helper.normalize_score import default_normalize_score
 from scheduler.plugins.helper.row_memo import TableFacts
 
@@ -85,6 +87,11 @@ def count_intolerable_prefer_no_schedule(
     return sum(
         1 for t in taints if t.effect == PREFER_NO_SCHEDULE and not tolerated(t, tolerations)
     )
+
+
+def _untolerated(nodes: NodeView, row: int, pod: PodInfo) -> list[Taint]:
+    return [t for t in nodes.snapshot.nodes.taints[row]
+            if t.effect in DO_NOT_SCHEDULE_EFFECTS and not tolerated(t, pod.tolerations)]
 
 
 def _row_taints(nodes: NodeTableView, row: int) -> object:
@@ -186,6 +193,25 @@ class TaintToleration:
         return default_normalize_score(scores, reverse=True)
 
     # -- events ---------------------------------------------------------------------------
+    # -- explain --------------------------------------------------------------------------
+    def explain_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> list[list[str]]:
+        """The taints the pod does not tolerate."""
+        return [[f"untolerated taint {taint_text(t)}" for t in _untolerated(nodes, row, pod)]
+                for row in nodes.idx.tolist()]
+
+    def explain_hints(
+        self, state: CycleState, pod: PodInfo, nodes: NodeView, rejected: BoolArray,
+        others_pass: BoolArray,
+    ) -> list[str]:
+        """The toleration that would let a node in, where one taint alone keeps it out."""
+        by_taint: Counter[str] = Counter()
+        for row in nodes.idx[rejected & others_pass].tolist():
+            taints = _untolerated(nodes, row, pod)
+            if len(taints) == 1:
+                by_taint[taint_text(taints[0])] += 1
+        return [f"tolerate {taint}: {nodes_phrase(n)} would then pass every filter"
+                for taint, n in sorted(by_taint.items())]
+
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [
             ClusterEventWithHint(

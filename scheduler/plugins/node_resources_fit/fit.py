@@ -4,6 +4,7 @@ strategy (:mod:`.scoring`), with its queueing hints."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ from scheduler.plugin_api import (
     PODS,
     SUCCESS,
     Action,
+    BoolArray,
     ClusterEvent,
     ClusterEventWithHint,
     ClusterSnapshot,
@@ -36,6 +38,7 @@ from scheduler.plugin_api import (
     is_extended_resource_name,
     is_scalar_resource,
 )
+from scheduler.plugins.helper.explain_text import nodes_phrase, quantity
 from scheduler.plugins.helper.resource_allocation import (
     allocation_inputs,
     parse_resources,
@@ -247,6 +250,60 @@ class NodeResourcesFit:
     def normalize(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
         return scores
 
+    # -- explain ------------------------------------------------------------------------
+    def explain_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> list[list[str]]:
+        """Pods in use when the node is full, and each resource the node is short of."""
+        out = []
+        for row in nodes.idx.tolist():
+            lines = []
+            if not _pods_fit(nodes, row):
+                lines.append(f"pods: {int(nodes.snapshot.nodes.pod_count[row])} of "
+                             f"{int(nodes.snapshot.nodes.allowed_pods[row])} in use")
+            for name, need, free, alloc, used in self._requests_on(pod, nodes, row):
+                if need > free:
+                    lines.append(f"{name}: the pod requests {quantity(name, need)}, "
+                                 f"{quantity(name, max(free, 0))} free "
+                                 f"({quantity(name, alloc)} allocatable, "
+                                 f"{quantity(name, used)} requested)")
+            out.append(lines)
+        return out
+
+    def explain_hints(
+        self, state: CycleState, pod: PodInfo, nodes: NodeView, rejected: BoolArray,
+        others_pass: BoolArray,
+    ) -> list[str]:
+        """Nodes short of exactly one resource, and of nothing else: how much less would do."""
+        short: dict[str, list[int]] = defaultdict(list)
+        for row in nodes.idx[rejected & others_pass].tolist():
+            shortages = [(name, need - free) for name, need, free, _, _
+                         in self._requests_on(pod, nodes, row) if need > free]
+            if len(shortages) == 1 and _pods_fit(nodes, row):
+                name, amount = shortages[0]
+                short[name].append(amount)
+        hints = []
+        for name, amounts in short.items():
+            amounts.sort()
+            least = amounts[0]
+            hint = (f"{nodes_phrase(amounts.count(least))} would fit with "
+                    f"{quantity(name, least)} less {name}")
+            if amounts[-1] != least:
+                hint += f"; {len(amounts)} with {quantity(name, amounts[-1])} less"
+            hints.append(hint)
+        return hints
+
+    def _requests_on(
+        self, pod: PodInfo, nodes: NodeView, row: int
+    ) -> list[tuple[str, int, int, int, int]]:
+        """(resource, the pod's request, free, allocatable, requested) for what Filter checks."""
+        table = nodes.snapshot.nodes
+        out = []
+        for name, need in self._request(pod).checks:
+            col = nodes.snapshot.resources.column.get(name)
+            alloc = int(table.allocatable[row, col]) if col is not None else 0
+            used = int(table.requested[row, col]) if col is not None else 0
+            out.append((name, need, alloc - used, alloc, used))
+        return out
+
     # -- events ---------------------------------------------------------------------------
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [
@@ -321,6 +378,11 @@ def _after_node_change(
         if new_alloc.get(name, 0) > old_alloc.get(name, 0):
             return QueueingHint.QUEUE
     return QueueingHint.SKIP
+
+
+def _pods_fit(nodes: NodeView, row: int) -> bool:
+    table = nodes.snapshot.nodes
+    return int(table.pod_count[row]) + 1 <= int(table.allowed_pods[row])
 
 
 def new(args: Mapping[str, Any], handle: Handle) -> NodeResourcesFit:
