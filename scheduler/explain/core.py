@@ -239,14 +239,7 @@ class _Explainer:
             filter_plugins=[p.name for p in framework.plugins.filter],
             score_plugins=[(p.name, w) for p, w in framework.plugins.score], nodes=[],
         )
-        if pod.scheduler_name not in self.s.profiles:
-            out.notes.append(f"the pod's schedulerName is {pod.scheduler_name!r}, not one of "
-                             f"this scheduler's: shown is what profile {self.profile!r} would do")
-        gates = (pod.raw.get("spec") or {}).get("schedulingGates")
-        if gates:
-            names = ", ".join(str(g.get("name")) for g in gates)
-            out.notes.append(f"the pod has scheduling gates ({names}): no scheduler tries it "
-                             "until they are removed")
+        out.notes += self._pod_notes()
         if order.size == 0:
             out.message = NO_NODES_AVAILABLE
             return out
@@ -292,6 +285,19 @@ class _Explainer:
         out.nodes = _sorted_reports(reports.values())
         out.hints = self._hints(order, verdicts, reports)
         return out
+
+    def _pod_notes(self) -> list[str]:
+        """What about the pod itself keeps a scheduler from trying it as explained."""
+        pod, notes = self.pod, []
+        if pod.scheduler_name not in self.s.profiles:
+            notes.append(f"the pod's schedulerName is {pod.scheduler_name!r}, not one of "
+                         f"this scheduler's: shown is what profile {self.profile!r} would do")
+        gates = (pod.raw.get("spec") or {}).get("schedulingGates")
+        if gates:
+            names = ", ".join(str(g.get("name")) for g in gates)
+            notes.append(f"the pod has scheduling gates ({names}): no scheduler tries it "
+                         "until they are removed")
+        return notes
 
     # -- Filter -----------------------------------------------------------------------------
     def _filter(self, diagnosis: Diagnosis) -> IntArray:

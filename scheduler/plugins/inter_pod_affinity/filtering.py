@@ -162,45 +162,8 @@ class Filtering:
         affinity = tuple(resolve(snapshot, pod, t) for t in pod.required_affinity)
         anti = tuple(resolve(snapshot, pod, t) for t in pod.required_anti_affinity)
 
-        # Existing pods' required anti-affinity terms that the incoming pod matches.
-        rows_by_key: dict[str, list[IntArray]] = {}
-        groups = self._anti_groups
-        groups.refresh(snapshot.source, snapshot.pods_with_required_anti_affinity())
-        for group_key, members in groups.members.items():
-            terms = next(iter(members.values())).required_anti_affinity
-            keys = [
-                t.topology_key
-                for t in terms
-                if t.matches_pod(pod.namespace, pod.labels, ns_labels)
-            ]
-            if not keys:
-                continue
-            rows = groups.rows(group_key, snapshot)
-            for key in keys:
-                rows_by_key.setdefault(key, []).append(rows)
-        existing_ids: dict[str, IntArray] = {}
-        existing_counts: dict[str, IntArray] = {}
-        for key, parts in rows_by_key.items():
-            ids, counts = domain_counts(snapshot, key, np.concatenate(parts))
-            if counts.any():
-                existing_ids[key] = ids
-                existing_counts[key] = counts
-
-        # Existing pods matching all of the incoming pod's affinity terms.
-        affinity_ids: list[IntArray] = []
-        affinity_counts: list[IntArray] = []
-        if affinity:
-            first, rest = affinity[0], affinity[1:]
-            candidates = first.pods(state, snapshot)
-            if rest:
-                keep = [i for i, p in enumerate(candidates.pods) if all(t.matches(p) for t in rest)]
-                rows_all = candidates.rows[np.asarray(keep, dtype=np.int64)]
-            else:
-                rows_all = candidates.rows
-            for t in affinity:
-                ids, counts = domain_counts(snapshot, t.topology_key, rows_all)
-                affinity_ids.append(ids)
-                affinity_counts.append(counts)
+        existing_ids, existing_counts = self._existing_anti_affinity(pod, snapshot, ns_labels)
+        affinity_ids, affinity_counts = _affinity_counts(state, snapshot, affinity)
         # Existing pods matching any of the incoming pod's anti-affinity terms.
         anti_ids: list[IntArray] = []
         anti_counts: list[IntArray] = []
@@ -233,6 +196,35 @@ class Filtering:
         )
         return None, SUCCESS
 
+    def _existing_anti_affinity(
+        self, pod: PodInfo, snapshot: ClusterSnapshot, ns_labels: Mapping[str, str]
+    ) -> tuple[dict[str, IntArray], dict[str, IntArray]]:
+        """Per topology key, domain ids and counts of the existing pods whose required
+        anti-affinity terms the incoming pod matches (keys with no such pod left out)."""
+        rows_by_key: dict[str, list[IntArray]] = {}
+        groups = self._anti_groups
+        groups.refresh(snapshot.source, snapshot.pods_with_required_anti_affinity())
+        for group_key, members in groups.members.items():
+            terms = next(iter(members.values())).required_anti_affinity
+            keys = [
+                t.topology_key
+                for t in terms
+                if t.matches_pod(pod.namespace, pod.labels, ns_labels)
+            ]
+            if not keys:
+                continue
+            rows = groups.rows(group_key, snapshot)
+            for key in keys:
+                rows_by_key.setdefault(key, []).append(rows)
+        existing_ids: dict[str, IntArray] = {}
+        existing_counts: dict[str, IntArray] = {}
+        for key, parts in rows_by_key.items():
+            ids, counts = domain_counts(snapshot, key, np.concatenate(parts))
+            if counts.any():
+                existing_ids[key] = ids
+                existing_counts[key] = counts
+        return existing_ids, existing_counts
+
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> FilterResult:
         s: _FilterState | None = state.get(PRE_FILTER_STATE_KEY)
         result = FilterResult.all_pass(len(nodes))
@@ -261,3 +253,24 @@ class Filtering:
             ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
         )
         return result
+
+
+def _affinity_counts(
+    state: CycleState, snapshot: ClusterSnapshot, affinity: tuple[Term, ...]
+) -> tuple[list[IntArray], list[IntArray]]:
+    """Per affinity term, domain ids and counts of the existing pods matching all terms."""
+    affinity_ids: list[IntArray] = []
+    affinity_counts: list[IntArray] = []
+    if affinity:
+        first, rest = affinity[0], affinity[1:]
+        candidates = first.pods(state, snapshot)
+        if rest:
+            keep = [i for i, p in enumerate(candidates.pods) if all(t.matches(p) for t in rest)]
+            rows_all = candidates.rows[np.asarray(keep, dtype=np.int64)]
+        else:
+            rows_all = candidates.rows
+        for t in affinity:
+            ids, counts = domain_counts(snapshot, t.topology_key, rows_all)
+            affinity_ids.append(ids)
+            affinity_counts.append(counts)
+    return affinity_ids, affinity_counts

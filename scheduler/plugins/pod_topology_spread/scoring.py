@@ -109,7 +109,7 @@ class Scoring:
         if require_all:
             ok_keys, ignored = self._keys_mask(snapshot, tuple(c.topology_key for c in constraints))
             scored = rows[~ignored.take(rows)]
-        affinity = taints = None
+        masks: dict[str, BoolArray] = {}
         pods = CountedPods(state, snapshot, pod.namespace)
         has_key: list[BoolArray | None] = []
         domain_ids: list[IntArray] = []
@@ -129,16 +129,7 @@ class Scoring:
             ndom = len(topology.values) + 1
             wanted = np.zeros(ndom, dtype=np.bool_)
             wanted[eff.take(scored)] = True
-            ok = ok_keys
-            if c.honor_node_affinity:
-                if affinity is None:
-                    affinity = node_affinity_mask(snapshot, pod)
-                if affinity is not table.alive:
-                    ok = ok & affinity
-            if c.honor_node_taints:
-                if taints is None:
-                    taints = node_taints_mask(snapshot, pod)
-                ok = ok & taints
+            ok = _counting_nodes(c, snapshot, pod, ok_keys, masks)
             if ok is not table.alive:  # the counted pods are all on nodes of the table
                 pod_rows = pod_rows[ok[pod_rows]]
             count = np.bincount(eff.take(pod_rows), minlength=ndom)
@@ -209,3 +200,26 @@ class Scoring:
         else:
             out[valid] = MAX_NODE_SCORE * (hi + lo - scores[valid]) // hi
         return out
+
+
+def _counting_nodes(
+    c: Constraint, snapshot: ClusterSnapshot, pod: PodInfo, ok_keys: BoolArray,
+    masks: dict[str, BoolArray],
+) -> BoolArray:
+    """Per node row: its pods count for ``c`` (``ok_keys`` and the constraint's node
+    inclusion policies). ``masks`` keeps the pod's node-affinity and taint masks for the
+    pod's other constraints."""
+    alive = snapshot.nodes.alive
+    ok = ok_keys
+    if c.honor_node_affinity:
+        affinity = masks.get("affinity")
+        if affinity is None:
+            affinity = masks["affinity"] = node_affinity_mask(snapshot, pod)
+        if affinity is not alive:
+            ok = ok & affinity
+    if c.honor_node_taints:
+        taints = masks.get("taints")
+        if taints is None:
+            taints = masks["taints"] = node_taints_mask(snapshot, pod)
+        ok = ok & taints
+    return ok
