@@ -91,7 +91,6 @@ class RowMemo(Generic[_K]):
         return NodeView.of(nodes.snapshot, rows[nodes.snapshot.nodes.alive.take(rows)])
 
 
-
 class TableFacts:
     """Whether what a memo over the whole table depends on changed since it last asked.
 
