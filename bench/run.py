@@ -283,7 +283,9 @@ def reference_loop_us() -> float:
     return best * 1e6
 
 
-def run_scenario(scenario: Scenario, cpu_affinity: str = "single") -> dict[str, Any]:
+def run_scenario(
+    scenario: Scenario, cpu_affinity: str = "single", dump: str | None = None
+) -> dict[str, Any]:
     logs.configure("warning")
     # As the app starts (its --cpu-affinity): every thread on one CPU unless "all".
     pinned = single_cpu() if cpu_affinity == "single" else None
@@ -316,6 +318,8 @@ def run_scenario(scenario: Scenario, cpu_affinity: str = "single") -> dict[str, 
     binding_cpu = time.process_time() - process_start - scheduling_cpu
     preemptions = sum(1 for info in pending if s.queue.nominator.node_of(info.uid))
     s.stop(timeout=5)
+    if dump:
+        dump_decisions(s, pending, dump)
     latencies.sort()
     count = len(latencies)
     rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -341,16 +345,31 @@ def run_scenario(scenario: Scenario, cpu_affinity: str = "single") -> dict[str, 
     return result
 
 
+def dump_decisions(s: Scheduler, pending: list[PodInfo], path: str) -> None:
+    """Each measured pod's node (bound, else nominated, else none), one line per pod: two
+    runs with the same seed compare with diff."""
+    lines = []
+    for info in pending:
+        placed = s.cache.get_pod(info.uid)
+        node_name = placed.node_name if placed is not None else ""
+        nominated = s.queue.nominator.node_of(info.uid) or ""
+        lines.append(f"{info.name} {node_name or '-'} {nominated or '-'}\n")
+    Path(path).write_text("".join(lines))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scenario", choices=sorted(SCENARIOS))
     parser.add_argument("--cpu-affinity", choices=("single", "all"), default="single",
                         help="as the scheduler's flag: every thread on one CPU, or the kernel's "
                              "choice")
+    parser.add_argument("--dump-decisions", metavar="FILE",
+                        help="with --scenario: write each measured pod's node to FILE")
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     if args.scenario:
-        result = run_scenario(SCENARIOS[args.scenario], args.cpu_affinity)
+        result = run_scenario(SCENARIOS[args.scenario], args.cpu_affinity,
+                              args.dump_decisions)
         (RESULTS / f"{args.scenario}.json").write_text(json.dumps(result, indent=2) + "\n")
         print(json.dumps(result))
         return 0

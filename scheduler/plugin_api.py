@@ -9,11 +9,15 @@ signature or a protocol incompatibly, is a new major version; adding names is a 
 1.2 added ``Handle.avoided_nodes``; 1.3 an optional ``sort_key`` of QueueSort plugins; 1.4
 ``NodeTableView.row_generation`` and ``NodeView.as_in_table``, for plugins that keep what they
 computed of a node between cycles; 1.5 ``NodeTableView.change_mark`` and
-``rows_changed_since``, which rows changed since a plugin last looked; 1.6 a protocol per
-extension point and per optional hook (``ScorePlugin``, ``SortKeyHook``...), ``Plugin``,
+``rows_changed_since``, which rows changed since a plugin last looked. 2.0 removed
+``Handle.framework_of`` (another profile's runtime; ``Handle.has_profile`` and
+``Handle.supersede`` answer what it was read for) and the node table's other change
+signals (``row_generation``, ``labels_generation``, ``taints_generation``,
+``membership_generation``): the change log is the one. It added a protocol per extension
+point and per optional hook (``ScorePlugin``, ``SortKeyHook``...), ``Plugin``,
 ``PermitDecision``, ``Handle.wall_clock``, ``Action.UPDATE_NODE_ANNOTATION`` and
-``NodeSummary.annotations``; 1.7 the Dynamic Resource Allocation objects (``ResourceClaim``,
-``ResourceSlice``...) and the DRA CEL environment (``SelectorCache``).
+``NodeSummary.annotations``, and the Dynamic Resource Allocation objects (``ResourceClaim``,
+``ResourceSlice``...) with the DRA CEL environment (``SelectorCache``).
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
@@ -163,7 +167,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "1.7"
+API_VERSION = "2.0"
 
 __all__ = [
     "ALL",

@@ -29,6 +29,7 @@ from scheduler.framework.avoidance import NodeAvoidance, owner_key
 from scheduler.framework.config import ProfileConfig, SchedulerConfig
 from scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
 from scheduler.framework.extender import EXTENDER_NAME, Extender, ordered
+from scheduler.framework.handle import Preempting
 from scheduler.framework.interface import Plugin
 from scheduler.framework.ports import Binder, Evictor, ObjectWriter, Reporter, WriteResult
 from scheduler.framework.registry import POINT_METHODS, Registry
@@ -92,8 +93,14 @@ class ProfileHandle:
     def framework(self) -> Framework:
         return self.scheduler.profiles[self.profile_name]
 
-    def framework_of(self, scheduler_name: str) -> Framework | None:
-        return self.scheduler.profiles.get(scheduler_name)
+    def has_profile(self, scheduler_name: str) -> bool:
+        return scheduler_name in self.scheduler.profiles
+
+    def supersede(self, pod: PodInfo) -> None:
+        framework = self.scheduler.profiles.get(pod.scheduler_name)
+        for plugin in framework.plugins.post_filter if framework is not None else ():
+            if isinstance(plugin, Preempting):
+                plugin.supersede(pod.uid)
 
     @property
     def nominator(self) -> Nominator[PodInfo]:

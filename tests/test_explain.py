@@ -12,21 +12,28 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pytest
 
 from scheduler.cycle import schedule_one
 from scheduler.explain import (
+    WIDTH,
     ExplainError,
     Explanation,
     Listing,
+    as_dict,
     explain,
     explain_in_loop,
+    from_dict,
     scheduler_from_listing,
+    to_text,
 )
-from scheduler.explain_render import WIDTH, as_dict, from_dict, to_text
 from scheduler.framework.config import default_config, parse_config
+from scheduler.framework.interface import BoolArray, Code, CycleState, FilterResult, NodeView
 from scheduler.framework.ports import NullPorts
+from scheduler.framework.registry import PluginSpec
 from scheduler.intake import Intake
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.registry import default_registry
 from scheduler.scheduler import Scheduler
 from scheduler.testing import node, pod
@@ -330,3 +337,44 @@ def test_a_budget_that_blocks_preemption_under_strict_pdb_mode() -> None:
     assert schedule_one(s, timeout=0)
     ((_, _, message),) = failures(s)
     assert message == e.message
+
+
+class _OddNodes:
+    """A Filter plugin of one's own, with the explain hooks: it rejects nodes whose name
+    ends in an odd digit."""
+
+    name = "OddNodes"
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> FilterResult:
+        result = FilterResult.all_pass(len(nodes))
+        odd = np.asarray([int(nodes.snapshot.nodes.names[r][-1]) % 2 == 1
+                          for r in nodes.idx.tolist()], dtype=np.bool_)
+        result.add_reason(odd, Code.UNSCHEDULABLE, "node(s) were odd")
+        return result
+
+    def explain_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> list[list[str]]:
+        return [[f"{nodes.snapshot.nodes.names[r]} ends in an odd digit"]
+                for r in nodes.idx.tolist()]
+
+    def explain_hints(self, state: CycleState, pod: PodInfo, nodes: NodeView,
+                      rejected: BoolArray, others_pass: BoolArray) -> list[str]:
+        return [f"rename {int(np.count_nonzero(rejected & others_pass))} node(s)"]
+
+
+def test_a_plugin_of_ones_own_explains_itself_through_the_hooks() -> None:
+    """The per-node why and the hints come from the plugin (scheduler.framework.explaining),
+    and a plugin with a hints hook gets no generic 'fail only' line."""
+    registry = default_registry()
+    registry.register(PluginSpec(name="OddNodes", factory=lambda args, handle: _OddNodes()))
+    config = parse_config({"profiles": [{"plugins": {"filter": {"enabled": [
+        {"name": "OddNodes"}]}}}]}, registry)
+    listing = Listing([node("n1"), node("n2", cpu="1"), node("n3")], [])
+    s, intake = scheduler_from_listing(config, registry, listing)
+    pending = pod("web", cpu="2")
+    e = explain(s, intake.pod_info(pending))
+    odd = {r.node: v for r in e.nodes for v in r.filters if v.plugin == "OddNodes"}
+    assert odd["n1"].details == ["n1 ends in an odd digit"]
+    assert odd["n3"].details == ["n3 ends in an odd digit"]
+    assert odd["n2"].code == "Success" and odd["n2"].details == []
+    assert "rename 2 node(s)" in e.hints
+    assert not any("fail only OddNodes" in h for h in e.hints), e.hints

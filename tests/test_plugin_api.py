@@ -14,8 +14,8 @@ from scheduler import plugin_api
 
 REPO = Path(__file__).resolve().parents[1]
 
-# API 1.x. Add new names here with a minor version; remove one only with a major version.
-API_1 = {
+# API 2.x. Add new names here with a minor version; remove one only with a major version.
+API_2 = {
     "API_VERSION", "CPU", "EPHEMERAL_STORAGE", "IN", "MAX_NODE_SCORE", "MEMORY",
     "NODE_NAME_FIELD", "PODS", "POINT_METHODS", "SKIP", "SUCCESS", "Action", "AffinityTerm",
     "BindOutcome", "BoolArray", "ClusterEvent", "ClusterEventWithHint", "ClusterSnapshot",
@@ -29,21 +29,21 @@ API_1 = {
     "label_key_error", "normalized_image_name", "parse_node_selector",
     "parse_node_selector_term", "parse_preferred_terms", "ports_conflict",
 }
-# API 1.1 added the volume objects the volume plugins read.
-API_1_1 = {
+# The volume objects the volume plugins read (API 1.1).
+API_2_VOLUMES = {
     "ANN_BIND_COMPLETED", "ANN_BOUND_BY_CONTROLLER", "ANN_SELECTED_NODE", "NO_PROVISIONER",
     "READ_WRITE_ONCE_POD", "ZONE_KEYS", "CSIDriverInfo", "CSINodeInfo", "ClaimInfo",
     "StorageCapacityInfo", "StorageClassInfo", "VolumeInfo",
 }
-# API 1.6 added a protocol per extension point and per optional hook.
-API_1_6 = {
+# A protocol per extension point and per optional hook.
+API_2_PROTOCOLS = {
     "BindPlugin", "EnqueueExtensions", "FilterPlugin", "FilterPodListsHook", "PermitDecision",
     "PermitPlugin", "Plugin", "PostBindPlugin", "PostFilterPlugin", "PreBindPlugin",
     "PreBindPreFlightHook", "PreEnqueuePlugin", "PreFilterPlugin", "PreScorePlugin",
     "QueueSortPlugin", "ReservePlugin", "ScorePlugin", "SortKeyHook", "WaitForActuationsHook",
 }
-# API 1.7 added the Dynamic Resource Allocation objects and the DRA CEL environment.
-API_1_7 = {
+# The Dynamic Resource Allocation objects and the DRA CEL environment.
+API_2_DRA = {
     "ALL", "ALLOCATION_RESULTS_MAX_SIZE", "TAINT_NO_EXECUTE", "TAINT_NO_SCHEDULE",
     "AllocationConfiguration", "AllocationResult", "CapacityRequestPolicy", "CounterSet",
     "Device", "DeviceAttribute", "DeviceCapacity", "DeviceClass", "DeviceConstraint",
@@ -54,43 +54,40 @@ API_1_7 = {
 
 
 def test_the_api_keeps_every_name_of_its_major_version() -> None:
-    assert plugin_api.API_VERSION.split(".")[0] == "1"
+    assert plugin_api.API_VERSION.split(".")[0] == "2"
     exported = set(plugin_api.__all__)
-    assert API_1 - exported == set(), "names removed: a new major version"
-    added = exported - API_1 - API_1_1 - API_1_6 - API_1_7
-    assert added == set(), "names added: record them (a minor version)"
-    assert plugin_api.API_VERSION == "1.7"
+    recorded = API_2 | API_2_VOLUMES | API_2_PROTOCOLS | API_2_DRA
+    assert recorded - exported == set(), "names removed: a new major version"
+    assert exported - recorded == set(), "names added: record them (a minor version)"
+    assert plugin_api.API_VERSION == "2.0"
     assert all(hasattr(plugin_api, name) for name in exported)
 
 
-# What a plugin may call on its Handle; API 1.2 added avoided_nodes, 1.6 wall_clock.
-HANDLE_1 = {
-    "profile_name", "snapshot", "framework", "framework_of", "nominator", "waiting_pods",
-    "get_pod", "rng", "now", "sleep", "parallelism", "binder", "evictor", "reporter", "writer",
-    "get_claim", "get_volume", "extenders", "metrics", "watch_config_map", "activate",
-    "move_all_to_active_or_backoff",
+# What a plugin may call on its Handle. API 2.0 replaced framework_of (another profile's
+# runtime) by has_profile and supersede, what DefaultPreemption asked of it, and added
+# wall_clock.
+HANDLE_2 = {
+    "profile_name", "snapshot", "framework", "has_profile", "supersede", "nominator",
+    "waiting_pods", "get_pod", "rng", "now", "wall_clock", "sleep", "parallelism", "binder",
+    "evictor", "reporter", "writer", "get_claim", "get_volume", "extenders", "metrics",
+    "watch_config_map", "activate", "move_all_to_active_or_backoff", "avoided_nodes",
 }
-HANDLE_1_2 = {"avoided_nodes"}
-HANDLE_1_6 = {"wall_clock"}
 
 
 def test_the_handle_keeps_every_member_of_its_major_version() -> None:
     members = {name for name in vars(plugin_api.Handle) if not name.startswith("_")}
-    assert HANDLE_1 - members == set(), "members removed: a new major version"
-    assert members - HANDLE_1 - HANDLE_1_2 - HANDLE_1_6 == set(), (
-        "members added: record them (a minor version)")
+    assert HANDLE_2 - members == set(), "members removed: a new major version"
+    assert members - HANDLE_2 == set(), "members added: record them (a minor version)"
 
 
-# What a plugin reads of the node table and of a NodeView; API 1.4 added the rows'
-# generations and whether a view's rows are the table's own, 1.5 the log of changed rows.
-NODE_TABLE_1 = {
+# What a plugin reads of the node table and of a NodeView. API 2.0 left one change signal,
+# the log of changed rows (it removed row_generation and the labels, taints and membership
+# generations); NodeView.as_in_table came with API 1.4.
+NODE_TABLE_2 = {
     "alive", "allocatable", "allowed_pods", "capacity", "image_nodes", "images", "index",
-    "labels", "labels_generation", "membership_generation", "names", "non_zero_requested",
-    "pod_count", "pods", "raw", "requested", "resources", "taints", "taints_generation",
-    "unschedulable", "used_ports",
+    "labels", "names", "non_zero_requested", "pod_count", "pods", "raw", "requested",
+    "resources", "taints", "unschedulable", "used_ports", "change_mark", "rows_changed_since",
 }
-NODE_TABLE_1_4 = {"row_generation"}
-NODE_TABLE_1_5 = {"change_mark", "rows_changed_since"}
 NODE_VIEW_1 = {"snapshot", "idx", "requested", "pod_count", "added", "removed", "has_deltas"}
 NODE_VIEW_1_4 = {"as_in_table"}
 
@@ -103,7 +100,7 @@ def _attributes(cls: type) -> set[str]:
 
 @pytest.mark.parametrize(("members", "major", "minor"), [
     pytest.param(lambda: {n for n in vars(plugin_api.NodeTableView) if not n.startswith("_")},
-                 NODE_TABLE_1, NODE_TABLE_1_4 | NODE_TABLE_1_5, id="NodeTableView"),
+                 NODE_TABLE_2, set(), id="NodeTableView"),
     pytest.param(lambda: _attributes(plugin_api.NodeView), NODE_VIEW_1, NODE_VIEW_1_4,
                  id="NodeView"),
 ])

@@ -9,7 +9,6 @@ pods) sit in parallel lists indexed by the same row.
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -126,9 +125,6 @@ def zone_key(labels: Mapping[str, str]) -> str:
     return f"{region}:\x00:{zone}"
 
 
-# Row changes are numbered from one count for all tables (tests build many): a number read
-# from one table never matches another's.
-_ROW_CHANGES = itertools.count(1)
 # The change log keeps at least half this many of the latest row changes.
 _CHANGE_LOG_LIMIT = 1 << 16
 
@@ -147,13 +143,9 @@ class NodeTable:
         self.non_zero_requested: IntArray = np.zeros((capacity, 2), dtype=np.int64)
         self.pod_count: IntArray = np.zeros(capacity, dtype=np.int64)
         self.unschedulable: BoolArray = np.zeros(capacity, dtype=np.bool_)
-        # Per row, the number of the row's last change (its node, or the requests of its
-        # pods), from a count shared by every table (plugin API 1.4; the in-tree memos read
-        # the change log below instead).
-        self.row_generation: IntArray = np.zeros(capacity, dtype=np.int64)
-        # The rows of those changes, in order (a row may repeat), and how many older ones
-        # were dropped or voided: a plugin keeping values for a few rows learns what changed
-        # from the log's tail instead of comparing every row's generation.
+        # The rows changed (their node, or the requests of their pods), in order (a row may
+        # repeat), and how many older changes were dropped or voided: a plugin keeping
+        # values for some rows learns what changed from the log's tail.
         self._changes: list[int] = []
         self._changes_dropped = 0
         self.labels: list[dict[str, str]] = []
@@ -195,7 +187,6 @@ class NodeTable:
         self.non_zero_requested = grow(self.non_zero_requested)
         self.pod_count = grow(self.pod_count)
         self.unschedulable = grow(self.unschedulable)
-        self.row_generation = grow(self.row_generation)
         self._void_changes()  # what plugins keep per row must grow too
 
     def ensure_resource(self, name: str) -> int:
@@ -205,7 +196,6 @@ class NodeTable:
             pad = ((0, 0), (0, len(self.resources) - before))
             self.allocatable = np.pad(self.allocatable, pad)
             self.requested = np.pad(self.requested, pad)
-            self.row_generation[:] = next(_ROW_CHANGES)
             self._void_changes()
         return col
 
@@ -231,7 +221,6 @@ class NodeTable:
         return row
 
     def _changed(self, row: int) -> None:
-        self.row_generation[row] = next(_ROW_CHANGES)
         changes = self._changes
         changes.append(row)
         if len(changes) > _CHANGE_LOG_LIMIT:

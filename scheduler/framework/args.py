@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 from scheduler.framework.errors import ConfigError
@@ -83,22 +83,9 @@ def _decode_dataclass(schema: type[T], raw: Any, path: str) -> T:
 def _decode(kind: Any, value: Any, path: str) -> Any:
     origin = get_origin(kind)
     if origin is Union or origin is types.UnionType:
-        options = get_args(kind)
-        if value is None and type(None) in options:
-            return None
-        errors = []
-        for option in (o for o in options if o is not type(None)):
-            try:
-                return _decode(option, value, path)
-            except ConfigError as exc:
-                errors.append(str(exc))
-        raise ConfigError(errors[0])
+        return _decode_union(kind, value, path)
     if origin is Literal:
-        allowed = get_args(kind)
-        if value not in allowed:
-            choices = ", ".join(repr(a) for a in allowed)
-            raise ConfigError(f"{path}: Unsupported value: {value!r}: supported values: {choices}")
-        return value
+        return _decode_literal(kind, value, path)
     if origin in (list, tuple):
         if not isinstance(value, list | tuple):
             raise ConfigError(f"{path}: must be a list")
@@ -112,25 +99,66 @@ def _decode(kind: Any, value: Any, path: str) -> Any:
         return {str(k): _decode(item, v, f"{path}.{k}") for k, v in value.items()}
     if dataclasses.is_dataclass(kind):
         return _decode_dataclass(typing.cast(type, kind), value, path)
-    if kind is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{path}: Invalid value: {value!r}: must be true or false")
-        return value
-    if kind is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{path}: Invalid value: {value!r}: must be an integer")
-        return value
-    if kind is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{path}: Invalid value: {value!r}: must be a number")
-        return float(value)
-    if kind is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"{path}: Invalid value: {value!r}: must be a string")
-        return value
+    scalar = _SCALARS.get(kind)
+    if scalar is not None:
+        return scalar(value, path)
     if kind is Any:
         return value
     raise TypeError(f"{path}: the args schema uses {kind!r}, which it cannot decode")
+
+
+def _decode_union(kind: Any, value: Any, path: str) -> Any:
+    """The first option that decodes ``value``; else the first option's error."""
+    options = get_args(kind)
+    if value is None and type(None) in options:
+        return None
+    errors = []
+    for option in (o for o in options if o is not type(None)):
+        try:
+            return _decode(option, value, path)
+        except ConfigError as exc:
+            errors.append(str(exc))
+    raise ConfigError(errors[0])
+
+
+def _decode_literal(kind: Any, value: Any, path: str) -> Any:
+    allowed = get_args(kind)
+    if value not in allowed:
+        choices = ", ".join(repr(a) for a in allowed)
+        raise ConfigError(f"{path}: Unsupported value: {value!r}: supported values: {choices}")
+    return value
+
+
+def _decode_bool(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{path}: Invalid value: {value!r}: must be true or false")
+    return value
+
+
+def _decode_int(value: Any, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{path}: Invalid value: {value!r}: must be an integer")
+    return value
+
+
+def _decode_float(value: Any, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{path}: Invalid value: {value!r}: must be a number")
+    return float(value)
+
+
+def _decode_str(value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{path}: Invalid value: {value!r}: must be a string")
+    return value
+
+
+_SCALARS: dict[Any, Callable[[Any, str], Any]] = {
+    bool: _decode_bool,
+    int: _decode_int,
+    float: _decode_float,
+    str: _decode_str,
+}
 
 
 def _plain(value: Any) -> Any:

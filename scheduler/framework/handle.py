@@ -8,15 +8,16 @@ protocol once per profile.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np
 
     from scheduler.framework.events import ClusterEvent
     from scheduler.framework.extender import Extender
+    from scheduler.framework.interface import CycleState, NodeView
     from scheduler.framework.ports import Binder, Evictor, ObjectWriter, Reporter
-    from scheduler.framework.runtime import Framework
+    from scheduler.framework.runtime import FilterOutcome
     from scheduler.framework.snapshot import ClusterSnapshot
     from scheduler.metrics import Metrics
     from scheduler.model.pod import PodInfo
@@ -47,6 +48,34 @@ class WaitingPodsView(Protocol):
         ...
 
 
+class FrameworkView(Protocol):
+    """What a plugin may run of its own profile's framework: the Filter plugins, for dry runs
+    (upstream's ``RunFilterPluginsWithNominatedPods``, as preemption runs them)."""
+
+    def filters_read_pod_lists(self, state: CycleState) -> bool:
+        """Whether any Filter active in this cycle reads a NodeView's hypothetical pod lists."""
+        ...
+
+    def run_filters_with_nominated(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        view: NodeView,
+        nominated: Mapping[str, Sequence[PodInfo]],
+    ) -> FilterOutcome:
+        """Every Filter plugin on the view's rows, nominated pods of equal or higher priority
+        counted first, as upstream runs them."""
+        ...
+
+
+@runtime_checkable
+class Preempting(Protocol):
+    """A PostFilter plugin that preempts asynchronously: it is told when a pod's nomination
+    was cleared by a higher-priority preemption (its own work for that pod is then void)."""
+
+    def supersede(self, uid: str) -> None: ...
+
+
 class Handle(Protocol):
     """The framework a plugin runs in: one per profile."""
 
@@ -59,12 +88,17 @@ class Handle(Protocol):
         ...
 
     @property
-    def framework(self) -> Framework:
+    def framework(self) -> FrameworkView:
         """This profile's framework: plugins that dry-run others (preemption) run it."""
         ...
 
-    def framework_of(self, scheduler_name: str) -> Framework | None:
-        """The framework of another profile of this scheduler, if it has one by that name."""
+    def has_profile(self, scheduler_name: str) -> bool:
+        """Whether this scheduler has a profile by that name (its pods are ours)."""
+        ...
+
+    def supersede(self, pod: PodInfo) -> None:
+        """The pod's nomination was cleared: its profile's :class:`Preempting` PostFilter
+        plugins drop what they still do for it (a preemption whose victims are going)."""
         ...
 
     @property

@@ -157,8 +157,8 @@ class NodeView:
         self.added = added
         self.removed = removed
         # The rows exactly as the snapshot has them (NodeView.of): what a plugin computed
-        # from the table's rows, kept until ``row_generation`` or the change log says the
-        # row changed, holds for this view.
+        # from the table's rows, kept until the table's change log says the row changed,
+        # holds for this view.
         self.as_in_table = as_in_table
 
     @classmethod

@@ -85,21 +85,18 @@ class NodeTableView(Protocol):
     def unschedulable(self) -> BoolArray: ...
 
     @property
-    def row_generation(self) -> IntArray:
-        """Per row, a number that changes whenever the row's node or the requests of its pods
-        do (upstream's NodeInfo generation): what a plugin computed from a row alone may be
-        kept while the number stays. Numbers from different tables never match."""
-        ...
-
-    @property
     def change_mark(self) -> int:
         """Where the table's log of row changes ends now, for ``rows_changed_since``."""
         ...
 
     def rows_changed_since(self, mark: int) -> Sequence[int] | None:
-        """The rows whose ``row_generation`` changed since ``change_mark`` read ``mark``,
-        oldest first (a row may repeat); None when the log no longer reaches back that far
-        or every row changed: take every row as changed."""
+        """The rows that changed (their node, or the requests of their pods: upstream's
+        NodeInfo generation) since ``change_mark`` read ``mark``, oldest first (a row may
+        repeat); None when the log no longer reaches back that far or every row changed:
+        take every row as changed. A mark read from another table means nothing here.
+
+        The one change signal plugins have: what a plugin computed from some rows may be
+        kept until the log names one of them (``scheduler.plugins.helper.row_memo``)."""
         ...
 
     @property
@@ -124,16 +121,6 @@ class NodeTableView(Protocol):
     def raw(self) -> Sequence[Mapping[str, Any] | None]:
         """The Node objects as the watch delivered them (what extenders are sent)."""
         ...
-
-    # Bumped when what a cached node mask may depend on changes.
-    @property
-    def labels_generation(self) -> int: ...
-
-    @property
-    def taints_generation(self) -> int: ...
-
-    @property
-    def membership_generation(self) -> int: ...
 
 
 class ClusterSnapshot(Protocol):

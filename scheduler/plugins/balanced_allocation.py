@@ -37,16 +37,16 @@ from scheduler.plugin_api import (
     PodInfo,
     Status,
 )
-from scheduler.plugins.node_resources_fit import (
+from scheduler.plugins.helper.resource_allocation import (
     DEFAULT_RESOURCES,
     ResourceSpec,
-    RowMemo,
     allocation_inputs,
     default_resources,
     parse_resources,
     pod_request,
     resource_items,
 )
+from scheduler.plugins.helper.row_memo import RowMemo
 
 NAME = "NodeResourcesBalancedAllocation"
 # One array of rows per resource: a list of them, or a 2-D array (resource, row).

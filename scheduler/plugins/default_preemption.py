@@ -191,6 +191,44 @@ class PreemptionPlan:
     preemptor: PodInfo | None = None
 
 
+@dataclass(frozen=True)
+class _DryRun:
+    """What one batch of the dry run filters with: the cycle's state, the preemptor, the
+    snapshot, the nominated pods, and whether an active Filter reads views' pod lists."""
+
+    state: CycleState
+    pod: PodInfo
+    snapshot: ClusterSnapshot
+    nominated: Mapping[str, Sequence[PodInfo]]
+    lists: bool
+
+
+@dataclass
+class _VictimBatch:
+    """Nodes of a dry run with their potential victims (most important first), every
+    victim's request vector (node by node, from ``offsets``), the nodes' requests and pod
+    counts, and per node what the victims still removed free."""
+
+    rows: IntArray
+    potential: list[list[PodInfo]]
+    vectors: IntArray
+    offsets: IntArray
+    base_requested: IntArray
+    base_count: IntArray
+    removed_sum: IntArray
+    removed_count: IntArray
+
+    def keep(self, positions: IntArray) -> None:
+        """Only the nodes at ``positions`` go on."""
+        self.rows = self.rows[positions]
+        self.potential = [self.potential[int(i)] for i in positions]
+        self.offsets = self.offsets[positions]
+        self.base_requested = self.base_requested[positions]
+        self.base_count = self.base_count[positions]
+        self.removed_sum = self.removed_sum[positions]
+        self.removed_count = self.removed_count[positions]
+
+
 NOT_STARTED = datetime.max.replace(tzinfo=UTC)
 
 
@@ -352,7 +390,7 @@ class DefaultPreemption:
             return False
         if self.own_profiles_only:
             handle = self.handle
-            return handle.framework_of(victim.scheduler_name) is not None
+            return handle.has_profile(victim.scheduler_name)
         return True
 
     # -- dry run --------------------------------------------------------------------------
@@ -446,17 +484,43 @@ class DefaultPreemption:
         rows: IntArray,
         pdbs: Sequence[DisruptionBudget],
     ) -> tuple[list[Candidate], list[tuple[IntArray, str]], str | None]:
-        handle = self.handle
-        framework = handle.framework
-        nominated = handle.nominator.all()
-        nodes = snapshot.nodes
+        """upstream SelectVictimsOnNode, for every node of ``rows`` at once: the candidates,
+        the rows that are none (with why), or the error a Filter plugin returned."""
+        dry = _DryRun(state, pod, snapshot, self.handle.nominator.all(),
+                      self.handle.framework.filters_read_pod_lists(state))
         failed: list[tuple[IntArray, str]] = []
+        batch = self._potential_victims(dry, rows, failed)
+        if batch is None:
+            return [], failed, None
+        # 1) Everything lower-priority removed: does the pod fit at all?
+        error = self._keep_fitting_without_victims(dry, batch, failed)
+        if error is not None or batch.rows.size == 0:
+            return [], failed, error
+        # 2) Reprieve: PDB-violating victims first, then the others, most important first.
+        reprieved = self._reprieve(dry, batch, pdbs)
+        if isinstance(reprieved, str):
+            return [], failed, reprieved
+        names = snapshot.nodes.names
+        for candidate in reprieved:
+            if not candidate.victims:
+                # As upstream: the pod failed here, yet fits with every victim given back.
+                return [], failed, ("expected at least one victim pod on node "
+                                    f'"{names[candidate.row]}"')
+            candidate.victims.sort(key=importance_key)
+        return reprieved, failed, None
 
+    def _potential_victims(
+        self, dry: _DryRun, rows: IntArray, failed: list[tuple[IntArray, str]]
+    ) -> _VictimBatch | None:
+        """The rows with pods the preemptor may evict, each node's most important first, and
+        what removing all of them frees; rows with none go to ``failed``."""
+        nodes = dry.snapshot.nodes
         potential: list[list[PodInfo]] = []
         with_victims: list[int] = []
         no_victims: list[int] = []
         for position, row in enumerate(rows):
-            eligible = [p for p in nodes.pods[int(row)].values() if self._may_preempt(p, pod)]
+            eligible = [p for p in nodes.pods[int(row)].values()
+                        if self._may_preempt(p, dry.pod)]
             if eligible:
                 eligible.sort(key=importance_key)
                 potential.append(eligible)
@@ -466,96 +530,90 @@ class DefaultPreemption:
         if no_victims:
             failed.append((np.asarray(no_victims, dtype=np.int64), NO_VICTIMS))
         if not with_victims:
-            return [], failed, None
+            return None
         batch_rows = rows[np.asarray(with_victims, dtype=np.int64)]
-
-        # 1) Everything lower-priority removed: does the pod fit at all?
-        resources = snapshot.resources
         base_requested = np.take(nodes.requested, batch_rows, axis=0)
-        base_count = nodes.pod_count[batch_rows]
-        # Only build per-row pod lists when an active filter reads them; for a pod without
-        # affinity, spreading or host ports the numbers alone decide.
-        lists = framework.filters_read_pod_lists(state)
         removed_count = np.asarray([len(v) for v in potential], dtype=np.int64)
-        offsets = np.concatenate(([0], np.cumsum(removed_count)[:-1]))
         owner = np.repeat(np.arange(len(potential)), removed_count)
-        vectors = np.stack([resources.pod_vector(v) for vs in potential for v in vs])
+        pod_vector = dry.snapshot.resources.pod_vector
+        vectors = np.stack([pod_vector(v) for vs in potential for v in vs])
         removed_sum = np.zeros_like(base_requested)
         np.add.at(removed_sum, owner, vectors)
-        stripped = NodeView(snapshot, batch_rows, base_requested - removed_sum,
-                            base_count - removed_count, removed=potential if lists else None)
-        outcome = framework.run_filters_with_nominated(state, pod, stripped, nominated)
-        if outcome.error is not None:
-            return [], failed, outcome.error.message
-        for positions, reason, _ in outcome.reasons:
-            failed.append((batch_rows[positions], reason))
-        fits = outcome.feasible
-        if fits.size == 0:
-            return [], failed, None
+        return _VictimBatch(
+            batch_rows, potential, vectors, np.concatenate(([0], np.cumsum(removed_count)[:-1])),
+            base_requested, nodes.pod_count[batch_rows], removed_sum, removed_count,
+        )
 
-        # 2) Reprieve: PDB-violating victims first, then the others, most important first.
-        # Each step tries, on every node at once, to give back that node's next victim.
-        rows_fit = batch_rows[fits]
+    def _keep_fitting_without_victims(
+        self, dry: _DryRun, batch: _VictimBatch, failed: list[tuple[IntArray, str]]
+    ) -> str | None:
+        """Run the filters with every potential victim removed; keep in ``batch`` only the
+        nodes where the pod then fits, the others go to ``failed``. A Filter's error."""
+        # Only build per-row pod lists when an active filter reads them; for a pod without
+        # affinity, spreading or host ports the numbers alone decide.
+        stripped = NodeView(dry.snapshot, batch.rows, batch.base_requested - batch.removed_sum,
+                            batch.base_count - batch.removed_count,
+                            removed=batch.potential if dry.lists else None)
+        outcome = self.handle.framework.run_filters_with_nominated(
+            dry.state, dry.pod, stripped, dry.nominated)
+        if outcome.error is not None:
+            return outcome.error.message
+        for positions, reason, _ in outcome.reasons:
+            failed.append((batch.rows[positions], reason))
+        batch.keep(outcome.feasible)
+        return None
+
+    def _reprieve(
+        self, dry: _DryRun, batch: _VictimBatch, pdbs: Sequence[DisruptionBudget]
+    ) -> list[Candidate] | str:
+        """Give each node's victims back one at a time (PDB-violating ones first), on every
+        node at once, keeping those the pod still fits beside: the candidates, or a Filter's
+        error."""
         queues: list[list[tuple[PodInfo, str]]] = []
-        # Per reprieve queue, where each victim's request vector sits in ``vectors``.
+        # Per reprieve queue, where each victim's request vector sits in ``batch.vectors``.
         vector_rows: list[list[int]] = []
-        for i in fits:
-            here = potential[int(i)]
+        for here, offset in zip(batch.potential, batch.offsets.tolist(), strict=True):
             order, budgets = split_by_pdb(here, pdbs)
             queues.append([(here[k], b) for k, b in zip(order, budgets, strict=True)])
-            vector_rows.append([int(offsets[i]) + k for k in order])
-        removed = [[p for p, _ in q] for q in queues] if lists else []
-        removed_sum = removed_sum[fits]
-        removed_count = removed_count[fits]
-        base_requested = base_requested[fits]
-        base_count = base_count[fits]
-        chosen: list[list[PodInfo]] = [[] for _ in queues]
-        violations = [0] * len(queues)
-        violated: list[set[str]] = [set() for _ in queues]
-        depth = max(len(q) for q in queues)
-        for step in range(depth):
+            vector_rows.append([offset + k for k in order])
+        removed = [[p for p, _ in q] for q in queues] if dry.lists else []
+        names = dry.snapshot.nodes.names
+        candidates = [Candidate(row, names[row], [], 0) for row in batch.rows.tolist()]
+        for step in range(max(len(q) for q in queues)):
             active = [i for i, q in enumerate(queues) if step < len(q)]
             idx = np.asarray(active, dtype=np.int64)
-            back = vectors[[vector_rows[i][step] for i in active]]
+            back = batch.vectors[[vector_rows[i][step] for i in active]]
             trial_removed = (
                 [[p for p in removed[i] if p is not queues[i][step][0]] for i in active]
-                if lists
+                if dry.lists
                 else []
             )
             trial = NodeView(
-                snapshot,
-                rows_fit[idx],
-                base_requested[idx] - removed_sum[idx] + back,
-                base_count[idx] - removed_count[idx] + 1,
-                removed=trial_removed if lists else None,
+                dry.snapshot,
+                batch.rows[idx],
+                batch.base_requested[idx] - batch.removed_sum[idx] + back,
+                batch.base_count[idx] - batch.removed_count[idx] + 1,
+                removed=trial_removed if dry.lists else None,
             )
-            result = framework.run_filters_with_nominated(state, pod, trial, nominated)
+            result = self.handle.framework.run_filters_with_nominated(
+                dry.state, dry.pod, trial, dry.nominated)
             if result.error is not None:
-                return [], failed, result.error.message
+                return result.error.message
             passed = result.codes == np.uint8(Code.SUCCESS)
             kept = idx[passed]
-            removed_sum[kept] -= back[passed]
-            removed_count[kept] -= 1
+            batch.removed_sum[kept] -= back[passed]
+            batch.removed_count[kept] -= 1
             for j, i in enumerate(active):
                 victim, budget = queues[i][step]
                 if passed[j]:
-                    if lists:
+                    if dry.lists:
                         removed[i] = trial_removed[j]
                 else:
-                    chosen[i].append(victim)
+                    candidates[i].victims.append(victim)
                     if budget:
-                        violations[i] += 1
-                        violated[i].add(budget)
-        candidates = []
-        for i, row in enumerate(rows_fit):
-            if not chosen[i]:
-                # As upstream: the pod failed here, yet fits with every victim given back.
-                name = nodes.names[int(row)]
-                return [], failed, f'expected at least one victim pod on node "{name}"'
-            chosen[i].sort(key=importance_key)
-            candidates.append(Candidate(int(row), nodes.names[int(row)], chosen[i],
-                                        violations[i], violated[i]))
-        return candidates, failed, None
+                        candidates[i].num_pdb_violations += 1
+                        candidates[i].violated_budgets.add(budget)
+        return candidates
 
     # -- actuation ------------------------------------------------------------------------
     def actuate(self, pod: PodInfo, best: Candidate) -> None:
@@ -708,10 +766,7 @@ class DefaultPreemption:
         assert evictor is not None
         for other in lower:
             handle.nominator.delete(other.uid)
-            framework = handle.framework_of(other.scheduler_name)
-            owner = framework.instances.get(NAME) if framework is not None else None
-            if isinstance(owner, DefaultPreemption):
-                owner.supersede(other.uid)
+            handle.supersede(other)
             evictor.set_nominated_node(other, "")
             log.info("Cleared a lower-priority nomination", pod=other.key,
                      preemptor=pod.key, node=other.nominated_node_name or None)

@@ -28,7 +28,7 @@ from scheduler.plugin_api import (
     PodInfo,
     normalized_image_name,
 )
-from scheduler.plugins.node_resources_fit import RowMemo
+from scheduler.plugins.helper.row_memo import RowMemo
 
 # A pod's image sources, how many nodes hold each, and how many nodes there are.
 _Key = tuple[tuple[str, ...], tuple[int, ...], int]

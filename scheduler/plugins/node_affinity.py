@@ -58,7 +58,7 @@ from scheduler.plugin_api import (
     parse_node_selector_term,
     parse_preferred_terms,
 )
-from scheduler.plugins.taint_toleration import default_normalize_score
+from scheduler.plugins.helper.normalize_score import default_normalize_score
 
 NAME = "NodeAffinity"
 
@@ -263,6 +263,31 @@ class NodeAffinity:
         return default_normalize_score(scores, reverse=False)
 
     # -- events ---------------------------------------------------------------------------
+    def explain_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> list[list[str]]:
+        """Each nodeSelector label and required term the node does not meet, and whether the
+        profile's addedAffinity does not."""
+        table = nodes.snapshot.nodes
+        return [self._unmet(pod, table.labels[row], table.names[row])
+                for row in nodes.idx.tolist()]
+
+    def _unmet(self, pod: PodInfo, labels: Mapping[str, str], name: str) -> list[str]:
+        out = []
+        for key, want in sorted(pod.node_selector.items()):
+            have = labels.get(key)
+            if have != want:
+                got = "no such label" if have is None else f"the node has {key}={have}"
+                out.append(f"nodeSelector {key}={want}: {got}")
+        required = pod.required_node_affinity
+        if required is not None and not required.matches(labels, name):
+            for i, term in enumerate(required.terms, 1):
+                unmet = [r for r in term.match_expressions if not r.matches(labels)]
+                what = ", ".join(f"{r.key} {r.operator} {list(r.values)}" for r in unmet)
+                out.append(f"required node affinity term {i}: "
+                           f"{what or term.error or 'matchFields do not match'}")
+        if self.added_required is not None and not self.added_required.matches(labels, name):
+            out.append("the profile's addedAffinity does not match the node")
+        return out
+
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [
             ClusterEventWithHint(

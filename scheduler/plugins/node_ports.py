@@ -96,6 +96,13 @@ class NodePorts:
         result.reject(conflict, Code.UNSCHEDULABLE, ERR_REASON)
         return result
 
+    def explain_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> list[list[str]]:
+        """The pod's host ports already in use on the node."""
+        used_ports = nodes.snapshot.nodes.used_ports
+        return [[f"host port {hp.port}/{hp.protocol} on {hp.ip} is in use"
+                 for hp in pod.host_ports if ports_conflict(used_ports[row], [hp])]
+                for row in nodes.idx.tolist()]
+
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [
             ClusterEventWithHint(

@@ -57,6 +57,11 @@ class NodeUnschedulable:
             result.reject(cordoned, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNSCHEDULABLE)
         return result
 
+    def explain_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> list[list[str]]:
+        """A cordoned node: the toleration the pod lacks."""
+        why = f"cordoned: the pod does not tolerate {TAINT_NODE_UNSCHEDULABLE}:NoSchedule"
+        return [[why] for _ in range(len(nodes))]
+
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [
             ClusterEventWithHint(

@@ -41,7 +41,7 @@ from scheduler.plugin_api import (
     Resource,
     Status,
 )
-from scheduler.plugins.volume_restrictions import after_claim_named
+from scheduler.plugins.helper.volume_hints import after_claim_named
 
 NAME = "NodeVolumeLimits"
 STATE_KEY = f"PreFilter{NAME}"

@@ -15,6 +15,7 @@ once per toleration set; the per-row answers are cached in the snapshot's node m
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from scheduler.plugin_api import (
-    MAX_NODE_SCORE,
     SUCCESS,
     Action,
     BoolArray,
@@ -45,6 +45,9 @@ from scheduler.plugin_api import (
     Taint,
     Toleration,
 )
+from scheduler.plugins.helper.explain_text import nodes_phrase, taint_text
+from scheduler.plugins.helper.normalize_score import default_normalize_score
+from scheduler.plugins.helper.row_memo import TableFacts
 
 NAME = "TaintToleration"
 
@@ -86,11 +89,20 @@ def count_intolerable_prefer_no_schedule(
     )
 
 
+def _untolerated(nodes: NodeView, row: int, pod: PodInfo) -> list[Taint]:
+    return [t for t in nodes.snapshot.nodes.taints[row]
+            if t.effect in DO_NOT_SCHEDULE_EFFECTS and not tolerated(t, pod.tolerations)]
+
+
+def _row_taints(nodes: NodeTableView, row: int) -> object:
+    """What the taint groups read of a row: whether it holds a node, and its taints."""
+    return nodes.names[row], nodes.taints[row]
+
+
 @dataclass
 class _TaintGroups:
-    """Alive rows grouped by taint tuple, for one version of the node table's taints."""
+    """Alive rows grouped by taint tuple, while the rows' taints stay as they were."""
 
-    version: tuple[int, int, int, int]
     groups: list[tuple[tuple[Taint, ...], IntArray]]
     counts: dict[Hashable, IntArray] = field(default_factory=dict)
 
@@ -102,27 +114,22 @@ class TaintToleration:
 
     def __init__(self) -> None:
         self._groups: _TaintGroups | None = None
+        self._taints_seen = TableFacts(_row_taints)
         # The last untolerated mask Filter read, and whether any node is in it: in most
         # clusters the pods tolerate every node, and Filter then has nothing to look up.
         self._last_mask: tuple[BoolArray | None, bool] = (None, True)
 
     # -- shared per-row data --------------------------------------------------------------
     def _taint_groups(self, nodes: NodeTableView) -> _TaintGroups:
-        version = (
-            id(nodes),
-            nodes.taints_generation,
-            nodes.membership_generation,
-            nodes.capacity,
-        )
         cached = self._groups
-        if cached is None or cached.version != version:
+        if self._taints_seen.changed(nodes) or cached is None:
             by_taints: dict[tuple[Taint, ...], list[int]] = {}
             for row in nodes.index.values():
                 taints = nodes.taints[row]
                 if taints:
                     by_taints.setdefault(tuple(taints), []).append(row)
             groups = [(t, np.asarray(rows, dtype=np.int64)) for t, rows in by_taints.items()]
-            cached = self._groups = _TaintGroups(version, groups)
+            cached = self._groups = _TaintGroups(groups)
         return cached
 
     def untolerated_mask(
@@ -186,6 +193,25 @@ class TaintToleration:
         return default_normalize_score(scores, reverse=True)
 
     # -- events ---------------------------------------------------------------------------
+    # -- explain --------------------------------------------------------------------------
+    def explain_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> list[list[str]]:
+        """The taints the pod does not tolerate."""
+        return [[f"untolerated taint {taint_text(t)}" for t in _untolerated(nodes, row, pod)]
+                for row in nodes.idx.tolist()]
+
+    def explain_hints(
+        self, state: CycleState, pod: PodInfo, nodes: NodeView, rejected: BoolArray,
+        others_pass: BoolArray,
+    ) -> list[str]:
+        """The toleration that would let a node in, where one taint alone keeps it out."""
+        by_taint: Counter[str] = Counter()
+        for row in nodes.idx[rejected & others_pass].tolist():
+            taints = _untolerated(nodes, row, pod)
+            if len(taints) == 1:
+                by_taint[taint_text(taints[0])] += 1
+        return [f"tolerate {taint}: {nodes_phrase(n)} would then pass every filter"
+                for taint, n in sorted(by_taint.items())]
+
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [
             ClusterEventWithHint(
@@ -197,23 +223,6 @@ class TaintToleration:
                 ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_TOLERATION)
             ),
         ]
-
-
-def default_normalize_score(scores: IntArray, *, reverse: bool) -> IntArray:
-    """Upstream ``helper.DefaultNormalizeScore``: scale to [0, 100] by the maximum."""
-    # Every score 0 (a pod and nodes without PreferNoSchedule taints): count_nonzero is a
-    # fraction of a max reduction's cost, and the answer is the same as for a maximum of 0.
-    if not np.count_nonzero(scores):
-        return np.full(scores.shape, MAX_NODE_SCORE, dtype=scores.dtype) if reverse else scores
-    top = int(scores.max())
-    if top <= 0:
-        if reverse:
-            return np.full(scores.shape, MAX_NODE_SCORE, dtype=scores.dtype)
-        return scores
-    out = MAX_NODE_SCORE * scores // top
-    if reverse:
-        out = MAX_NODE_SCORE - out
-    return out.astype(np.int64, copy=False)
 
 
 def _after_node_change(

@@ -64,8 +64,8 @@ from scheduler.plugin_api import (
     StorageCapacityInfo,
     VolumeInfo,
 )
-from scheduler.plugins.node_resources_fit import BrokenLinear, build_shape, shape_errors
-from scheduler.plugins.volume_restrictions import after_claim_named
+from scheduler.plugins.helper.shape_score import BrokenLinear, build_shape, shape_errors
+from scheduler.plugins.helper.volume_hints import after_claim_named
 
 T = TypeVar("T", VolumeInfo, ClaimInfo)
 NAME = "VolumeBinding"

@@ -39,6 +39,7 @@ from scheduler.plugin_api import (
     Resource,
     Status,
 )
+from scheduler.plugins.helper.volume_hints import after_claim_named
 
 NAME = "VolumeRestrictions"
 STATE_KEY = f"PreFilter{NAME}"
@@ -171,14 +172,6 @@ def _after_pod_deleted(pod: PodInfo, old: PodInfo | None, new: object) -> Queuei
     if mine and VolumeRestrictions._disk_conflict(mine, [old]):
         return QueueingHint.QUEUE
     return QueueingHint.SKIP
-
-
-def after_claim_named(pod: PodInfo, old: object, new: Any) -> QueueingHint:
-    """A claim event helps only a pod of the claim's namespace whose volumes name it
-    (generic ephemeral ones included); shared by the volume plugins' hints."""
-    named = new is not None and new.namespace == pod.namespace and any(
-        n == new.name for n, _ in pod.claims)
-    return QueueingHint.QUEUE if named else QueueingHint.SKIP
 
 
 def new(args: Mapping[str, Any], handle: Handle) -> VolumeRestrictions:

@@ -17,7 +17,10 @@ from scheduler.framework.registry import ConfigError
 from scheduler.model.pod import PodInfo
 from scheduler.plugins import balanced_allocation as balanced
 from scheduler.plugins import node_resources_fit as fit
+from scheduler.plugins.helper.row_memo import RowMemo
+from scheduler.plugins.helper.shape_score import build_shape
 from scheduler.plugins.node_resources_fit import NodeResourcesFit
+from scheduler.plugins.node_resources_fit import fit as fit_plugin
 from scheduler.testing import (
     cache_of,
     container,
@@ -464,7 +467,7 @@ SHAPE = [
 def test_broken_linear_function(
     points: list[tuple[int, int]], utilization: list[int], want: list[int]
 ) -> None:
-    shape = fit.build_shape([{"utilization": u, "score": s} for u, s in points])
+    shape = build_shape([{"utilization": u, "score": s} for u, s in points])
     got = shape(np.asarray(utilization, dtype=np.int64))
     assert got.tolist() == want
 
@@ -577,7 +580,7 @@ def test_node_change_hint(
 
 
 def test_assigned_pod_delete_hint() -> None:
-    hint = fit._after_assigned_pod_delete
+    hint = fit_plugin._after_assigned_pod_delete
     incoming = pod_info("p", cpu="1")
     assert hint(incoming, pod_info("bound", node_name="n1"), None) is QueueingHint.QUEUE
     assert hint(incoming, pod_info("pending"), None) is QueueingHint.SKIP
@@ -724,7 +727,7 @@ def test_kept_scores_compute_each_row_once_per_change() -> None:
     def rows(first: int, last: int) -> NodeView:
         return full_view(snapshot).subset(np.arange(first, last + 1))
 
-    memo = fit.RowMemo(compute)
+    memo = RowMemo(compute)
     memo.values(rows(0, 3), (1,))
     memo.values(rows(3, 4), (1,))
     assert computed == [4, 1], "a new key: the view's rows only, not the table's"
@@ -750,7 +753,7 @@ def test_kept_values_evict_the_least_recently_used_key() -> None:
         computed.append(key)
         return view.idx * 0 + key
 
-    memo = fit.RowMemo(compute, keys=2)
+    memo = RowMemo(compute, keys=2)
     for key in (1, 2, 1, 3, 1, 2):
         assert memo.values(full_view(snapshot), key).tolist() == [key]
     assert computed == [1, 2, 3, 2], "1 was used again after 2, so 3 evicted 2"

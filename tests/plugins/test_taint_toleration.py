@@ -11,7 +11,7 @@ import pytest
 from scheduler.cache.snapshot import Snapshot
 from scheduler.framework.events import QueueingHint, Resource
 from scheduler.framework.interface import Code, CycleState
-from scheduler.plugins import taint_toleration
+from scheduler.plugins.helper.normalize_score import default_normalize_score
 from scheduler.plugins.taint_toleration import ERR_REASON_UNTOLERATED, TaintToleration
 from scheduler.testing import (
     cache_of,
@@ -175,13 +175,14 @@ def test_registers_pod_toleration_updates() -> None:
 
 
 def test_default_normalize_score() -> None:
+    """Upstream helper.DefaultNormalizeScore."""
     scores = np.asarray([0, 1, 3], dtype=np.int64)
-    assert taint_toleration.default_normalize_score(scores, reverse=False).tolist() == [0, 33, 100]
-    assert taint_toleration.default_normalize_score(scores, reverse=True).tolist() == [100, 67, 0]
+    assert default_normalize_score(scores, reverse=False).tolist() == [0, 33, 100]
+    assert default_normalize_score(scores, reverse=True).tolist() == [100, 67, 0]
     zeros = np.zeros(2, dtype=np.int64)
-    assert taint_toleration.default_normalize_score(zeros, reverse=True).tolist() == [100, 100]
-    assert taint_toleration.default_normalize_score(zeros, reverse=False).tolist() == [0, 0]
+    assert default_normalize_score(zeros, reverse=True).tolist() == [100, 100]
+    assert default_normalize_score(zeros, reverse=False).tolist() == [0, 0]
     empty = np.zeros(0, dtype=np.int64)
-    assert taint_toleration.default_normalize_score(empty, reverse=True).tolist() == []
+    assert default_normalize_score(empty, reverse=True).tolist() == []
     negative = np.asarray([-2, 0], dtype=np.int64)  # a maximum of 0: left as it is, as upstream
-    assert taint_toleration.default_normalize_score(negative, reverse=False).tolist() == [-2, 0]
+    assert default_normalize_score(negative, reverse=False).tolist() == [-2, 0]

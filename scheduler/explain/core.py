@@ -7,7 +7,8 @@ FailedScheduling message needs. An explanation runs the same framework different
   ``run_filters_with_nominated``, ``record_rejections``), so the reason each node is counted
   under, and the ``0/N nodes are available: ...`` message, are the scheduler's own;
 - then every Filter plugin on every node (PreFilter's Skip honoured), so a node shows all its
-  reasons, with the numbers behind them from the node table and the pod's requests;
+  reasons, with the numbers behind them from the plugins that give them (their optional
+  ``explain_nodes`` hook, ``scheduler.framework.explaining``);
 - PreScore, Score and NormalizeScore over the feasible nodes, per plugin, weighted;
 - when nothing fits, DefaultPreemption's dry run (``DefaultPreemption.plan``): candidates,
   victims and budgets, and the node it would nominate. Nothing is evicted: the plugin's
@@ -22,9 +23,8 @@ No I/O here.
 
 from __future__ import annotations
 
-import functools
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,28 +39,20 @@ from scheduler.cycle import (
     record_rejections,
 )
 from scheduler.framework.config import SchedulerConfig
+from scheduler.framework.explaining import ExplainsHints, ExplainsNodes
 from scheduler.framework.fit_error import fit_error_message
 from scheduler.framework.interface import Code, CycleState, Diagnosis, IntArray, NodeView
 from scheduler.framework.ports import NullPorts
 from scheduler.framework.registry import Registry
 from scheduler.intake import NAMESPACES, PDBS, PRIORITY_CLASSES, Intake
-from scheduler.model.pod import PodInfo, ports_conflict
-from scheduler.model.resources import CPU, MEMORY
-from scheduler.model.taints import NO_EXECUTE, NO_SCHEDULE, Taint, tolerates_any
-from scheduler.plugins import (
-    node_affinity,
-    node_ports,
-    node_resources_fit,
-    node_unschedulable,
-    pod_topology_spread,
-    taint_toleration,
-)
+from scheduler.model.pod import PodInfo
 from scheduler.plugins.default_preemption import (
     Candidate,
     DefaultPreemption,
     prefixed,
     select_candidate,
 )
+from scheduler.plugins.helper.explain_text import nodes_phrase
 from scheduler.scheduler import Scheduler
 
 SKIPPED = "Skip"
@@ -73,7 +65,6 @@ _CODE_NAMES = {
     Code.SKIP: SKIPPED,
     Code.PENDING: "Pending",
 }
-_DO_NOT_SCHEDULE = frozenset((NO_SCHEDULE, NO_EXECUTE))
 
 
 class ExplainError(Exception):
@@ -237,12 +228,6 @@ class _Explainer:
         self.table = self.snapshot.nodes
         self.state = CycleState()
         self.order = self.snapshot.order()
-        self.position = {int(row): pos for pos, row in enumerate(self.order.tolist())}
-
-    @functools.cached_property
-    def skews(self) -> list[pod_topology_spread.ConstraintSkew]:
-        """PodTopologySpread's constraints seen from every node of ``order`` (after PreFilter)."""
-        return pod_topology_spread.filter_skews(self.state, self.snapshot, self.order)
 
     def run(self) -> Explanation:
         framework, pod = self.framework, self.pod
@@ -254,14 +239,7 @@ class _Explainer:
             filter_plugins=[p.name for p in framework.plugins.filter],
             score_plugins=[(p.name, w) for p, w in framework.plugins.score], nodes=[],
         )
-        if pod.scheduler_name not in self.s.profiles:
-            out.notes.append(f"the pod's schedulerName is {pod.scheduler_name!r}, not one of "
-                             f"this scheduler's: shown is what profile {self.profile!r} would do")
-        gates = (pod.raw.get("spec") or {}).get("schedulingGates")
-        if gates:
-            names = ", ".join(str(g.get("name")) for g in gates)
-            out.notes.append(f"the pod has scheduling gates ({names}): no scheduler tries it "
-                             "until they are removed")
+        out.notes += self._pod_notes()
         if order.size == 0:
             out.message = NO_NODES_AVAILABLE
             return out
@@ -296,7 +274,7 @@ class _Explainer:
         )
         if from_nominated:
             out.notes.append(
-                f"{_nodes(from_nominated)} pass every filter as they are, but not with the "
+                f"{nodes_phrase(from_nominated)} pass every filter as they are, but not with the "
                 "pods nominated there (of the same or higher priority) counted as placed"
             )
         if feasible.size:
@@ -307,6 +285,19 @@ class _Explainer:
         out.nodes = _sorted_reports(reports.values())
         out.hints = self._hints(order, verdicts, reports)
         return out
+
+    def _pod_notes(self) -> list[str]:
+        """What about the pod itself keeps a scheduler from trying it as explained."""
+        pod, notes = self.pod, []
+        if pod.scheduler_name not in self.s.profiles:
+            notes.append(f"the pod's schedulerName is {pod.scheduler_name!r}, not one of "
+                         f"this scheduler's: shown is what profile {self.profile!r} would do")
+        gates = (pod.raw.get("spec") or {}).get("schedulingGates")
+        if gates:
+            names = ", ".join(str(g.get("name")) for g in gates)
+            notes.append(f"the pod has scheduling gates ({names}): no scheduler tries it "
+                         "until they are removed")
+        return notes
 
     # -- Filter -----------------------------------------------------------------------------
     def _filter(self, diagnosis: Diagnosis) -> IntArray:
@@ -346,9 +337,10 @@ class _Explainer:
                 continue
             verdicts = [FilterVerdict(name, _CODE_NAMES[Code.SUCCESS])] * n
             codes = result.codes.tolist()
-            for pos in np.flatnonzero(result.codes != np.uint8(Code.SUCCESS)).tolist():
-                verdicts[pos] = FilterVerdict(name, _CODE_NAMES[Code(codes[pos])],
-                                              details=self._details(name, int(order[pos])))
+            rejected = np.flatnonzero(result.codes != np.uint8(Code.SUCCESS))
+            details = self._details(plugin, order[rejected])
+            for pos, why in zip(rejected.tolist(), details, strict=True):
+                verdicts[pos] = FilterVerdict(name, _CODE_NAMES[Code(codes[pos])], details=why)
             for mask, reason in result.reasons:
                 for pos in np.flatnonzero(mask).tolist():
                     if codes[pos] != Code.SUCCESS:
@@ -356,9 +348,11 @@ class _Explainer:
             out[name] = verdicts
         return out
 
-    def _details(self, plugin: str, row: int) -> list[str]:
-        detail = _DETAILS.get(plugin)
-        return detail(self, row) if detail is not None else []
+    def _details(self, plugin: object, rows: IntArray) -> list[list[str]]:
+        """The numbers behind the plugin's rejection of each of ``rows``, if it gives them."""
+        if not isinstance(plugin, ExplainsNodes) or rows.size == 0:
+            return [[] for _ in range(rows.size)]
+        return plugin.explain_nodes(self.state, self.pod, self._view(rows))
 
     # -- Score ------------------------------------------------------------------------------
     def _score(self, feasible: IntArray, reports: dict[int, NodeReport], out: Explanation) -> None:
@@ -458,170 +452,29 @@ class _Explainer:
         ]
         if not any(failing):
             return []
-        hints: list[str] = []
         only: dict[str, list[int]] = defaultdict(list)
         for i, fails in enumerate(failing):
             if len(fails) == 1:
                 only[fails[0].plugin].append(int(order[i]))
-        hints += self._resource_hints(only.pop(node_resources_fit.NAME, []))
-        hints += self._taint_hints(only.pop(taint_toleration.NAME, []))
-        hints += self._spread_hints(failing)
-        for plugin, rows in only.items():
+        hints: list[str] = []
+        view = self._view(order)
+        for plugin in self.framework.plugins.filter:
+            if not isinstance(plugin, ExplainsHints) or plugin.name not in verdicts:
+                continue
+            name = plugin.name
+            rejected = np.fromiter((v.code not in ("Success", SKIPPED) for v in verdicts[name]),
+                                   dtype=np.bool_, count=int(order.size))
+            others_pass = np.fromiter((all(v.plugin == name for v in fails) for fails in failing),
+                                      dtype=np.bool_, count=int(order.size))
+            hints += plugin.explain_hints(self.state, self.pod, view, rejected, others_pass)
+            only.pop(name, None)
+        for plugin_name, rows in only.items():
             reasons = Counter(r for row in rows for v in reports[row].filters
-                              if v.plugin == plugin for r in v.reasons)
+                              if v.plugin == plugin_name for r in v.reasons)
             verb = "fails" if len(rows) == 1 else "fail"
-            hints.append(f"{_nodes(len(rows))} {verb} only {plugin} "
+            hints.append(f"{nodes_phrase(len(rows))} {verb} only {plugin_name} "
                          f"({', '.join(sorted(reasons))})")
         return hints
-
-    def _resource_hints(self, rows: Sequence[int]) -> list[str]:
-        """Nodes short of exactly one resource, and of nothing else: how much less would do."""
-        short: dict[str, list[int]] = defaultdict(list)
-        for row in rows:
-            shortages = [(name, need - free) for name, need, free, _, _ in self.requests(row)
-                         if need > free]
-            if len(shortages) == 1 and self.pods_fit(row):
-                name, amount = shortages[0]
-                short[name].append(amount)
-        hints = []
-        for name, amounts in short.items():
-            amounts.sort()
-            least = amounts[0]
-            hint = (f"{_nodes(amounts.count(least))} would fit with {_quantity(name, least)} "
-                    f"less {name}")
-            if amounts[-1] != least:
-                hint += f"; {len(amounts)} with {_quantity(name, amounts[-1])} less"
-            hints.append(hint)
-        return hints
-
-    def _taint_hints(self, rows: Sequence[int]) -> list[str]:
-        by_taint: Counter[str] = Counter()
-        for row in rows:
-            taints = self.untolerated(row)
-            if len(taints) == 1:
-                by_taint[_taint(taints[0])] += 1
-        return [f"tolerate {taint}: {_nodes(n)} would then pass every filter"
-                for taint, n in sorted(by_taint.items())]
-
-    def _spread_hints(self, failing: Sequence[list[FilterVerdict]]) -> list[str]:
-        """Per constraint the pod breaks somewhere: the domains within its skew, and how many
-        of their nodes pass the other filters."""
-        name = pod_topology_spread.NAME
-        if not any(v.plugin == name for fails in failing for v in fails):
-            return []
-        hints = []
-        for c in self.skews:
-            within = [i for i, d in enumerate(c.domains)
-                      if d is not None and int(c.skews[i]) <= c.max_skew]
-            domains = sorted({str(c.domains[i]) for i in within})
-            if not domains:
-                continue
-            passing = sum(1 for i in within if all(v.plugin == name for v in failing[i]))
-            hints.append(
-                f"{_nodes(passing)} in {', '.join(domains)} satisfy the spread constraint "
-                f"{c.topology_key} (maxSkew {c.max_skew}) and the other filters"
-            )
-        return hints
-
-    # -- numbers ----------------------------------------------------------------------------
-    def requests(self, row: int) -> list[tuple[str, int, int, int, int]]:
-        """(resource, the pod's request, free, allocatable, requested) for what Fit checks."""
-        plugin = self.framework.instances.get(node_resources_fit.NAME)
-        if isinstance(plugin, node_resources_fit.NodeResourcesFit):
-            request = node_resources_fit.compute_pod_resource_request(
-                self.pod, plugin.ignored_resources, plugin.ignored_resource_groups)
-        else:
-            request = node_resources_fit.compute_pod_resource_request(self.pod)
-        out = []
-        for name, need in request.checks:
-            col = self.snapshot.resources.column.get(name)
-            alloc = int(self.table.allocatable[row, col]) if col is not None else 0
-            used = int(self.table.requested[row, col]) if col is not None else 0
-            out.append((name, need, alloc - used, alloc, used))
-        return out
-
-    def pods_fit(self, row: int) -> bool:
-        return int(self.table.pod_count[row]) + 1 <= int(self.table.allowed_pods[row])
-
-    def untolerated(self, row: int) -> list[Taint]:
-        return [t for t in self.table.taints[row]
-                if t.effect in _DO_NOT_SCHEDULE and not tolerates_any(self.pod.tolerations, t)]
-
-
-# -- per-plugin details -------------------------------------------------------------------------
-def _fit_details(e: _Explainer, row: int) -> list[str]:
-    out = []
-    if not e.pods_fit(row):
-        out.append(f"pods: {int(e.table.pod_count[row])} of {int(e.table.allowed_pods[row])} "
-                   "in use")
-    for name, need, free, alloc, used in e.requests(row):
-        if need > free:
-            out.append(f"{name}: the pod requests {_quantity(name, need)}, "
-                       f"{_quantity(name, max(free, 0))} free "
-                       f"({_quantity(name, alloc)} allocatable, {_quantity(name, used)} "
-                       "requested)")
-    return out
-
-
-def _taint_details(e: _Explainer, row: int) -> list[str]:
-    return [f"untolerated taint {_taint(t)}" for t in e.untolerated(row)]
-
-
-def _unschedulable_details(e: _Explainer, row: int) -> list[str]:
-    return [f"cordoned: the pod does not tolerate {node_unschedulable.TAINT_NODE_UNSCHEDULABLE}"
-            ":NoSchedule"]
-
-
-def _affinity_details(e: _Explainer, row: int) -> list[str]:
-    labels = e.table.labels[row]
-    name = e.table.names[row]
-    out = []
-    for key, want in sorted(e.pod.node_selector.items()):
-        have = labels.get(key)
-        if have != want:
-            got = "no such label" if have is None else f"the node has {key}={have}"
-            out.append(f"nodeSelector {key}={want}: {got}")
-    required = e.pod.required_node_affinity
-    if required is not None and not required.matches(labels, name):
-        for i, term in enumerate(required.terms, 1):
-            unmet = [r for r in term.match_expressions if not r.matches(labels)]
-            what = ", ".join(f"{r.key} {r.operator} {list(r.values)}" for r in unmet)
-            out.append(f"required node affinity term {i}: "
-                       f"{what or term.error or 'matchFields do not match'}")
-    plugin = e.framework.instances.get(node_affinity.NAME)
-    added = getattr(plugin, "added_required", None)
-    if added is not None and not added.matches(labels, name):
-        out.append("the profile's addedAffinity does not match the node")
-    return out
-
-
-def _ports_details(e: _Explainer, row: int) -> list[str]:
-    used = e.table.used_ports[row]
-    return [f"host port {hp.port}/{hp.protocol} on {hp.ip} is in use"
-            for hp in e.pod.host_ports if ports_conflict(used, [hp])]
-
-
-def _spread_details(e: _Explainer, row: int) -> list[str]:
-    out = []
-    pos = e.position[row]
-    for c in e.skews:
-        domain, skew = c.domains[pos], int(c.skews[pos])
-        if domain is None:
-            out.append(f"no label {c.topology_key}")
-        elif skew > c.max_skew:
-            out.append(f"{c.topology_key}={domain}: skew {skew} > maxSkew {c.max_skew} "
-                       f"(global minimum {c.min_match})")
-    return out
-
-
-_DETAILS: dict[str, Callable[[_Explainer, int], list[str]]] = {
-    node_resources_fit.NAME: _fit_details,
-    taint_toleration.NAME: _taint_details,
-    node_unschedulable.NAME: _unschedulable_details,
-    node_affinity.NAME: _affinity_details,
-    node_ports.NAME: _ports_details,
-    pod_topology_spread.NAME: _spread_details,
-}
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -639,25 +492,3 @@ def _counted(diagnosis: Diagnosis) -> dict[int, tuple[list[str], str]]:
 def _sorted_reports(reports: Iterable[NodeReport]) -> list[NodeReport]:
     """Feasible nodes first, highest total first; then the others by name."""
     return sorted(reports, key=lambda r: (not r.feasible, -(r.total or 0), r.node))
-
-
-def _nodes(n: int) -> str:
-    return f"{n} node" if n == 1 else f"{n} nodes"
-
-
-def _taint(t: Taint) -> str:
-    return f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
-
-
-_BINARY = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
-
-
-def _quantity(resource: str, value: int) -> str:
-    """A resource amount as people write it: cpu in cores or millicores, bytes binary."""
-    if resource == CPU:
-        return str(value // 1000) if value % 1000 == 0 else f"{value}m"
-    if resource == MEMORY or resource == "ephemeral-storage" or resource.startswith("hugepages-"):
-        for suffix, size in _BINARY:
-            if value and value % size == 0:
-                return f"{value // size}{suffix}"
-    return str(value)

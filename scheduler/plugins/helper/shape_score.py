@@ -1,0 +1,101 @@
+"""Broken-linear function shapes (upstream ``helper.BuildBrokenLinearFunction``) and their
+validation, shared by NodeResourcesFit's RequestedToCapacityRatio and VolumeBinding."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeGuard
+
+import numpy as np
+
+from scheduler.plugin_api import MAX_NODE_SCORE, IntArray
+
+# config.MaxCustomPriorityScore: shape scores are 0..10, scaled to 0..MAX_NODE_SCORE.
+MAX_CUSTOM_PRIORITY_SCORE = 10
+MAX_UTILIZATION = 100
+
+
+def is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+
+def shape_errors(shape: Any, path: str) -> list[str]:
+    """validateFunctionShape."""
+    if not isinstance(shape, list) or not shape:
+        return [f"{path}: Required value: at least one point must be specified"]
+    errors: list[str] = []
+    points: list[tuple[Any, Any] | None] = []
+    for i, point in enumerate(shape):
+        if not isinstance(point, Mapping):
+            errors.append(f"{path}[{i}]: Invalid value: {point!r}: must be a mapping")
+            points.append(None)
+            continue
+        errors.extend(f"{path}[{i}].{k}: Invalid value: unknown field" for k in point
+                      if k not in ("utilization", "score"))
+        points.append((point.get("utilization", 0), point.get("score", 0)))
+    for i in range(1, len(points)):
+        before, after = points[i - 1], points[i]
+        if before is None or after is None:
+            continue
+        prev, cur = before[0], after[0]
+        if is_int(prev) and is_int(cur) and prev >= cur:
+            errors.append(
+                f"{path}[{i}].utilization: Invalid value: {cur}: "
+                "values must be sorted in increasing order"
+            )
+            break
+    for i, point in enumerate(points):
+        if point is None:
+            continue
+        utilization, score = point
+        if not is_int(utilization) or not 0 <= utilization <= MAX_UTILIZATION:
+            errors.append(
+                f"{path}[{i}].utilization: Invalid value: {utilization!r}: "
+                f"not in valid range [0, {MAX_UTILIZATION}]"
+            )
+        if not is_int(score) or not 0 <= score <= MAX_CUSTOM_PRIORITY_SCORE:
+            errors.append(
+                f"{path}[{i}].score: Invalid value: {score!r}: "
+                f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"
+            )
+    return errors
+
+
+
+def _go_div(a: IntArray, b: IntArray | int) -> IntArray:
+    """Go's integer division (truncates towards zero); ``b`` is never 0 where it matters."""
+    b_arr = np.asarray(b, dtype=np.int64)
+    safe = np.where(b_arr == 0, 1, b_arr)
+    q = np.abs(a) // np.abs(safe)
+    return np.where((a < 0) != (safe < 0), -q, q).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class BrokenLinear:
+    """``helper.BuildBrokenLinearFunction`` over arrays (utilizations strictly increasing)."""
+
+    utilization: tuple[int, ...]
+    score: tuple[int, ...]
+
+    def __call__(self, p: IntArray) -> IntArray:
+        u, s = self.utilization, self.score
+        out = np.full(p.shape, s[-1], dtype=np.int64)
+        # Later points first, so the first point with p <= u[i] wins.
+        for i in range(len(u) - 1, -1, -1):
+            if i == 0:
+                value: IntArray = np.full(p.shape, s[0], dtype=np.int64)
+            else:
+                value = s[i - 1] + _go_div((s[i] - s[i - 1]) * (p - u[i - 1]), u[i] - u[i - 1])
+            out = np.where(p <= u[i], value, out)
+        return out
+
+
+def build_shape(raw: Sequence[Mapping[str, Any]]) -> BrokenLinear:
+    scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+    return BrokenLinear(
+        tuple(int(p.get("utilization", 0)) for p in raw),
+        tuple(int(p.get("score", 0)) * scale for p in raw),
+    )
+
