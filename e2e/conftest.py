@@ -6,7 +6,7 @@ Backends:
   ``e2e/cluster/cluster.py``) is brought up for the session in ``$E2E_CLUSTER_DIR`` (default
   ``<repo>/.cluster-e2e``) and torn down at the end (``E2E_KEEP_CLUSTER=1`` leaves it up; a
   later session reuses it). The scheduler runs as a child process,
-  ``python -m scheduler --kubeconfig ... --health-port ... --log-format json --config ...``,
+  ``python -m scheduler --kubeconfig ... --secure-port ... --log-format json --config ...``,
   with its log in the pytest temp dir.
 * ``E2E_KUBECONFIG=path``: that cluster (kind with kwok, for example). Tests create kwok
   nodes (annotation ``kwok.x-k8s.io/node=fake``), so a kwok controller must be running, with
@@ -97,7 +97,7 @@ class LocalScheduler:
 
     def start(self) -> None:
         argv = [sys.executable, "-m", "scheduler", "--kubeconfig", str(self.kubeconfig),
-                "--health-port", str(self.port), "--log-format", "json"]
+                "--secure-port", str(self.port), "--log-format", "json"]
         if self.config is not None:
             argv += ["--config", str(self.config)]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(

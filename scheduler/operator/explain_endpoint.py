@@ -1,47 +1,118 @@
-"""``GET /debug/explain?namespace=NS&name=POD[&profile=P]`` on the health port.
+"""``GET /debug/explain?namespace=NS&name=POD[&profile=P][&nodes=all|N]`` on the secure port.
 
-The pod is read from the API (so the answer is about the pod as it is now, whichever
-scheduler it names); the explanation is computed on the scheduling thread, through the inbox,
-from the scheduler's live cache. Answers are JSON: the explanation, or ``{"message": ...}``
-with 400 (bad query, unknown profile), 404 (no such pod), 409 (already bound), the API's own
-status when it refused, or 503 when the scheduling thread did not answer in time.
+Who may ask: a caller the API server allows to ``get`` that pod (a SubjectAccessReview); one
+who may not gets 403 whether the pod exists or not, so the endpoint tells nobody which pods
+exist. What they see: objects of other namespaces (preemption victims and the budgets
+covering them) only where they may ``list pods`` there; elsewhere, how many there are.
+
+What it costs the scheduler: the explanation is computed on the scheduling thread, through
+the inbox, from the live cache, one at a time (a second caller meanwhile is answered 429)
+and at most ``RATE`` a second (burst ``BURST``; 429 with Retry-After beyond); the answer
+lists the first ``DEFAULT_NODES`` nodes (the feasible ones by score first) unless
+``nodes=all`` or a number is asked. bench/explain_flood.py measures a flood of them against
+the scheduling loop's throughput.
+
+Answers are JSON: the explanation, or ``{"message": ...}`` with 400 (bad query, unknown
+profile), 403, 404 (no such pod, to a caller who may read it), 409 (already bound), 429, the
+API's own status when it refused, or 503 when the scheduling thread did not answer in time.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import socket
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from scheduler.explain import ExplainError, explain_in_loop
+from scheduler.explain import (
+    ExplainError,
+    Explanation,
+    PreemptionCandidate,
+    PreemptionPreview,
+    explain_in_loop,
+)
 from scheduler.explain_render import as_dict
 from scheduler.intake import Intake
 from scheduler.operator.kubeapi import KubeApi
+from scheduler.operator.serving.auth import Caller
 from scheduler.scheduler import Scheduler
 
 PATH = "/debug/explain"
 DEFAULT_TIMEOUT = 10.0
+DEFAULT_NODES = 20
+# A 5,000-node explanation takes ~50 ms of the scheduling thread: two a second keep a flood
+# of them within a tenth of the loop (bench/explain_flood.py).
+RATE = 2.0
+BURST = 4
 
 Answer = tuple[int, dict[str, Any]]
 
 
+class RateLimit:
+    """A token bucket that refuses instead of waiting."""
+
+    def __init__(self, rate: float, burst: int,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate = rate
+        self.burst = float(burst)
+        self.tokens = float(burst)
+        self.clock = clock
+        self.updated = clock()
+        self._lock = threading.Lock()
+
+    def take(self) -> float:
+        """0 when a token was taken, else the seconds until the next one."""
+        with self._lock:
+            now = self.clock()
+            self.tokens = min(self.burst, self.tokens + (now - self.updated) * self.rate)
+            self.updated = now
+            if self.tokens >= 1:
+                self.tokens -= 1
+                return 0.0
+            return (1 - self.tokens) / self.rate
+
+
 class ExplainEndpoint:
     def __init__(
-        self, api: KubeApi, scheduler: Scheduler, intake: Intake, timeout: float = DEFAULT_TIMEOUT
+        self, api: KubeApi, scheduler: Scheduler, intake: Intake,
+        timeout: float = DEFAULT_TIMEOUT, limit: RateLimit | None = None,
     ) -> None:
         self.api = api
         self.scheduler = scheduler
         self.intake = intake
         self.timeout = timeout
+        self.limit = limit or RateLimit(RATE, BURST)
         self.source = f"live cache of the scheduler on {socket.gethostname()}"
+        self._one_at_a_time = threading.Semaphore(1)
 
-    def __call__(self, query: Mapping[str, Sequence[str]]) -> Answer:
+    def __call__(self, query: Mapping[str, Sequence[str]], caller: Caller) -> Answer:
         namespace = _one(query, "namespace")
         name = _one(query, "name")
         profile = _one(query, "profile") or None
+        nodes = _node_limit(_one(query, "nodes"))
         if not namespace or not name:
             return 400, {"message": "namespace and name are required"}
+        if nodes is None:
+            return 400, {"message": "nodes is 'all' or a positive number"}
+        if not caller.may("get", "pods", namespace, name):
+            return 403, {"message": caller.forbidden("get", "pods", namespace, name)}
+        wait = self.limit.take()
+        if wait:
+            return 429, {"message": "too many explain requests", "retryAfterSeconds":
+                         max(1, round(wait))}
+        if not self._one_at_a_time.acquire(blocking=False):
+            return 429, {"message": "another explain request is being answered",
+                         "retryAfterSeconds": 1}
+        try:
+            return self._explain(namespace, name, profile, nodes, caller)
+        finally:
+            self._one_at_a_time.release()
+
+    def _explain(self, namespace: str, name: str, profile: str | None, nodes: int,
+                 caller: Caller) -> Answer:
         response = self.api.get(pod_path(namespace, name))
         if response.status == 404:
             return 404, {"message": f"pod {namespace}/{name} not found"}
@@ -56,11 +127,68 @@ class ExplainEndpoint:
         except TimeoutError:
             return 503, {"message": f"the scheduling thread did not answer within "
                                     f"{self.timeout:g}s"}
-        return 200, as_dict(explanation, self.source)
+        visible = redact(explanation, namespace, caller)
+        return 200, as_dict(first_nodes(visible, nodes), self.source)
+
+
+def redact(e: Explanation, namespace: str, caller: Caller) -> Explanation:
+    """Victims of namespaces other than ``namespace`` where the caller may not list pods
+    become a count in the notes; so do the budgets covering them."""
+    if e.preemption is None:
+        return e
+    may_list: dict[str, bool] = {namespace: True}
+
+    def visible(key: str) -> bool:
+        ns = key.partition("/")[0]
+        if ns not in may_list:
+            may_list[ns] = caller.may("list", "pods", ns)
+        return may_list[ns]
+
+    candidates: list[PreemptionCandidate] = []
+    notes = list(e.notes)
+    for candidate in e.preemption.candidates:
+        shown = [dataclasses.replace(v, budgets=[b for b in v.budgets if visible(b)],
+                                     violates=v.violates if visible(v.violates) else "")
+                 for v in candidate.victims if visible(v.pod)]
+        hidden = len(candidate.victims) - len(shown)
+        if hidden:
+            notes.append(f"node {candidate.node}: {hidden} more victim(s) in namespaces "
+                         "where you may not list pods")
+        candidates.append(dataclasses.replace(candidate, victims=shown))
+    preemption = dataclasses.replace(e.preemption, candidates=candidates)
+    return dataclasses.replace(e, preemption=preemption, notes=notes)
+
+
+def first_nodes(e: Explanation, limit: int) -> Explanation:
+    """The first ``limit`` node reports and preemption candidates (0: all), with a note of
+    what was left out."""
+    if not limit:
+        return e
+    notes = list(e.notes)
+    if len(e.nodes) > limit:
+        notes.append(f"showing {limit} of {len(e.nodes)} nodes (nodes=all for every one)")
+    preemption: PreemptionPreview | None = e.preemption
+    if preemption is not None and (len(preemption.candidates) > limit
+                                   or len(preemption.not_candidates) > limit):
+        notes.append(f"showing {limit} of {len(preemption.candidates)} preemption candidates "
+                     f"and of {len(preemption.not_candidates)} other nodes")
+        preemption = dataclasses.replace(
+            preemption, candidates=preemption.candidates[:limit],
+            not_candidates=dict(list(preemption.not_candidates.items())[:limit]))
+    return dataclasses.replace(e, nodes=e.nodes[:limit], preemption=preemption, notes=notes)
 
 
 def pod_path(namespace: str, name: str) -> str:
     return f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}"
+
+
+def _node_limit(value: str) -> int | None:
+    """``nodes``: 0 for all, the number asked, or None when it is neither."""
+    if not value:
+        return DEFAULT_NODES
+    if value == "all":
+        return 0
+    return int(value) if value.isdigit() and int(value) > 0 else None
 
 
 def _one(query: Mapping[str, Sequence[str]], key: str) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,11 +19,14 @@ from scheduler.operator import main as main_module
 from scheduler.operator.explain_cli import kubectl_why
 from scheduler.operator.explain_endpoint import ExplainEndpoint
 from scheduler.operator.health import HealthServer
+from scheduler.operator.serving.auth import Authorizer, Caller, User
 from scheduler.testing import node, pod
 from tests.operator.fake_api import FakeApi, Reply
+from tests.operator.serving_kit import FakeReviews, get, running, secure
 from tests.test_explain import build
 
 POD = "/api/v1/namespaces/default/pods/web"
+ANYONE = Caller(User("dev"), Authorizer(None, allow_all=True))
 LISTS = {
     "/api/v1/nodes": [node("a", cpu="1"), node("b", cpu="4")],
     "/api/v1/pods": [pod("web", cpu="2")],
@@ -154,7 +156,8 @@ def endpoint(api: FakeApi, stop: threading.Event) -> ExplainEndpoint:
     pytest.param({"namespace": ["default"], "name": ["web"]}, Reply(404, {}), 404,
                  "pod default/web not found", id="unknown pod"),
     pytest.param({"namespace": ["default"], "name": ["web"]}, forbidden("pods \"web\""), 403,
-                 'reading pod default/web: pods "web" is forbidden', id="forbidden"),
+                 'reading pod default/web: pods "web" is forbidden',
+                 id="the scheduler may not read it"),
     pytest.param({"namespace": ["default"], "name": ["web"]},
                  Reply(200, pod("web", node_name="a")), 409,
                  "pod default/web is already bound to a", id="bound pod"),
@@ -168,22 +171,20 @@ def test_endpoint_refusals(
 ) -> None:
     if reply is not None:
         api.on("GET", POD, reply)
-    assert endpoint(api, loop)(query) == (status, {"message": message})
+    assert endpoint(api, loop)(query, ANYONE) == (status, {"message": message})
 
 
 def test_endpoint_answers_from_the_live_cache_through_the_health_server(
     api: FakeApi, loop: threading.Event
 ) -> None:
     api.on("GET", POD, Reply(200, pod("web", cpu="2")))
-    server = HealthServer(0, live=lambda: (True, {}), ready=lambda: (True, {}),
-                          explain=endpoint(api, loop), host="127.0.0.1")
-    server.start()
-    try:
-        url = f"http://127.0.0.1:{server.port}/debug/explain?namespace=default&name=web"
-        with urllib.request.urlopen(url, timeout=60) as r:
-            answer = json.loads(r.read())
-    finally:
-        server.stop()
+    reviews = FakeReviews(tokens={"t": User("dev")}, rule=lambda spec: True)
+    server = HealthServer(secure(reviews), live=lambda: (True, {}), ready=lambda: (True, {}),
+                          explain=endpoint(api, loop))
+    with running(server):
+        status, body = get(server.port, "/debug/explain?namespace=default&name=web", token="t")
+    assert status == 200
+    answer = json.loads(body)
     assert answer["source"].startswith("live cache of the scheduler on ")
     assert answer["message"] == "would be bound to b, the only feasible node"
 
