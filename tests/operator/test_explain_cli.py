@@ -208,3 +208,34 @@ def test_one_shot_gives_plugins_the_config_maps_they_watch(
     assert answer["message"] == ("0/2 nodes are available: 2 node(s) in a zone where team "
                                  "payments runs its cap of 0 pods. preemption: 0/2 nodes are "
                                  "available: 2 No preemption victims found for incoming pod.")
+
+
+def test_kubectl_why_asks_the_running_scheduler_as_the_kubeconfigs_user(
+    api: FakeApi, kubeconfig: Path, loop: threading.Event, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The kubeconfig's token goes to the scheduler's secure port, which has it reviewed:
+    the user it names is the one whose right to get the pod is checked."""
+    api.on("GET", POD, Reply(200, pod("web", cpu="2")))
+    reviews = FakeReviews(tokens={"t": User("dev")}, rule=lambda spec: spec["user"] == "dev")
+    server = HealthServer(secure(reviews), live=lambda: (True, {}), ready=lambda: (True, {}),
+                          explain=endpoint(api, loop))
+    with running(server):
+        assert kubectl_why(["pod", "web", "--kubeconfig", str(kubeconfig), "-o", "json",
+                            "--scheduler-url", f"https://127.0.0.1:{server.port}"]) == 0
+    # The server's access log (structlog unconfigured: stdout) is not the CLI's output.
+    out = [line for line in capsys.readouterr().out.splitlines() if "[debug    ]" not in line]
+    answer = json.loads("\n".join(out))
+    assert answer["source"].startswith("live cache of the scheduler on ")
+    # The path, then the pod: both reviewed for the kubeconfig's user.
+    reviewed = [(s["user"], s.get("nonResourceAttributes") or s["resourceAttributes"]["name"])
+                for _, s in reviews.posted if "user" in s]
+    assert reviewed == [("dev", {"path": "/debug/explain", "verb": "get"}), ("dev", "web")]
+
+
+def test_the_users_credentials_go_unverified_only_to_the_loopback(
+    api: FakeApi, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api.on("GET", POD, Reply(200, pod("web", cpu="2")))
+    assert kubectl_why(["pod", "web", "--kubeconfig", str(kubeconfig),
+                        "--scheduler-url", "https://scheduler.example:10259"]) == 1
+    assert "pass --scheduler-ca-file" in capsys.readouterr().err
