@@ -6,8 +6,9 @@ exist. What they see: objects of other namespaces (preemption victims and the bu
 covering them) only where they may ``list pods`` there; elsewhere, how many there are.
 
 What it costs the scheduler: the explanation is computed on the scheduling thread, through
-the inbox, from the live cache, one at a time (a second caller meanwhile is answered 429)
-and at most ``RATE`` a second (burst ``BURST``; 429 with Retry-After beyond); the answer
+the inbox, from the live cache, one at a time (a second caller meanwhile is answered 429),
+and they may take ``EXPLAIN_SHARE`` of that thread's time (429 with Retry-After beyond:
+see DutyCycle); the answer
 lists the first ``DEFAULT_NODES`` nodes (the feasible ones by score first) unless
 ``nodes=all`` or a number is asked. bench/explain_flood.py measures a flood of them against
 the scheduling loop's throughput.
@@ -32,10 +33,11 @@ from scheduler.explain import (
     Explanation,
     PreemptionCandidate,
     PreemptionPreview,
-    explain_in_loop,
+    explain,
 )
 from scheduler.explain_render import as_dict
 from scheduler.intake import Intake
+from scheduler.model.pod import PodInfo
 from scheduler.operator.kubeapi import KubeApi
 from scheduler.operator.serving.auth import Caller
 from scheduler.scheduler import Scheduler
@@ -43,48 +45,46 @@ from scheduler.scheduler import Scheduler
 PATH = "/debug/explain"
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_NODES = 20
-# A 5,000-node explanation takes ~50 ms of the scheduling thread: two a second keep a flood
-# of them within a tenth of the loop (bench/explain_flood.py).
-RATE = 2.0
-BURST = 4
+# The share of the scheduling thread explains may take, whatever the flood: the issue's
+# bound on their cost is a tenth of the loop's throughput (bench/explain_flood.py), and the
+# connections and refusals around them cost some too.
+EXPLAIN_SHARE = 0.05
 
 Answer = tuple[int, dict[str, Any]]
 
 
-class RateLimit:
-    """A token bucket that refuses instead of waiting."""
+class DutyCycle:
+    """Explains may take ``share`` of the scheduling thread: one that took ``d`` seconds of
+    it is followed by a pause of ``d * (1 - share) / share`` during which others are refused.
+    It scales with the cluster and the host: a count per second would not (an explanation
+    takes 50 ms at 5,000 nodes on a quiet host, ten times that on a crowded one)."""
 
-    def __init__(self, rate: float, burst: int,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.rate = rate
-        self.burst = float(burst)
-        self.tokens = float(burst)
+    def __init__(self, share: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.pause_per_second = (1 - share) / share
         self.clock = clock
-        self.updated = clock()
+        self.next_allowed = clock()
         self._lock = threading.Lock()
 
-    def take(self) -> float:
-        """0 when a token was taken, else the seconds until the next one."""
+    def wait(self) -> float:
+        """0 when an explain may run now, else the seconds until one may."""
         with self._lock:
-            now = self.clock()
-            self.tokens = min(self.burst, self.tokens + (now - self.updated) * self.rate)
-            self.updated = now
-            if self.tokens >= 1:
-                self.tokens -= 1
-                return 0.0
-            return (1 - self.tokens) / self.rate
+            return max(0.0, self.next_allowed - self.clock())
+
+    def spent(self, seconds: float) -> None:
+        with self._lock:
+            self.next_allowed = self.clock() + seconds * self.pause_per_second
 
 
 class ExplainEndpoint:
     def __init__(
         self, api: KubeApi, scheduler: Scheduler, intake: Intake,
-        timeout: float = DEFAULT_TIMEOUT, limit: RateLimit | None = None,
+        timeout: float = DEFAULT_TIMEOUT, limit: DutyCycle | None = None,
     ) -> None:
         self.api = api
         self.scheduler = scheduler
         self.intake = intake
         self.timeout = timeout
-        self.limit = limit or RateLimit(RATE, BURST)
+        self.limit = limit or DutyCycle(EXPLAIN_SHARE)
         self.source = f"live cache of the scheduler on {socket.gethostname()}"
         self._one_at_a_time = threading.Semaphore(1)
 
@@ -99,7 +99,7 @@ class ExplainEndpoint:
             return 400, {"message": "nodes is 'all' or a positive number"}
         if not caller.may("get", "pods", namespace, name):
             return 403, {"message": caller.forbidden("get", "pods", namespace, name)}
-        wait = self.limit.take()
+        wait = self.limit.wait()
         if wait:
             return 429, {"message": "too many explain requests", "retryAfterSeconds":
                          max(1, round(wait))}
@@ -121,7 +121,8 @@ class ExplainEndpoint:
                                                 f"{response.message()}"}
         pod = self.intake.pod_info(response.body)
         try:
-            explanation = explain_in_loop(self.scheduler, pod, profile, self.timeout)
+            explanation = self.scheduler.run_in_loop(lambda: self._timed(pod, profile),
+                                                     self.timeout)
         except ExplainError as exc:
             return (409 if pod.node_name else 400), {"message": str(exc)}
         except TimeoutError:
@@ -129,6 +130,15 @@ class ExplainEndpoint:
                                     f"{self.timeout:g}s"}
         visible = redact(explanation, namespace, caller)
         return 200, as_dict(first_nodes(visible, nodes), self.source)
+
+
+    def _timed(self, pod: PodInfo, profile: str | None) -> Explanation:
+        """:func:`explain` on the scheduling thread, its time counted against the share."""
+        started = time.perf_counter()
+        try:
+            return explain(self.scheduler, pod, profile)
+        finally:
+            self.limit.spent(time.perf_counter() - started)
 
 
 def redact(e: Explanation, namespace: str, caller: Caller) -> Explanation:

@@ -51,7 +51,9 @@ class HealthServer:
         if request.path == "/debug/explain" and self.explain is not None:
             code, body = self.explain(request.query,
                                       Caller(request.user, self._server.authorizer))
-            return Reply(code, json.dumps(body).encode())
+            retry = body.get("retryAfterSeconds")
+            return Reply(code, json.dumps(body).encode(),
+                         headers={"Retry-After": str(retry)} if retry else {})
         check = self.checks.get(request.path)
         if check is None:
             return Reply(404, b"404 page not found\n", "text/plain; charset=utf-8")

@@ -6,6 +6,8 @@ import contextlib
 import threading
 from typing import Any
 
+import pytest
+
 from scheduler.explain import (
     Explanation,
     NodeReport,
@@ -14,8 +16,8 @@ from scheduler.explain import (
     Victim,
 )
 from scheduler.operator.explain_endpoint import (
+    DutyCycle,
     ExplainEndpoint,
-    RateLimit,
     first_nodes,
     redact,
 )
@@ -85,12 +87,15 @@ def test_the_first_nodes_unless_all_are_asked() -> None:
     assert first_nodes(e, 0) is e
 
 
-def test_the_rate_limit_refuses_beyond_its_burst_until_a_token_comes() -> None:
+def test_an_explain_is_followed_by_a_pause_that_keeps_them_to_their_share() -> None:
+    """5%: 50 ms of the scheduling thread, then 950 ms in which others are refused."""
     now = [0.0]
-    limit = RateLimit(2.0, 2, clock=lambda: now[0])
-    assert [limit.take() for _ in range(3)] == [0.0, 0.0, 0.5]
-    now[0] += 0.5
-    assert limit.take() == 0.0
+    limit = DutyCycle(0.05, clock=lambda: now[0])
+    assert limit.wait() == 0.0
+    limit.spent(0.05)
+    assert limit.wait() == pytest.approx(0.95)
+    now[0] += 0.95
+    assert limit.wait() == 0.0
 
 
 def test_a_second_explain_meanwhile_is_refused_not_queued() -> None:

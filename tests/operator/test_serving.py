@@ -6,6 +6,7 @@ connections cannot take down. Real sockets, a fake API server behind the reviews
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import socket
 import ssl
@@ -182,7 +183,7 @@ def test_two_hundred_half_open_connections_leave_healthz_answering() -> None:
     """Idle connections wait in the accepting thread's selector, not in a worker: with 2
     workers and 200 silent connections, /healthz still answers, and no thread was started
     for them."""
-    with running(health(FakeReviews(), workers=2)) as server:
+    with running(health(FakeReviews(), workers=2, connection_rate=1000)) as server:
         threads = threading.active_count()
         idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(200)]
         try:
@@ -217,3 +218,22 @@ def test_insecure_serving_is_plain_http_open_to_all() -> None:
     with running(server), urllib.request.urlopen(
             f"http://127.0.0.1:{server.port}/metrics", timeout=10) as r:
         assert r.read() == b"m 1\n"
+
+
+def test_a_flood_of_connections_from_one_address_is_closed_before_tls() -> None:
+    """Beyond its burst an address's connections are closed at accept; another address
+    (the kubelet's probes, Prometheus) is still served."""
+    with running(health(FakeReviews(), connection_rate=5)) as server:
+        answers = []
+        for _ in range(20):
+            try:
+                answers.append(get(server.port, "/healthz")[0])
+            except (OSError, http.client.HTTPException):
+                answers.append(0)
+        assert answers[:10] == [200] * 10 and 0 in answers[10:]
+        other = http.client.HTTPSConnection("127.0.0.1", server.port, timeout=10,
+                                            context=client_context(),
+                                            source_address=("127.0.0.2", 0))
+        other.request("GET", "/healthz")
+        assert other.getresponse().status == 200
+        other.close()

@@ -6,7 +6,9 @@ of half-open connections costs no worker and ``/healthz`` keeps answering. A wor
 ``header_timeout`` in all (not per read) for the TLS handshake and the request head, and
 ``write_timeout`` for the answer; one request per connection. Requests are authenticated and
 authorized (the non-resource path, the method as verb) before the handler sees them, as
-apiserver's filters do. Every request is logged at debug level.
+apiserver's filters do. Every request is logged at debug level. An address opening more than
+``connection_rate`` connections a second (burst twice that) has the others closed at accept,
+before any TLS work.
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ HEADER_TIMEOUT = 10.0
 WRITE_TIMEOUT = 30.0
 # net/http's DefaultMaxHeaderBytes, which kube's secure serving keeps.
 MAX_HEADER_BYTES = 1 << 20
+# New connections a second from one address (burst twice that): the probes, a Prometheus
+# and a few developers stay far below; a flood from one pod is closed at accept, before the
+# TLS handshake that would cost the scheduler's CPU (bench/explain_flood.py).
+CONNECTIONS_PER_SECOND = 10.0
 # What Go's server writes when a TLS port receives plain HTTP.
 PLAIN_HTTP_ON_TLS = (b"HTTP/1.0 400 Bad Request\r\n\r\n"
                      b"Client sent an HTTP request to an HTTPS server.\n")
@@ -109,6 +115,7 @@ class SecureServer:
         workers: int = WORKERS,
         header_timeout: float = HEADER_TIMEOUT,
         write_timeout: float = WRITE_TIMEOUT,
+        connection_rate: float = CONNECTIONS_PER_SECOND,
     ) -> None:
         self.handler = handler
         self.context = context
@@ -116,6 +123,9 @@ class SecureServer:
         self.authorizer = authorizer
         self.header_timeout = header_timeout
         self.write_timeout = write_timeout
+        self.connection_rate = connection_rate
+        # Per client address: (tokens, when counted).
+        self._buckets: dict[str, tuple[float, float]] = {}
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._listener = socket.create_server((host, port), family=family, backlog=512,
                                               reuse_port=False)
@@ -174,6 +184,9 @@ class SecureServer:
         except OSError:
             log.warning("Accepting a connection failed", exc_info=True)
             return
+        if not self._admit(address[0]):
+            conn.close()
+            return
         if len(idle) >= MAX_PENDING:
             # The oldest idle connection makes room: it has had the longest to speak.
             oldest, _ = idle.popitem(last=False)
@@ -182,6 +195,23 @@ class SecureServer:
         conn.setblocking(False)
         idle[conn] = (f"{address[0]}:{address[1]}", time.monotonic() + self.header_timeout)
         selector.register(conn, selectors.EVENT_READ)
+
+    def _admit(self, host: str) -> bool:
+        """A token of this address's bucket, if it has one (only the accepting thread calls
+        this)."""
+        now = time.monotonic()
+        rate, burst = self.connection_rate, 2 * self.connection_rate
+        if len(self._buckets) > MAX_PENDING:
+            # Addresses whose bucket is full again need no entry.
+            self._buckets = {h: (t, at) for h, (t, at) in self._buckets.items()
+                             if t + (now - at) * rate < burst}
+        tokens, updated = self._buckets.get(host, (burst, now))
+        tokens = min(burst, tokens + (now - updated) * rate)
+        admitted = tokens >= 1
+        self._buckets[host] = (tokens - 1 if admitted else tokens, now)
+        if not admitted:
+            log.debug("Connection refused: too many from one address", peer=host)
+        return admitted
 
     @staticmethod
     def _expire(selector: selectors.BaseSelector,
