@@ -7,6 +7,7 @@ works with their own identity."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import socket
@@ -219,3 +220,31 @@ def test_a_developer_sees_other_namespaces_victims_as_a_count(
     from_cli = json.loads(done.stdout)
     assert from_cli["source"].startswith("live cache of the scheduler on ")
     assert victims(from_cli) == [] and "payroll" not in done.stdout
+
+
+def test_the_service_monitors_credentials_scrape_metrics(env: Env) -> None:
+    """The metrics component as shipped: its ServiceMonitor scrapes HTTPS with the token of
+    the Secret it names, which the token controller fills for a ServiceAccount bound to the
+    metrics-reader ClusterRole; that token gets /metrics."""
+    url = base_url(env)
+    component = REPO / "manifests" / "components" / "metrics"
+    (monitor,) = yaml.safe_load_all((component / "servicemonitor.yaml").read_text())
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["scheme"] == "https" and endpoint["authorization"]["type"] == "Bearer"
+    secret = endpoint["authorization"]["credentials"]
+    collections = {"ClusterRole": f"{RBAC}/clusterroles",
+                   "ClusterRoleBinding": f"{RBAC}/clusterrolebindings",
+                   "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
+                   "Secret": "/api/v1/namespaces/{ns}/secrets"}
+    for doc in yaml.safe_load_all((component / "metrics-reader.yaml").read_text()):
+        path = collections[doc["kind"]].format(ns=doc["metadata"].get("namespace"))
+        status, body = env.kube.request("POST", path, doc)
+        assert status in (201, 409), body
+    secret_path = f"/api/v1/namespaces/{monitor['metadata']['namespace']}/secrets/{secret['name']}"
+    token = wait_until(
+        lambda: ((env.kube.get(secret_path) or {}).get("data") or {}).get(secret["key"]), 60,
+        "the token controller to fill the Secret")
+    status, body = wait_until(
+        lambda: (a := secure_get(f"{url}/metrics", token=base64.b64decode(token).decode())
+                 )[0] == 200 and a, 30, "/metrics with the ServiceMonitor's token", interval=1.0)
+    assert b"# HELP" in body
