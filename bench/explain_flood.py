@@ -23,6 +23,7 @@ import argparse
 import http.client
 import json
 import multiprocessing
+import os
 import ssl
 import statistics
 import sys
@@ -73,9 +74,13 @@ def serve(handler: Handler) -> SecureServer:
                         authorizer=Authorizer(None, allow_all=True))
 
 
-def flood(port: int, on: Any, stop: Any, out: Any) -> None:
-    """The clients: another process (a caller's CPU is not the scheduler's), CLIENTS threads
-    each sending the next request when the last is answered, while ``on`` is set."""
+def flood(port: int, cpus: set[int], on: Any, stop: Any, out: Any) -> None:
+    """The clients: another process on other CPUs (a caller's CPU is not the scheduler's: on
+    its own CPU a busy client would take the scheduler's share of it, which says nothing of
+    the endpoint), CLIENTS threads each sending the next request when the last is answered,
+    while ``on`` is set."""
+    if cpus:
+        os.sched_setaffinity(0, cpus)
     answers: Counter[int] = Counter()
     lock = threading.Lock()
 
@@ -139,7 +144,9 @@ def main() -> int:
     server.start()
     spawn = multiprocessing.get_context("spawn")
     on, stop, out = spawn.Event(), spawn.Event(), spawn.Queue()
-    clients = spawn.Process(target=flood, args=(server.port, on, stop, out), daemon=True)
+    others = set(range(os.cpu_count() or 1)) - ({pinned.cpu} if pinned is not None else set())
+    clients = spawn.Process(target=flood, args=(server.port, others, on, stop, out),
+                            daemon=True)
     clients.start()
     assert out.get(timeout=300) == "started"
     quiet, flooded, ratios = [], [], []
@@ -178,6 +185,7 @@ def main() -> int:
         "explains_answered_per_second": round(answers[200] / flood_seconds, 2),
         "answers": {str(k): v for k, v in sorted(answers.items())},
         "cpu_affinity": f"cpu {pinned.cpu}" if pinned is not None else "all",
+        "clients_cpus": sorted(others),
         "python": sys.version.split()[0],
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
