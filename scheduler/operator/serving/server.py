@@ -177,24 +177,28 @@ class SecureServer:
 
     def _accept(self, selector: selectors.BaseSelector,
                 idle: collections.OrderedDict[socket.socket, tuple[str, float]]) -> None:
-        try:
-            conn, address = self._listener.accept()
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            log.warning("Accepting a connection failed", exc_info=True)
-            return
-        if not self._admit(address[0]):
-            conn.close()
-            return
-        if len(idle) >= MAX_PENDING:
-            # The oldest idle connection makes room: it has had the longest to speak.
-            oldest, _ = idle.popitem(last=False)
-            selector.unregister(oldest)
-            oldest.close()
-        conn.setblocking(False)
-        idle[conn] = (f"{address[0]}:{address[1]}", time.monotonic() + self.header_timeout)
-        selector.register(conn, selectors.EVENT_READ)
+        """Every connection waiting, not one a wake: under a flood each wake of this thread
+        takes the interpreter lock from the scheduling thread."""
+        for _ in range(MAX_QUEUED):
+            try:
+                conn, address = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                log.warning("Accepting a connection failed", exc_info=True)
+                return
+            if not self._admit(address[0]):
+                conn.close()
+                continue
+            if len(idle) >= MAX_PENDING:
+                # The oldest idle connection makes room: it has had the longest to speak.
+                oldest, _ = idle.popitem(last=False)
+                selector.unregister(oldest)
+                oldest.close()
+            conn.setblocking(False)
+            idle[conn] = (f"{address[0]}:{address[1]}",
+                          time.monotonic() + self.header_timeout)
+            selector.register(conn, selectors.EVENT_READ)
 
     def _admit(self, host: str) -> bool:
         """A token of this address's bucket, if it has one (only the accepting thread calls
