@@ -183,6 +183,10 @@ def main() -> int:
         "throughput_ratio_median": round(statistics.median(ratios), 3),
         "throughput_ratios": [round(r, 3) for r in ratios],
         "explains_answered_per_second": round(answers[200] / flood_seconds, 2),
+        "flood_seconds": round(flood_seconds, 1),
+        # What the explains took of the scheduling thread; the rest of the loss is the
+        # connections' (TLS, refusals, the interpreter lock handed back and forth).
+        "explain_seconds_on_scheduling_thread": round(endpoint.limit.total, 2),
         "answers": {str(k): v for k, v in sorted(answers.items())},
         "cpu_affinity": f"cpu {pinned.cpu}" if pinned is not None else "all",
         "clients_cpus": sorted(others),

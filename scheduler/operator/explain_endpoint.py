@@ -63,6 +63,8 @@ class DutyCycle:
         self.pause_per_second = (1 - share) / share
         self.clock = clock
         self.next_allowed = clock()
+        # Seconds of the scheduling thread all explains took (bench/explain_flood.py).
+        self.total = 0.0
         self._lock = threading.Lock()
 
     def wait(self) -> float:
@@ -73,6 +75,7 @@ class DutyCycle:
     def spent(self, seconds: float) -> None:
         with self._lock:
             self.next_allowed = self.clock() + seconds * self.pause_per_second
+            self.total += seconds
 
 
 class ExplainEndpoint:

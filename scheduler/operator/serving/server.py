@@ -55,6 +55,8 @@ MAX_HEADER_BYTES = 1 << 20
 # and a few developers stay far below; a flood from one pod is closed at accept, before the
 # TLS handshake that would cost the scheduler's CPU (bench/explain_flood.py).
 CONNECTIONS_PER_SECOND = 10.0
+# After refusing some, the accepting thread waits this long before it accepts again.
+FLOOD_PAUSE = 0.05
 # What Go's server writes when a TLS port receives plain HTTP.
 PLAIN_HTTP_ON_TLS = (b"HTTP/1.0 400 Bad Request\r\n\r\n"
                      b"Client sent an HTTP request to an HTTPS server.\n")
@@ -161,14 +163,16 @@ class SecureServer:
         try:
             while not self._stop.is_set():
                 for key, _ in selector.select(timeout=0.25):
-                    if key.fileobj is self._listener:
-                        self._accept(selector, idle)
-                    else:
-                        conn = key.fileobj
-                        assert isinstance(conn, socket.socket)
+                    conn = key.fileobj
+                    assert isinstance(conn, socket.socket)
+                    if conn is not self._listener:
                         selector.unregister(conn)
-                        peer, _deadline = idle.pop(conn)
-                        self._dispatch(conn, peer)
+                        self._dispatch(conn, idle.pop(conn)[0])
+                    elif self._accept(selector, idle):
+                        # A flood: let the next connections wait in the kernel's backlog
+                        # (and past it, in their own SYN retries) rather than wake this
+                        # thread, and take the interpreter lock, for each.
+                        self._stop.wait(FLOOD_PAUSE)
                 self._expire(selector, idle, time.monotonic())
         finally:
             for conn in idle:
@@ -176,19 +180,21 @@ class SecureServer:
             selector.close()
 
     def _accept(self, selector: selectors.BaseSelector,
-                idle: collections.OrderedDict[socket.socket, tuple[str, float]]) -> None:
+                idle: collections.OrderedDict[socket.socket, tuple[str, float]]) -> int:
         """Every connection waiting, not one a wake: under a flood each wake of this thread
-        takes the interpreter lock from the scheduling thread."""
+        takes the interpreter lock from the scheduling thread. How many were refused."""
+        refused = 0
         for _ in range(MAX_QUEUED):
             try:
                 conn, address = self._listener.accept()
             except (BlockingIOError, InterruptedError):
-                return
+                break
             except OSError:
                 log.warning("Accepting a connection failed", exc_info=True)
-                return
+                break
             if not self._admit(address[0]):
                 conn.close()
+                refused += 1
                 continue
             if len(idle) >= MAX_PENDING:
                 # The oldest idle connection makes room: it has had the longest to speak.
@@ -199,6 +205,7 @@ class SecureServer:
             idle[conn] = (f"{address[0]}:{address[1]}",
                           time.monotonic() + self.header_timeout)
             selector.register(conn, selectors.EVENT_READ)
+        return refused
 
     def _admit(self, host: str) -> bool:
         """A token of this address's bucket, if it has one (only the accepting thread calls
