@@ -54,7 +54,7 @@ MAX_HEADER_BYTES = 1 << 20
 # New connections a second from one address (burst twice that): the probes, a Prometheus
 # and a few developers stay far below; a flood from one pod is closed at accept, before the
 # TLS handshake that would cost the scheduler's CPU (bench/explain_flood.py).
-CONNECTIONS_PER_SECOND = 10.0
+CONNECTIONS_PER_SECOND = 5.0
 # After refusing some, the accepting thread waits this long before it accepts again.
 FLOOD_PAUSE = 0.05
 # What Go's server writes when a TLS port receives plain HTTP.
