@@ -26,6 +26,7 @@ import re
 import ssl
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -211,6 +212,18 @@ class _Direct(_Fetch):
         self.context = _tls_context(url, args, configuration)
 
     def get(self, query: dict[str, str]) -> tuple[int, Any]:
+        """The answer; a 429 (the scheduler keeps explains to a share of its time) is asked
+        again after its Retry-After while that is within the timeout."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            status, body = self._get_once(query)
+            retry = body.get("retryAfterSeconds") if isinstance(body, dict) else None
+            if status != 429 or not isinstance(retry, int | float) or (
+                    time.monotonic() + retry > deadline):
+                return status, body
+            time.sleep(retry)
+
+    def _get_once(self, query: dict[str, str]) -> tuple[int, Any]:
         request = urllib.request.Request(f"{self.url}?{urlencode(query)}", headers=self.headers)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout,
