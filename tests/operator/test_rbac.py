@@ -66,7 +66,9 @@ BUILT_IN = {
 def documents() -> list[dict[str, Any]]:
     out = []
     for path in sorted((REPO / "manifests").rglob("*.yaml")):
-        out += [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+        # Kubernetes objects only (not kustomizations, not the scheduler's configuration).
+        out += [d for d in yaml.safe_load_all(path.read_text())
+                if isinstance(d, dict) and "metadata" in d]
     return out
 
 
@@ -125,3 +127,13 @@ def test_metrics_and_explain_roles_grant_only_their_path() -> None:
         {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
     assert roles["secondary-scheduler:explain"] == [
         {"nonResourceURLs": ["/debug/explain"], "verbs": ["get"]}]
+
+
+def test_kustomize_keeps_the_kube_system_binding_where_it_is() -> None:
+    """A kustomization-wide namespace would rewrite every namespaced object's, the RoleBinding
+    to extension-apiserver-authentication-reader in kube-system included."""
+    kustomization = yaml.safe_load((REPO / "manifests" / "kustomization.yaml").read_text())
+    assert "namespace" not in kustomization
+    namespaced = [d for d in documents() if d.get("kind") not in (
+        "Namespace", "ClusterRole", "ClusterRoleBinding")]
+    assert all(d["metadata"].get("namespace") for d in namespaced)
