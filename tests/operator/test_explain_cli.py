@@ -239,3 +239,21 @@ def test_the_users_credentials_go_unverified_only_to_the_loopback(
     assert kubectl_why(["pod", "web", "--kubeconfig", str(kubeconfig),
                         "--scheduler-url", "https://scheduler.example:10259"]) == 1
     assert "pass --scheduler-ca-file" in capsys.readouterr().err
+
+
+def test_a_429_is_asked_again_after_its_retry_after(
+    api: FakeApi, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Explains are kept to a share of the scheduling thread: the CLI waits as told."""
+    api.on("GET", POD, Reply(200, pod("web", cpu="2")))
+    answers = [(429, {"message": "busy", "retryAfterSeconds": 1}),
+               (200, {"source": "live", "outcome": "schedulable"})]
+    reviews = FakeReviews(tokens={"t": User("dev")}, rule=lambda spec: True)
+    server = HealthServer(secure(reviews), live=lambda: (True, {}), ready=lambda: (True, {}),
+                          explain=lambda query, caller: answers.pop(0))
+    with running(server):
+        assert kubectl_why(["pod", "web", "--kubeconfig", str(kubeconfig), "-o", "json",
+                            "--scheduler-url", f"https://127.0.0.1:{server.port}"]) == 0
+    assert answers == []
+    out = [line for line in capsys.readouterr().out.splitlines() if "[debug    ]" not in line]
+    assert json.loads("\n".join(out))["outcome"] == "schedulable"
