@@ -214,7 +214,7 @@ def ours_argv(bench: Bench, qps: int, burst: int) -> list[str]:
         f"clientConnection: {{qps: {qps}, burst: {burst}}}\n"
         f"profiles: [{{schedulerName: {SCHEDULER_NAME}}}]\n")
     return [sys.executable, "-m", "scheduler", "--kubeconfig", str(bench.kubeconfig),
-            "--config", str(cfg), "--health-port", "0", "--log-level", "warning",
+            "--config", str(cfg), "--secure-port", "0", "--log-level", "warning",
             "--log-format", "json"]
 
 

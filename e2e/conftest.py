@@ -6,7 +6,7 @@ Backends:
   ``e2e/cluster/cluster.py``) is brought up for the session in ``$E2E_CLUSTER_DIR`` (default
   ``<repo>/.cluster-e2e``) and torn down at the end (``E2E_KEEP_CLUSTER=1`` leaves it up; a
   later session reuses it). The scheduler runs as a child process,
-  ``python -m scheduler --kubeconfig ... --health-port ... --log-format json --config ...``,
+  ``python -m scheduler --kubeconfig ... --secure-port ... --log-format json --config ...``,
   with its log in the pytest temp dir.
 * ``E2E_KUBECONFIG=path``: that cluster (kind with kwok, for example). Tests create kwok
   nodes (annotation ``kwok.x-k8s.io/node=fake``), so a kwok controller must be running, with
@@ -76,7 +76,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEPLOYED_NS = "secondary-scheduler"
 DEPLOYED_SELECTOR = "app.kubernetes.io/name=secondary-scheduler"
 DEFAULT_TEST_TIMEOUT = 240
-HEALTH_PORT = 10259  # the Deployment's
+SECURE_PORT = 10259  # the Deployment's
 
 _state: dict[str, Any] = {}
 
@@ -97,7 +97,9 @@ class LocalScheduler:
 
     def start(self) -> None:
         argv = [sys.executable, "-m", "scheduler", "--kubeconfig", str(self.kubeconfig),
-                "--health-port", str(self.port), "--log-format", "json"]
+                "--secure-port", str(self.port), "--bind-address", "127.0.0.1",
+                f"--authentication-kubeconfig={self.kubeconfig}",
+                f"--authorization-kubeconfig={self.kubeconfig}", "--log-format", "json"]
         if self.config is not None:
             argv += ["--config", str(self.config)]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
@@ -113,9 +115,15 @@ class LocalScheduler:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    @property
+    def url(self) -> str:
+        """The secure port (HTTPS, a self-signed certificate), ours or kube-scheduler's."""
+        return f"https://127.0.0.1:{self.port}"
+
     def ready(self) -> bool:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=2) as r:
+            with urllib.request.urlopen(f"{self.url}/readyz", timeout=2,
+                                        context=ssl._create_unverified_context()) as r:
                 return bool(r.status == 200)
         except (OSError, urllib.error.URLError):
             return False
@@ -197,7 +205,6 @@ class ReferenceScheduler(LocalScheduler):
                 f"--authentication-kubeconfig={self.kubeconfig}",
                 f"--authorization-kubeconfig={self.kubeconfig}",
                 "--bind-address=127.0.0.1", f"--secure-port={self.port}",
-                "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
                 f"--cert-dir={self.log_path.parent / 'certs'}", "--v=2"]
         self.starts += 1
         with open(self.log_path, "ab") as log:
@@ -205,17 +212,6 @@ class ReferenceScheduler(LocalScheduler):
             log.flush()
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, start_new_session=True)
-
-    def ready(self) -> bool:
-        ctx = ssl.create_default_context()
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-        try:
-            with urllib.request.urlopen(f"https://127.0.0.1:{self.port}/readyz", timeout=2,
-                                        context=ctx) as r:
-                return bool(r.status == 200)
-        except (OSError, urllib.error.URLError):
-            return False
 
 
 class DeployedScheduler:
@@ -258,12 +254,16 @@ class DeployedScheduler:
         return None
 
     def direct_url(self) -> str | None:
-        """The leader's health port, where the test can reach it: a host-network pod on a
-        local real node has a loopback IP (which the API server's pod proxy refuses)."""
+        """The leader's secure port, where the test can reach it: a host-network pod on a
+        local real node has a loopback IP."""
         wait_until(self.leader, 60, "a leading secondary-scheduler pod", interval=0.5,
                    diagnose=self.describe)
         ip = ((self.leader() or {}).get("status") or {}).get("podIP", "")
-        return f"http://{ip}:{HEALTH_PORT}" if ip.startswith("127.") else None
+        return f"https://{ip}:{SECURE_PORT}" if ip.startswith("127.") else None
+
+    @property
+    def url(self) -> str | None:
+        return self.direct_url()
 
     def wait_ready(self, timeout: float = 180.0) -> None:
         wait_until(self._ready_pod, timeout, "a Ready secondary-scheduler pod", interval=1.0,

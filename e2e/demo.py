@@ -25,6 +25,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -244,7 +245,8 @@ def start_scheduler(
 ) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     argv = [sys.executable, "-m", "scheduler", "--kubeconfig", str(kubeconfig),
-            "--health-port", str(port), "--log-format", "json"]
+            "--secure-port", str(port), "--authentication-kubeconfig", str(kubeconfig),
+            "--authorization-kubeconfig", str(kubeconfig), "--log-format", "json"]
     if config is not None:
         argv += ["--config", str(config)]
     env = dict(os.environ, PYTHONPATH=str(REPO))
@@ -257,7 +259,9 @@ def start_scheduler(
             tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-30:])
             raise RuntimeError(f"the scheduler exited with code {proc.returncode}:\n{tail}")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
+            # The scheduler's certificate is self-signed (made at its start).
+            with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", timeout=2,
+                                        context=ssl._create_unverified_context()) as r:
                 return bool(r.status == 200)
         except (OSError, urllib.error.URLError):
             return False
@@ -362,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
         config = None if str(args.config) == "none" else args.config
         kube.ensure_namespace("secondary-scheduler")  # manifests/config.yaml's lease is there
         proc, port = start_scheduler(kubeconfig, log_path, config)
-        print(f"scheduler ready: http://127.0.0.1:{port}/readyz", flush=True)
+        print(f"scheduler ready: https://127.0.0.1:{port}/readyz", flush=True)
         timeline.start()
         run(kube, timeline, args.grace)
         return 0

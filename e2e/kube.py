@@ -597,3 +597,38 @@ def describe_namespace(kube: Kube, ns: str, node_names: Iterable[str] = ()) -> s
     except Exception as exc:
         lines.append(f"(could not describe: {exc!r})")
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- secure port
+def secure_get(url: str, *, token: str | None = None, kube: Kube | None = None,
+               timeout: float = 10) -> tuple[int, bytes]:
+    """GET on a scheduler's secure port (HTTPS, its certificate not verified: self-signed),
+    as the bearer ``token``, or as ``kube``'s user by its client certificate, or anonymous."""
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    context = ssl._create_unverified_context()
+    if kube is not None:
+        configuration = kube.client.configuration
+        context.load_cert_chain(configuration.cert_file, configuration.key_file)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    request = urllib.request.Request(url, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
+            return int(response.status), response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def service_account_token(kube: Kube, namespace: str, name: str) -> str:
+    """A bound token of the ServiceAccount (TokenRequest), created if it does not exist."""
+    accounts = f"/api/v1/namespaces/{namespace}/serviceaccounts"
+    status, body = kube.request("POST", accounts, {
+        "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}})
+    if status not in (201, 409):
+        raise ApiError("POST", accounts, status, body)
+    answer = kube.create(f"{accounts}/{name}/token", {
+        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+        "spec": {"expirationSeconds": 3600}})
+    return str(answer["status"]["token"])

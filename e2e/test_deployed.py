@@ -66,7 +66,8 @@ def test_the_running_pod_is_the_shipped_one(env: Env) -> None:
         assert spec["securityContext"]["runAsNonRoot"] is True
         assert container["securityContext"]["readOnlyRootFilesystem"] is True
         assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
-        assert container["readinessProbe"]["httpGet"]["port"] == "health"
+        assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "https",
+                                                         "scheme": "HTTPS"}
         assert spec["serviceAccountName"] == "secondary-scheduler"
         statuses = pod["status"]["containerStatuses"]
         assert [s["restartCount"] for s in statuses] == [0], statuses

@@ -33,10 +33,10 @@ def sources(env: Env) -> dict[str, list[str]]:
     out = {"one-shot": ["--one-shot"]}
     sched = env.scheduler
     if isinstance(sched, LocalScheduler) and not isinstance(sched, ReferenceScheduler):
-        out["live"] = ["--scheduler-url", f"http://127.0.0.1:{sched.port}"]
+        out["live"] = ["--scheduler-url", sched.url]
     elif isinstance(sched, DeployedScheduler):
         url = sched.direct_url()
-        # Else the CLI finds it through the API server's pod proxy.
+        # Else the CLI finds it and port-forwards to it.
         out["live"] = ["--scheduler-url", url] if url else []
     return out
 

@@ -3,37 +3,29 @@ preemption: kube-scheduler's metric names, labels and counts.
 
 The scheduler is shared by the session, so every count is a difference between a scrape
 before and one after. Upstream kube-scheduler passes this test too (its ``/metrics`` is
-HTTPS and, in the e2e reference setup, open to anonymous scrapes); the evictions counter is
+HTTPS; both are scraped with the suite's admin client certificate); the evictions counter is
 ours only (kube-scheduler deletes its victims and has no such metric).
 """
 
 from __future__ import annotations
 
-import ssl
-import urllib.request
-
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from e2e.conftest import DeployedScheduler, Env, ReferenceScheduler
-from e2e.kube import SCHEDULER_NAME, wait_until
+from e2e.conftest import Env, ReferenceScheduler
+from e2e.kube import SCHEDULER_NAME, secure_get, wait_until
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
 def scrape(env: Env) -> Samples:
-    scheduler = env.scheduler
-    reference = isinstance(scheduler, ReferenceScheduler)
-    context = ssl._create_unverified_context() if reference else None
-    if isinstance(scheduler, DeployedScheduler):
-        base = scheduler.direct_url()
-        if base is None:
-            pytest.skip("the deployed scheduler's port is not reachable from the test")
-        url = f"{base}/metrics"
-    else:
-        url = f"{'https' if reference else 'http'}://127.0.0.1:{scheduler.port}/metrics"
-    with urllib.request.urlopen(url, timeout=10, context=context) as response:
-        text = response.read().decode()
+    """As the suite's admin user (its client certificate; system:masters may get any path)."""
+    base = env.scheduler.url
+    if base is None:
+        pytest.skip("the deployed scheduler's port is not reachable from the test")
+    status, body = secure_get(f"{base}/metrics", kube=env.kube)
+    assert status == 200, body
+    text = body.decode()
     return {
         (s.name, frozenset(s.labels.items())): s.value
         for family in text_string_to_metric_families(text)

@@ -48,8 +48,11 @@ def kustomize(directory: Path) -> list[dict[str, Any]]:
         objects += kustomize(directory / component)
     for generator in spec.get("configMapGenerator", []):
         data = {Path(f).name: (directory / f).read_text() for f in generator["files"]}
-        objects.append({"apiVersion": "v1", "kind": "ConfigMap",
-                        "metadata": {"name": generator["name"]}, "data": data})
+        metadata = {"name": generator["name"]}
+        if "namespace" in generator:
+            metadata["namespace"] = generator["namespace"]
+        objects.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata,
+                        "data": data})
     for label in spec.get("labels", []):
         if label.get("includeSelectors") or label.get("includeTemplates"):
             raise SystemExit("check-chart: only labels without selectors or templates are read")

@@ -17,7 +17,9 @@ from scheduler.framework.interface import Code
 from scheduler.framework.ports import BindOutcome, EvictionOutcome
 from scheduler.metrics import EXTENSION_POINT_BUCKETS, Metrics, Observations, attempts_label
 from scheduler.operator.health import HealthServer
+from scheduler.operator.serving.auth import User
 from scheduler.testing import node, pod
+from tests.operator.serving_kit import FakeReviews, client_context, running, secure
 from tests.plugins.test_default_preemption import (
     BASIC_NODES,
     BASIC_PODS,
@@ -206,15 +208,15 @@ def test_leader_status_is_absent_until_election_reports_it() -> None:
 def test_health_server_serves_the_registry_on_metrics() -> None:
     m = Metrics(process=True)
     m.set_leader("lease", True)
-    server = HealthServer(0, live=lambda: (True, {}), ready=lambda: (True, {}),
-                          metrics=m.exposition, host="127.0.0.1")
-    server.start()
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=5) as r:
+    reviews = FakeReviews(tokens={"t": User("prometheus")}, rule=lambda spec: True)
+    server = HealthServer(secure(reviews), live=lambda: (True, {}), ready=lambda: (True, {}),
+                          metrics=m.exposition)
+    with running(server):
+        request = urllib.request.Request(f"https://127.0.0.1:{server.port}/metrics",
+                                         headers={"Authorization": "Bearer t"})
+        with urllib.request.urlopen(request, timeout=5, context=client_context()) as r:
             content_type = r.headers["Content-Type"]
             body = r.read().decode()
-    finally:
-        server.stop()
     assert content_type.startswith("text/plain")
     assert 'leader_election_master_status{name="lease"} 1.0' in body
     assert "process_resident_memory_bytes" in body

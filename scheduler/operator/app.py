@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
@@ -30,6 +31,7 @@ from scheduler.operator.health import HealthServer
 from scheduler.operator.kubeapi import KubeApi, api_client_from
 from scheduler.operator.leader import ApiLeaseStore, LeaderElector, new_identity
 from scheduler.operator.reflector import Reflector
+from scheduler.operator.serving.options import ServingOptions, secure_server
 from scheduler.rescheduling.rescheduler import Rescheduler
 from scheduler.scheduler import Scheduler, settle_heap
 
@@ -66,8 +68,7 @@ CONNECTIONS = BINDING_WORKERS + API_LANES + 8
 @dataclass
 class Options:
     kubeconfig: str | None = None
-    health_port: int = 10259
-    bind_address: str = "0.0.0.0"
+    serving: ServingOptions = field(default_factory=ServingOptions)
     resync_seconds: float = RESYNC_SECONDS
     # Every thread on one CPU, moved when other work crowds it (scheduler.cpu_affinity).
     single_cpu: bool = True
@@ -111,7 +112,7 @@ class SchedulerApp:
             *(self._config_map_reflector(namespace, name)
               for namespace, name in self.scheduler.config_map_watches),
         ]
-        self.health = HealthServer(options.health_port, host=options.bind_address,
+        self.health = HealthServer(functools.partial(secure_server, options.serving),
                                    live=self.live, ready=self.ready,
                                    metrics=self.metrics.exposition,
                                    explain=ExplainEndpoint(self.api, self.scheduler, self.intake))
@@ -180,7 +181,7 @@ class SchedulerApp:
         if self.elector is not None:
             self.elector.start()
         log.info("Scheduler started", profiles=sorted(self.scheduler.profiles),
-                 health_port=self.health.port,
+                 secure_port=self.health.port,
                  leader_election=self.elector.identity if self.elector else "off")
 
     def stop(self) -> None:

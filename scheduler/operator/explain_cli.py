@@ -4,10 +4,14 @@ Where the answer comes from, in order:
 
 1. ``--scheduler-url URL``: that scheduler's ``/debug/explain`` (its live cache);
 2. else a Ready scheduler pod (``--scheduler-namespace``, label
-   ``app.kubernetes.io/name=secondary-scheduler``), through the API server's pod proxy;
+   ``app.kubernetes.io/name=secondary-scheduler``), through ``kubectl port-forward``;
 3. else, or with ``--one-shot``: the cluster is listed (nodes, pods, namespaces,
    PodDisruptionBudgets, PriorityClasses) and the same framework runs in this process, with
    the configuration of ``--config`` (default: the default profile).
+
+Both ask as the user of the kubeconfig (its bearer token or client certificate): the
+scheduler answers only a user the API server allows to get the pod (manifests/
+developer-rbac.yaml has a ClusterRole for it).
 
 A pod that cannot be explained (unknown, already bound, no permission, API unreachable) gets
 one line on stderr and exit status 1; bad usage exits 2.
@@ -18,12 +22,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import ssl
+import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from scheduler.explain import (
     ExplainError,
@@ -41,12 +49,13 @@ from scheduler.operator.app import VOLUME_PATHS
 from scheduler.operator.explain_endpoint import PATH, pod_path
 from scheduler.operator.kubeapi import KubeApi, api_client_from
 from scheduler.operator.reflector import ListError, list_all
+from scheduler.operator.serving.options import SECURE_PORT
 from scheduler.plugins.registry import installed_registry
 from scheduler.scheduler import Scheduler
 
 SCHEDULER_NAMESPACE = "secondary-scheduler"
 SCHEDULER_SELECTOR = "app.kubernetes.io/name=secondary-scheduler"
-HEALTH_PORT = 10259
+SERVING_PORT_NAME = "https"
 LISTS = {
     "nodes": "/api/v1/nodes",
     "pods": "/api/v1/pods",
@@ -96,8 +105,16 @@ def _parser(prog: str, target: str) -> argparse.ArgumentParser:
                         "schedulerName if it is one of ours, else the first profile)")
     parser.add_argument("--kubeconfig", help="default: $KUBECONFIG or ~/.kube/config, or "
                         "in-cluster credentials")
-    parser.add_argument("--scheduler-url", help="a running scheduler's health endpoint, e.g. "
-                        "http://127.0.0.1:10259")
+    parser.add_argument("--scheduler-url", help="a running scheduler's secure port, e.g. "
+                        "https://127.0.0.1:10259 (after kubectl port-forward)")
+    parser.add_argument("--scheduler-ca-file", help="CA that signed the scheduler's serving "
+                        "certificate (default: not verified on 127.0.0.1/localhost, refused "
+                        "elsewhere)")
+    parser.add_argument("--insecure-skip-tls-verify", action="store_true",
+                        help="do not verify the scheduler's certificate on any host")
+    parser.add_argument("--kubectl", default="kubectl",
+                        help="kubectl used to port-forward to a scheduler pod (default: "
+                             "kubectl on the PATH)")
     parser.add_argument("--scheduler-namespace", default=SCHEDULER_NAMESPACE,
                         help=f"where to look for scheduler pods (default {SCHEDULER_NAMESPACE})")
     parser.add_argument("--one-shot", action="store_true",
@@ -189,14 +206,35 @@ class _Fetch:
 
 
 class _Direct(_Fetch):
-    def __init__(self, url: str, timeout: float) -> None:
+    """The scheduler's secure port, as the user: their bearer token or client certificate
+    from the kubeconfig (the scheduler has the API server review them)."""
+
+    def __init__(self, url: str, timeout: float, api: KubeApi, args: argparse.Namespace
+                 ) -> None:
         self.url = url.rstrip("/") + PATH
         self.timeout = timeout
+        configuration = api.client.configuration
+        token = configuration.auth_settings().get("BearerToken")
+        self.headers = {"Authorization": token["value"]} if token and token["value"] else {}
+        self.context = _tls_context(url, args, configuration)
 
     def get(self, query: dict[str, str]) -> tuple[int, Any]:
+        """The answer; a 429 (the scheduler keeps explains to a share of its time) is asked
+        again after its Retry-After while that is within the timeout."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            status, body = self._get_once(query)
+            retry = body.get("retryAfterSeconds") if isinstance(body, dict) else None
+            if status != 429 or not isinstance(retry, int | float) or (
+                    time.monotonic() + retry > deadline):
+                return status, body
+            time.sleep(retry)
+
+    def _get_once(self, query: dict[str, str]) -> tuple[int, Any]:
+        request = urllib.request.Request(f"{self.url}?{urlencode(query)}", headers=self.headers)
         try:
-            with urllib.request.urlopen(f"{self.url}?{urlencode(query)}",
-                                        timeout=self.timeout) as r:
+            with urllib.request.urlopen(request, timeout=self.timeout,
+                                        context=self.context) as r:
                 return int(r.status), json.loads(r.read())
         except urllib.error.HTTPError as exc:
             try:
@@ -207,21 +245,62 @@ class _Direct(_Fetch):
             return 0, {"message": str(exc)}
 
 
-class _Proxied(_Fetch):
-    """Through the API server's ``pods/proxy`` subresource."""
+def _tls_context(url: str, args: argparse.Namespace, configuration: Any) -> ssl.SSLContext:
+    """Verified against ``--scheduler-ca-file``; else unverified, which is allowed only on
+    the loopback (a port-forward: the tunnel is the API server's) or when asked: the user's
+    credentials go to that server."""
+    if args.scheduler_ca_file:
+        context = ssl.create_default_context(cafile=args.scheduler_ca_file)
+    elif args.insecure_skip_tls_verify or _loopback(url):
+        context = ssl._create_unverified_context()
+    else:
+        raise ExplainFailedError(f"{url}: pass --scheduler-ca-file (the scheduler's serving "
+                                 "CA) or --insecure-skip-tls-verify")
+    if configuration.cert_file and configuration.key_file:
+        context.load_cert_chain(configuration.cert_file, configuration.key_file)
+    return context
 
-    def __init__(self, api: KubeApi, namespace: str, pod: str, port: int) -> None:
+
+def _loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    return host == "localhost" or host.startswith("127.") or host == "::1"
+
+
+class _PortForwarded(_Fetch):
+    """Through ``kubectl port-forward`` to one scheduler pod: the API server's pod proxy
+    would not carry the user's identity, a port-forward tunnel does not touch it."""
+
+    def __init__(self, api: KubeApi, args: argparse.Namespace, namespace: str, pod: str,
+                 port: int) -> None:
         self.api = api
-        self.path = f"{pod_path(namespace, pod)}:{port}/proxy{PATH}"
+        self.args = args
+        self.argv = [args.kubectl, "port-forward", "-n", namespace, f"pod/{pod}", f":{port}"]
+        if args.kubeconfig:
+            self.argv[1:1] = ["--kubeconfig", args.kubeconfig]
 
-    def get(self, query: dict[str, str]) -> tuple[int, Any]:
-        response = self.api.get(self.path, query)
-        return response.status, response.body
+    def __call__(self, namespace: str, name: str, profile: str | None) -> dict[str, Any] | str:
+        try:
+            proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    stdin=subprocess.DEVNULL, text=True)
+        except OSError as exc:
+            return f"cannot run {self.args.kubectl}: {exc}"
+        try:
+            assert proc.stdout is not None
+            first = proc.stdout.readline()
+            match = re.match(r"Forwarding from 127\.0\.0\.1:(\d+) ", first)
+            if match is None:
+                error = proc.stderr.read().strip() if proc.stderr else ""
+                return f"kubectl port-forward: {error or first.strip()}"
+            url = f"https://127.0.0.1:{match.group(1)}"
+            return _Direct(url, self.args.timeout, self.api, self.args)(namespace, name, profile)
+        finally:
+            proc.terminate()
+            proc.wait(10)
 
 
 def _live_sources(api: KubeApi, args: argparse.Namespace) -> list[tuple[str, _Fetch]]:
     if args.scheduler_url:
-        return [(args.scheduler_url, _Direct(args.scheduler_url, args.timeout))]
+        return [(args.scheduler_url, _Direct(args.scheduler_url, args.timeout, api, args))]
     namespace = args.scheduler_namespace
     response = api.get(f"/api/v1/namespaces/{quote(namespace, safe='')}/pods",
                        {"labelSelector": SCHEDULER_SELECTOR})
@@ -233,7 +312,7 @@ def _live_sources(api: KubeApi, args: argparse.Namespace) -> list[tuple[str, _Fe
             continue
         name = pod["metadata"]["name"]
         sources.append((f"pod {namespace}/{name}",
-                        _Proxied(api, namespace, name, _health_port(pod))))
+                        _PortForwarded(api, args, namespace, name, _serving_port(pod))))
     return sources
 
 
@@ -242,12 +321,12 @@ def _ready(pod: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def _health_port(pod: dict[str, Any]) -> int:
+def _serving_port(pod: dict[str, Any]) -> int:
     for container in (pod.get("spec") or {}).get("containers") or []:
         for port in container.get("ports") or []:
-            if port.get("name") == "health":
-                return int(port.get("containerPort") or HEALTH_PORT)
-    return HEALTH_PORT
+            if port.get("name") == SERVING_PORT_NAME:
+                return int(port.get("containerPort") or SECURE_PORT)
+    return SECURE_PORT
 
 
 # -- one-shot ---------------------------------------------------------------------------------

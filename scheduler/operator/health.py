@@ -1,78 +1,67 @@
-"""Liveness and readiness endpoints, and the Prometheus ``/metrics``.
+"""Liveness and readiness endpoints, the Prometheus ``/metrics``, and ``/debug/explain``.
 
 ``/healthz`` answers 200 while the scheduling thread and the watches are running.
 ``/readyz`` answers 200 once the initial listing of every watched resource has been applied
 to the cache, so a rollout does not route work to a scheduler that would decide on a partial
-view of the cluster. ``/metrics`` serves the text exposition format, over plain HTTP like the
-health checks. ``/debug/explain`` answers why a pod is pending (see explain_endpoint).
+view of the cluster. ``/metrics`` serves the text exposition format. ``/debug/explain``
+answers why a pod is pending (see explain_endpoint), to callers who may read the pod.
+
+All of it is on the secure port (serving/): HTTPS, and every path but the always-allowed
+ones (``/healthz``, ``/readyz``, ``/livez`` by default) needs a caller the API server
+authorizes to ``get`` it, as kube-scheduler's.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Mapping, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from scheduler.operator.serving.auth import Caller
+from scheduler.operator.serving.server import Handler, Reply, Request, SecureServer, json_reply
+
 Check = Callable[[], tuple[bool, dict[str, object]]]
-Explain = Callable[[Mapping[str, Sequence[str]]], tuple[int, dict[str, Any]]]
+Explain = Callable[[Mapping[str, Sequence[str]], Caller], tuple[int, dict[str, Any]]]
 
 
 class HealthServer:
     def __init__(
         self,
-        port: int,
+        serve: Callable[[Handler], SecureServer],
         *,
         live: Check,
         ready: Check,
         metrics: Callable[[], bytes] | None = None,
         explain: Explain | None = None,
-        host: str = "0.0.0.0",
     ) -> None:
-        checks = {"/healthz": live, "/livez": live, "/readyz": ready}
+        self.checks = {"/healthz": live, "/livez": live, "/readyz": ready}
+        self.metrics = metrics
+        self.explain = explain
+        # serving.options.secure_server with the flags' options, or a test's own server.
+        self._server = serve(self.route)
+        self.port = self._server.port
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                path, _, query = self.path.partition("?")
-                if path == "/metrics" and metrics is not None:
-                    self._reply(200, CONTENT_TYPE_LATEST, metrics())
-                    return
-                if path == "/debug/explain" and explain is not None:
-                    self._json(*explain(parse_qs(query)))
-                    return
-                check = checks.get(path)
-                if check is None:
-                    self.send_response(404)
-                    self.end_headers()
-                    return
-                ok, detail = check()
-                self._json(200 if ok else 503, {"ok": ok, **detail})
-
-            def _json(self, code: int, body: Mapping[str, Any]) -> None:
-                self._reply(code, "application/json", json.dumps(body).encode())
-
-            def _reply(self, code: int, content_type: str, payload: bytes) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
-
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self.port = int(self._server.server_address[1])
-        self._thread = threading.Thread(target=self._server.serve_forever, name="health",
-                                        daemon=True)
+    def route(self, request: Request) -> Reply:
+        if request.method not in ("GET", "HEAD"):
+            return Reply(405, b"", headers={"Allow": "GET, HEAD"})
+        if request.path == "/metrics" and self.metrics is not None:
+            return Reply(200, self.metrics(), CONTENT_TYPE_LATEST)
+        if request.path == "/debug/explain" and self.explain is not None:
+            code, body = self.explain(request.query,
+                                      Caller(request.user, self._server.authorizer))
+            retry = body.get("retryAfterSeconds")
+            return Reply(code, json.dumps(body).encode(),
+                         headers={"Retry-After": str(retry)} if retry else {})
+        check = self.checks.get(request.path)
+        if check is None:
+            return Reply(404, b"404 page not found\n", "text/plain; charset=utf-8")
+        ok, detail = check()
+        return json_reply(200 if ok else 503, {"ok": ok, **detail})
 
     def start(self) -> None:
-        self._thread.start()
+        self._server.start()
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.stop()

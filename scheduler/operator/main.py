@@ -15,6 +15,7 @@ from scheduler.framework.config import default_config, load_config_file
 from scheduler.framework.registry import ConfigError
 from scheduler.operator import explain_cli
 from scheduler.operator.app import Options, SchedulerApp
+from scheduler.operator.serving import options as serving
 from scheduler.plugins.registry import installed_registry
 
 
@@ -28,11 +29,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: the configuration's "
                         "clientConnection.kubeconfig, else in-cluster, then $KUBECONFIG or "
                         "~/.kube/config)")
-    parser.add_argument("--health-port", type=int, default=10259,
-                        help="port of /healthz and /readyz (default 10259)")
-    parser.add_argument("--bind-address", default="0.0.0.0",
-                        help="address the health port listens on (default 0.0.0.0, every "
-                             "interface), as kube-scheduler's flag")
     parser.add_argument("--leader-elect", type=_flag_bool, nargs="?", const=True, default=None,
                         metavar="true|false",
                         help="run leader election (default: the configuration's "
@@ -44,6 +40,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "threads to the kernel")
     parser.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info"))
     parser.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
+    serving.add_flags(parser)
     return parser.parse_args(argv)
 
 
@@ -81,8 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = dataclasses.replace(config, leader_election=dataclasses.replace(
             config.leader_election, leader_elect=args.leader_elect))
     kubeconfig = args.kubeconfig or config.client_connection.kubeconfig
-    options = Options(kubeconfig=kubeconfig, health_port=args.health_port,
-                      bind_address=args.bind_address, single_cpu=args.cpu_affinity == "single")
+    options = Options(kubeconfig=kubeconfig, serving=serving.from_args(args),
+                      single_cpu=args.cpu_affinity == "single")
     app = SchedulerApp(config, registry, options)
     log.info("Starting", profiles=[p.scheduler_name for p in config.profiles])
     # The listings, leader election and scheduling need our client only: they start while

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,11 +19,14 @@ from scheduler.operator import main as main_module
 from scheduler.operator.explain_cli import kubectl_why
 from scheduler.operator.explain_endpoint import ExplainEndpoint
 from scheduler.operator.health import HealthServer
+from scheduler.operator.serving.auth import Authorizer, Caller, User
 from scheduler.testing import node, pod
 from tests.operator.fake_api import FakeApi, Reply
+from tests.operator.serving_kit import FakeReviews, get, running, secure
 from tests.test_explain import build
 
 POD = "/api/v1/namespaces/default/pods/web"
+ANYONE = Caller(User("dev"), Authorizer(None, allow_all=True))
 LISTS = {
     "/api/v1/nodes": [node("a", cpu="1"), node("b", cpu="4")],
     "/api/v1/pods": [pod("web", cpu="2")],
@@ -154,7 +156,8 @@ def endpoint(api: FakeApi, stop: threading.Event) -> ExplainEndpoint:
     pytest.param({"namespace": ["default"], "name": ["web"]}, Reply(404, {}), 404,
                  "pod default/web not found", id="unknown pod"),
     pytest.param({"namespace": ["default"], "name": ["web"]}, forbidden("pods \"web\""), 403,
-                 'reading pod default/web: pods "web" is forbidden', id="forbidden"),
+                 'reading pod default/web: pods "web" is forbidden',
+                 id="the scheduler may not read it"),
     pytest.param({"namespace": ["default"], "name": ["web"]},
                  Reply(200, pod("web", node_name="a")), 409,
                  "pod default/web is already bound to a", id="bound pod"),
@@ -168,22 +171,20 @@ def test_endpoint_refusals(
 ) -> None:
     if reply is not None:
         api.on("GET", POD, reply)
-    assert endpoint(api, loop)(query) == (status, {"message": message})
+    assert endpoint(api, loop)(query, ANYONE) == (status, {"message": message})
 
 
 def test_endpoint_answers_from_the_live_cache_through_the_health_server(
     api: FakeApi, loop: threading.Event
 ) -> None:
     api.on("GET", POD, Reply(200, pod("web", cpu="2")))
-    server = HealthServer(0, live=lambda: (True, {}), ready=lambda: (True, {}),
-                          explain=endpoint(api, loop), host="127.0.0.1")
-    server.start()
-    try:
-        url = f"http://127.0.0.1:{server.port}/debug/explain?namespace=default&name=web"
-        with urllib.request.urlopen(url, timeout=60) as r:
-            answer = json.loads(r.read())
-    finally:
-        server.stop()
+    reviews = FakeReviews(tokens={"t": User("dev")}, rule=lambda spec: True)
+    server = HealthServer(secure(reviews), live=lambda: (True, {}), ready=lambda: (True, {}),
+                          explain=endpoint(api, loop))
+    with running(server):
+        status, body = get(server.port, "/debug/explain?namespace=default&name=web", token="t")
+    assert status == 200
+    answer = json.loads(body)
     assert answer["source"].startswith("live cache of the scheduler on ")
     assert answer["message"] == "would be bound to b, the only feasible node"
 
@@ -207,3 +208,52 @@ def test_one_shot_gives_plugins_the_config_maps_they_watch(
     assert answer["message"] == ("0/2 nodes are available: 2 node(s) in a zone where team "
                                  "payments runs its cap of 0 pods. preemption: 0/2 nodes are "
                                  "available: 2 No preemption victims found for incoming pod.")
+
+
+def test_kubectl_why_asks_the_running_scheduler_as_the_kubeconfigs_user(
+    api: FakeApi, kubeconfig: Path, loop: threading.Event, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The kubeconfig's token goes to the scheduler's secure port, which has it reviewed:
+    the user it names is the one whose right to get the pod is checked."""
+    api.on("GET", POD, Reply(200, pod("web", cpu="2")))
+    reviews = FakeReviews(tokens={"t": User("dev")}, rule=lambda spec: spec["user"] == "dev")
+    server = HealthServer(secure(reviews), live=lambda: (True, {}), ready=lambda: (True, {}),
+                          explain=endpoint(api, loop))
+    with running(server):
+        assert kubectl_why(["pod", "web", "--kubeconfig", str(kubeconfig), "-o", "json",
+                            "--scheduler-url", f"https://127.0.0.1:{server.port}"]) == 0
+    # The server's access log (structlog unconfigured: stdout) is not the CLI's output.
+    out = [line for line in capsys.readouterr().out.splitlines() if "[debug    ]" not in line]
+    answer = json.loads("\n".join(out))
+    assert answer["source"].startswith("live cache of the scheduler on ")
+    # The path, then the pod: both reviewed for the kubeconfig's user.
+    reviewed = [(s["user"], s.get("nonResourceAttributes") or s["resourceAttributes"]["name"])
+                for _, s in reviews.posted if "user" in s]
+    assert reviewed == [("dev", {"path": "/debug/explain", "verb": "get"}), ("dev", "web")]
+
+
+def test_the_users_credentials_go_unverified_only_to_the_loopback(
+    api: FakeApi, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api.on("GET", POD, Reply(200, pod("web", cpu="2")))
+    assert kubectl_why(["pod", "web", "--kubeconfig", str(kubeconfig),
+                        "--scheduler-url", "https://scheduler.example:10259"]) == 1
+    assert "pass --scheduler-ca-file" in capsys.readouterr().err
+
+
+def test_a_429_is_asked_again_after_its_retry_after(
+    api: FakeApi, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Explains are kept to a share of the scheduling thread: the CLI waits as told."""
+    api.on("GET", POD, Reply(200, pod("web", cpu="2")))
+    answers = [(429, {"message": "busy", "retryAfterSeconds": 1}),
+               (200, {"source": "live", "outcome": "schedulable"})]
+    reviews = FakeReviews(tokens={"t": User("dev")}, rule=lambda spec: True)
+    server = HealthServer(secure(reviews), live=lambda: (True, {}), ready=lambda: (True, {}),
+                          explain=lambda query, caller: answers.pop(0))
+    with running(server):
+        assert kubectl_why(["pod", "web", "--kubeconfig", str(kubeconfig), "-o", "json",
+                            "--scheduler-url", f"https://127.0.0.1:{server.port}"]) == 0
+    assert answers == []
+    out = [line for line in capsys.readouterr().out.splitlines() if "[debug    ]" not in line]
+    assert json.loads("\n".join(out))["outcome"] == "schedulable"

@@ -153,4 +153,4 @@ def test_the_health_port_listens_on_the_bind_address(
     monkeypatch: pytest.MonkeyPatch, flags: list[str], want: str
 ) -> None:
     _, options = started_with(monkeypatch, flags)
-    assert options.bind_address == want
+    assert options.serving.bind_address == want
