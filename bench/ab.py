@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import json
 import statistics
 import subprocess
@@ -53,27 +54,47 @@ def worker(tree: str, scenario: str, block_pods: int, blocks: int) -> None:
     else:  # versions before settle_heap: what their benchmark did
         gc.collect()
         gc.freeze()
-    try:
-        from scheduler.cpu_affinity import single_cpu
-    except ImportError:  # versions before it: the kernel placed the threads
-        pass
-    else:
+    single_cpu = _single_cpu_of_the_tree()
+    if single_cpu is not None:
         single_cpu()  # as its app and its benchmark do
     for info in pending:
         s.pods[info.uid] = info
         s.queue.add(info)
     for _ in range(WARM_UP_PODS):
         schedule_one(s, timeout=0)
-    s.release_bindings(now=True)
+    _release_bindings(s, wait=False)
     print("ready", flush=True)
     for _ in sys.stdin:
         cpu, wall = time.process_time(), time.perf_counter()
         for _ in range(block_pods):
             schedule_one(s, timeout=0)
-        s.release_bindings(now=True)
-        s._binding_workers.wait_idle(10)  # the block's bindings are its own
+        _release_bindings(s, wait=True)  # the block's bindings are its own
         print(f"{(time.process_time() - cpu) / block_pods * 1e6:.2f} "
               f"{(time.perf_counter() - wall) / block_pods * 1e6:.2f}", flush=True)
+
+
+def _single_cpu_of_the_tree() -> Any:
+    """The tree's ``single_cpu``, wherever its version keeps it; None before it existed (the
+    kernel placed the threads)."""
+    for module in ("scheduler.operator.cpu_affinity", "scheduler.cpu_affinity"):
+        try:
+            return importlib.import_module(module).single_cpu
+        except ImportError:
+            continue
+    return None
+
+
+def _release_bindings(s: Any, *, wait: bool) -> None:
+    """Hand the held binding cycles over and, with ``wait``, wait for them to end."""
+    bindings = getattr(s, "bindings", None)
+    if bindings is None:  # versions before BindingBatch
+        s.release_bindings(now=True)
+        if wait:
+            s._binding_workers.wait_idle(10)
+        return
+    bindings.release(now=True)
+    if wait:
+        bindings.wait_idle(10)
 
 
 def _checkout(ref: str, into: Path) -> str:

@@ -39,10 +39,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from run import RESULTS, SCENARIOS, new_scheduler, pod, realistic  # noqa: E402
 
 from scheduler import logs  # noqa: E402
-from scheduler.cpu_affinity import single_cpu  # noqa: E402
 from scheduler.cycle import schedule_one  # noqa: E402
 from scheduler.intake import Intake  # noqa: E402
 from scheduler.model.pod import PodInfo  # noqa: E402
+from scheduler.operator.cpu_affinity import single_cpu  # noqa: E402
 from scheduler.operator.explain_endpoint import ExplainEndpoint  # noqa: E402
 from scheduler.operator.health import HealthServer  # noqa: E402
 from scheduler.operator.kubeapi import Response  # noqa: E402

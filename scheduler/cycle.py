@@ -2,17 +2,22 @@
 
     schedule_one
       pop -> refresh the cache (apply watch deltas) -> pre-checks
-      scheduling_cycle
+      scheduling_cycle -> the ScheduleResult, or a Failure
         find_nodes_that_fit:  PreFilter -> nominated node first -> Filter (two-pass rule)
-        PostFilter when nothing fits (preemption) -> handle_scheduling_failure
+        PostFilter when nothing fits (preemption)
         prioritize:           PreScore -> Score -> NormalizeScore -> weighted sum
         select_host:          highest total, ties broken at random
         assume -> Reserve -> Permit
-      binding_cycle (on a worker thread, so the next cycle starts at once)
-        wait on Permit -> PreBind -> Bind -> PostBind, or Unreserve + forget + requeue
+      a Failure -> handle_scheduling_failure
+      run_binding_cycle (on a binding thread, so the next cycle starts at once)
+        binding_cycle:        wait on Permit -> PreBind -> Bind -> PostBind, or a Failure
+        a Failure -> handle_binding_cycle_error: Unreserve + forget -> handle_scheduling_failure
 
-Whenever the cache assumes a pod, every path that does not end in a confirmed bind calls
-``forget`` for it (through the inbox when on a binding thread).
+Each cycle ends in one place: a :class:`Failure` (a Status, with the diagnosis and the
+nomination the failure handler needs) goes to the one failure handler, as upstream's
+ScheduleOne hands a Status to its FailureHandler. Whenever the cache assumes a pod, every path
+that does not end in a confirmed bind calls ``forget`` for it (through the inbox when on a
+binding thread).
 """
 
 from __future__ import annotations
@@ -128,6 +133,48 @@ class ScheduleResult:
     feasible_nodes: int
 
 
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One attempt at scheduling one pod: its profile, its cycle state, the queue's record of
+    it, and when the attempt began (``time.perf_counter``)."""
+
+    framework: Framework
+    state: CycleState
+    qpi: QueuedPodInfo[PodInfo]
+    start: float
+
+    @property
+    def pod(self) -> PodInfo:
+        return self.qpi.pod
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """How a cycle ended without binding its pod: what the failure handler needs (upstream's
+    Status, with the FitError it may wrap, and the NominatingInfo)."""
+
+    # Rejected (Unschedulable, UnschedulableAndUnresolvable, Pending): the pod is
+    # Unschedulable; anything else is a SchedulerError, retried after the error backoff.
+    status: Status
+    # Set for a FitError: the message is built from it, and the plugins it names decide
+    # which cluster events bring the pod back.
+    diagnosis: Diagnosis | None = None
+    # The pod's nomination afterwards: "" clears it (upstream's clearNominatedNode), None
+    # leaves it as it is (PostFilter returned no result).
+    nominated_node: str | None = ""
+    # Bind found the pod deleted, or bound by someone else: nothing to retry.
+    pod_gone: bool = False
+
+    @property
+    def reason(self) -> str:
+        return REASON_UNSCHEDULABLE if self.status.is_rejected() else REASON_SCHEDULER_ERROR
+
+    def message(self) -> str:
+        if self.diagnosis is not None:
+            return fit_error_message(self.diagnosis)
+        return self.status.message
+
+
 def schedule_one(s: CycleHost, timeout: float | None = None) -> bool:
     """Schedule the next pod; returns False when no pod arrived within ``timeout``."""
     qpi = s.queue.pop(timeout)
@@ -146,91 +193,82 @@ def schedule_one(s: CycleHost, timeout: float | None = None) -> bool:
     ):
         s.queue.done(pod.uid)
         return True
-    start = time.perf_counter()
     state = CycleState()
     state.record_plugin_metrics = s.metrics.sample() < PLUGIN_METRICS_SAMPLE_PERCENT
-    result = scheduling_cycle(s, framework, state, qpi, start)
-    if result is None:
-        s.queue.done(pod.uid)
+    attempt = Attempt(framework, state, qpi, time.perf_counter())
+    result = scheduling_cycle(s, attempt)
+    if isinstance(result, Failure):
+        handle_scheduling_failure(s, attempt, result)
         return True
-    s.submit_binding(binding_cycle, s, framework, state, qpi, result, start)
+    s.submit_binding(run_binding_cycle, s, attempt, result)
     return True
 
 
-def scheduling_cycle(
-    s: CycleHost, framework: Framework, state: CycleState, qpi: QueuedPodInfo[PodInfo], start: float
-) -> ScheduleResult | None:
-    pod = qpi.pod
+def scheduling_cycle(s: CycleHost, attempt: Attempt) -> ScheduleResult | Failure:
+    """Find the pod a node, assume it there, then Reserve and Permit (upstream's
+    schedulingCycle). On a Failure nothing stays assumed."""
+    pod = attempt.pod
     try:
-        result = _schedule_or_handle_failure(s, framework, state, qpi, start)
+        result = _schedule_or_post_filter(s, attempt)
     except Exception as exc:  # a plugin raised: the pod must not be lost in flight
         log.exception("Scheduling cycle failed", pod=pod.key)
-        handle_scheduling_failure(
-            s, framework, qpi, REASON_SCHEDULER_ERROR, _exception_message(exc), "", None, start
-        )
-        return None
-    if result is None:
-        return None
-    s.metrics.algorithm_duration.observe(time.perf_counter() - start)
+        return Failure(Status.error(_exception_message(exc)))
+    if isinstance(result, Failure):
+        return result
+    s.metrics.algorithm_duration.observe(time.perf_counter() - attempt.start)
 
     s.queue.nominator.delete(pod.uid)
     assumed = s.cache.assume(pod, result.node)
-    wait_seconds = 0.0
-    try:
-        status = framework.run_reserve(state, assumed, result.node)
-        if status.is_success():
-            decision = framework.run_permit(state, assumed, result.node)
-            status, wait_seconds = decision.status, decision.timeout_seconds
-    except Exception as exc:
-        log.exception("Reserve or Permit failed", pod=pod.key, node=result.node)
-        status = Status.error(_exception_message(exc))
+    status, wait_seconds = _reserve_and_permit(attempt, assumed, result.node)
     if not (status.is_success() or status.code is Code.WAIT):
         try:
-            framework.run_unreserve(state, assumed, result.node)
+            attempt.framework.run_unreserve(attempt.state, assumed, result.node)
         finally:
             s.cache.forget(pod.uid)
-        _fail_after_assume(s, framework, qpi, status, start)
-        return None
+        if status.is_rejected():
+            return Failure(status, _fit_error_on_one_node(status))
+        return Failure(status)
     if status.code is Code.WAIT:
         s.waiting.add(assumed, wait_seconds)
     return result
 
 
-def _schedule_or_handle_failure(
-    s: CycleHost, framework: Framework, state: CycleState, qpi: QueuedPodInfo[PodInfo], start: float
-) -> ScheduleResult | None:
-    """The scheduling algorithm, with PostFilter and the failure handling when it finds no
-    node; None when the pod went back to the queue."""
-    pod = qpi.pod
+def _schedule_or_post_filter(s: CycleHost, attempt: Attempt) -> ScheduleResult | Failure:
+    """The scheduling algorithm; when it finds no node, PostFilter (preemption) may nominate
+    one for a later attempt."""
+    framework, state, pod = attempt.framework, attempt.state, attempt.pod
     try:
         return schedule_pod(s, framework, state, pod)
     except FitError as fit:
-        nominated: str | None = None
-        if framework.plugins.post_filter:
-            post_result, status = framework.run_post_filter(state, pod, fit.diagnosis)
-            # Upstream keeps the PostFilter message whatever the outcome, success included.
-            fit.diagnosis.post_filter_msg = status.message
-            if status.code is Code.ERROR:
-                log.error("PostFilter failed", pod=pod.key, plugin=status.plugin,
-                          reason=status.message)
-            if post_result is not None:
-                nominated = post_result.nominated_node_name
-        else:
-            nominated = ""
-        handle_scheduling_failure(
-            s, framework, qpi, REASON_UNSCHEDULABLE, fit_error_message(fit.diagnosis),
-            nominated, fit.diagnosis, start,
-        )
+        if not framework.plugins.post_filter:
+            return Failure(Status(Code.UNSCHEDULABLE), fit.diagnosis)
+        post_result, status = framework.run_post_filter(state, pod, fit.diagnosis)
+        # Upstream keeps the PostFilter message whatever the outcome, success included.
+        fit.diagnosis.post_filter_msg = status.message
+        if status.code is Code.ERROR:
+            log.error("PostFilter failed", pod=pod.key, plugin=status.plugin,
+                      reason=status.message)
+        nominated = None if post_result is None else post_result.nominated_node_name
+        return Failure(Status(Code.UNSCHEDULABLE), fit.diagnosis, nominated)
     except NoNodesAvailableError:
-        handle_scheduling_failure(
-            s, framework, qpi, REASON_UNSCHEDULABLE, NO_NODES_AVAILABLE, "", None, start,
-            error=False,
-        )
+        return Failure(Status.unschedulable(NO_NODES_AVAILABLE, resolvable=False))
     except SchedulingError as err:
-        handle_scheduling_failure(
-            s, framework, qpi, REASON_SCHEDULER_ERROR, str(err), "", None, start
-        )
-    return None
+        return Failure(Status.error(str(err)))
+
+
+def _reserve_and_permit(attempt: Attempt, assumed: PodInfo, node: str) -> tuple[Status, float]:
+    """Reserve, then Permit if every Reserve plugin agreed: the status, and how long Permit
+    asked the pod to wait."""
+    framework, state = attempt.framework, attempt.state
+    try:
+        status = framework.run_reserve(state, assumed, node)
+        if not status.is_success():
+            return status, 0.0
+        decision = framework.run_permit(state, assumed, node)
+    except Exception as exc:
+        log.exception("Reserve or Permit failed", pod=assumed.key, node=node)
+        return Status.error(_exception_message(exc)), 0.0
+    return decision.status, decision.timeout_seconds
 
 
 def schedule_pod(
@@ -511,86 +549,95 @@ def select_host(s: CycleHost, view: NodeView, totals: IntArray) -> str:
     return s.snapshot.nodes.names[int(view.idx[pick])]
 
 
-def binding_cycle(
-    s: CycleHost,
-    framework: Framework,
-    state: CycleState,
-    qpi: QueuedPodInfo[PodInfo],
-    result: ScheduleResult,
-    start: float,
-) -> None:
-    """Runs on a binding thread: cache changes go through the inbox."""
-    pod = qpi.pod
-    node = result.node
-    at_permit = True
-    at_bind = False
+def run_binding_cycle(s: CycleHost, attempt: Attempt, result: ScheduleResult) -> None:
+    """What a binding thread runs for one pod: the binding cycle, then its failure if any."""
+    failure = binding_cycle(s, attempt, result)
+    if failure is not None:
+        handle_binding_cycle_error(s, attempt, result.node, failure)
+
+
+def binding_cycle(s: CycleHost, attempt: Attempt, result: ScheduleResult) -> Failure | None:
+    """Wait on Permit, PreBind, Bind, then confirm the binding and run PostBind (upstream's
+    bindingCycle). Runs on a binding thread: cache changes go through the inbox."""
+    pod, node = attempt.pod, result.node
     try:
-        status = framework.run_pre_bind_pre_flights(state, pod, node)
-        if status.is_success() or (status.is_skip() and pod.uid in s.waiting):
-            # Other components learn where the pod is going while PreBind or Permit works.
-            s.reporter.expecting(pod, node)
-        if status.code is not Code.ERROR:
-            status = s.waiting.wait(pod.uid)
-        else:
-            at_permit = False
-        if status.is_success():
-            at_permit = False
-            status = framework.run_pre_bind(state, pod, node)
-        if status.is_success() and not s.node_exists(node):
-            status = Status.error(f"node {node!r} was deleted before the binding")
-        if status.is_success():
-            at_bind = True
-            delegated = extenders_binding(s, pod, node)
-            status = framework.run_bind(state, pod, node) if delegated is None else delegated
+        failure = _wait_and_bind(s, attempt, node)
     except Exception as exc:  # a binding thread must always release the pod
         log.exception("Binding cycle failed", pod=pod.key, node=node)
-        status = Status.error(_exception_message(exc))
-    if status.is_success():
-        try:
-            s.inbox.put(lambda: s.cache.finish_binding(pod.uid))
-            s.reporter.scheduled(pod, node)
-            framework.run_post_bind(state, pod, node)
-        finally:
-            s.queue.done(pod.uid)
-        _record_scheduled(s, framework, qpi, start)
-        log.info(
-            "Successfully bound pod to node",
-            pod=pod.key, node=node, profile=framework.profile_name, attempt=qpi.attempts,
-            evaluated_nodes=result.evaluated_nodes, feasible_nodes=result.feasible_nodes,
-            duration_ms=round((time.perf_counter() - start) * 1000, 3),
-        )
-        return
+        failure = Failure(Status.error(_exception_message(exc)))
+    if failure is not None:
+        return failure
+    framework = attempt.framework
     try:
-        framework.run_unreserve(state, pod, node)
+        s.inbox.put(lambda: s.cache.finish_binding(pod.uid))
+        s.reporter.scheduled(pod, node)
+        framework.run_post_bind(attempt.state, pod, node)
+    finally:
+        s.queue.done(pod.uid)
+    _record_scheduled(s, attempt)
+    log.info(
+        "Successfully bound pod to node",
+        pod=pod.key, node=node, profile=framework.profile_name, attempt=attempt.qpi.attempts,
+        evaluated_nodes=result.evaluated_nodes, feasible_nodes=result.feasible_nodes,
+        duration_ms=round((time.perf_counter() - attempt.start) * 1000, 3),
+    )
+    return None
+
+
+def _wait_and_bind(s: CycleHost, attempt: Attempt, node: str) -> Failure | None:
+    """PreBind's pre-flight, the wait at Permit, PreBind, then the extenders' or the Bind
+    plugins' binding; None when the pod is bound."""
+    framework, state, pod = attempt.framework, attempt.state, attempt.pod
+    status = framework.run_pre_bind_pre_flights(state, pod, node)
+    if status.code is Code.ERROR:
+        return Failure(status)
+    if status.is_success() or (status.is_skip() and pod.uid in s.waiting):
+        # Other components learn where the pod is going while PreBind or Permit works.
+        s.reporter.expecting(pod, node)
+    status = s.waiting.wait(pod.uid)
+    if status.is_rejected():
+        # Rejected while waiting at Permit: a FitError on the one node, as upstream.
+        return Failure(status, _fit_error_on_one_node(status))
+    if not status.is_success():
+        return Failure(status)
+    status = framework.run_pre_bind(state, pod, node)
+    if not status.is_success():
+        return Failure(status)
+    if not s.node_exists(node):
+        return Failure(Status.error(f"node {node!r} was deleted before the binding"))
+    delegated = extenders_binding(s, pod, node)
+    status = framework.run_bind(state, pod, node) if delegated is None else delegated
+    if not status.is_success():
+        return Failure(status, pod_gone=status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+    return None
+
+
+def handle_binding_cycle_error(
+    s: CycleHost, attempt: Attempt, node: str, failure: Failure
+) -> None:
+    """Unreserve and forget the assumed pod, tell the queue its room is free, and hand the
+    failure to the failure handler (upstream's handleBindingCycleError)."""
+    framework, pod = attempt.framework, attempt.pod
+    try:
+        framework.run_unreserve(attempt.state, pod, node)
     finally:
         s.inbox.put(lambda: s.cache.forget(pod.uid))
     # Forgetting the assumed pod frees its room: an AssignedPodDelete for the others.
     assumed = pod.replace(node_name=node)
-    if at_bind and status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-        # Deleted, or bound by someone else: nothing to retry.
-        log.info("Dropped pod after binding", pod=pod.key, node=node, reason=status.message)
-        s.metrics.profile(framework.profile_name).attempt(ERROR, time.perf_counter() - start)
+    if failure.pod_gone:
+        log.info("Dropped pod after binding", pod=pod.key, node=node,
+                 reason=failure.status.message)
+        s.metrics.profile(framework.profile_name).attempt(
+            ERROR, time.perf_counter() - attempt.start)
         s.queue.delete(pod.uid)
         s.queue.done(pod.uid)
         s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
         return
-    if not status.is_rejected():
+    if not failure.status.is_rejected():
         s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
-        handle_scheduling_failure(
-            s, framework, qpi, REASON_SCHEDULER_ERROR, status.message, "", None, start
-        )
+        handle_scheduling_failure(s, attempt, failure)
         return
-    if at_permit:
-        # Rejected while waiting at Permit: a FitError on the one node, as upstream.
-        diagnosis = _single_node_diagnosis(status)
-        if status.plugin:
-            diagnosis.unschedulable_plugins = {status.plugin}
-        message = fit_error_message(diagnosis)
-    else:
-        diagnosis, message = None, status.message
-    handle_scheduling_failure(
-        s, framework, qpi, REASON_UNSCHEDULABLE, message, "", diagnosis, start, error=False
-    )
+    handle_scheduling_failure(s, attempt, failure)
     # After the requeue, as upstream defers it: the pod's own forget must not move it.
     s.queue.move_all_to_active_or_backoff(
         ASSIGNED_POD_DELETE, assumed, None, pre_check=lambda other: other.uid != pod.uid
@@ -615,29 +662,21 @@ def extenders_binding(s: CycleHost, pod: PodInfo, node: str) -> Status | None:
     return None
 
 
-def handle_scheduling_failure(
-    s: CycleHost,
-    framework: Framework,
-    qpi: QueuedPodInfo[PodInfo],
-    reason: str,
-    message: str,
-    nominated_node: str | None,
-    diagnosis: Diagnosis | None,
-    start: float,
-    *,
-    error: bool | None = None,
-) -> None:
-    """Requeue the pod, keep or change its nomination, and tell the user why.
+def handle_scheduling_failure(s: CycleHost, attempt: Attempt, failure: Failure) -> None:
+    """Requeue the pod, keep or change its nomination, and tell the user why (upstream's
+    handleSchedulingFailure, its FailureHandler): the one end of every failed attempt.
 
     As upstream, the watch's newest version of the pod decides: a pod deleted, terminating or
     bound since the cycle began is not requeued, gets no nomination and no status write.
     """
+    qpi, framework = attempt.qpi, attempt.framework
     pod = qpi.pod
-    if diagnosis is not None:
-        qpi.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
-        qpi.pending_plugins = set(diagnosis.pending_plugins)
-    is_error = reason == REASON_SCHEDULER_ERROR if error is None else error
+    if failure.diagnosis is not None:
+        qpi.unschedulable_plugins = set(failure.diagnosis.unschedulable_plugins)
+        qpi.pending_plugins = set(failure.diagnosis.pending_plugins)
+    is_error = not failure.status.is_rejected()
     s.queue.add_unschedulable_if_not_present(qpi, error=is_error)
+    reason, message, nominated_node = failure.reason, failure.message(), failure.nominated_node
     current = s.pods.get(pod.uid)
     if current is not None and (current.node_name or current.is_terminating):
         current = None
@@ -646,49 +685,35 @@ def handle_scheduling_failure(
             s.queue.nominator.add(current, nominated_node)
         s.reporter.failed(current, reason, message, nominated_node)
     s.metrics.profile(framework.profile_name).attempt(
-        ERROR if is_error else UNSCHEDULABLE, time.perf_counter() - start
+        ERROR if is_error else UNSCHEDULABLE, time.perf_counter() - attempt.start
     )
     log.info(
         "Unable to schedule pod",
         pod=pod.key, profile=framework.profile_name, attempt=qpi.attempts, reason=reason,
         message=message, nominated_node=nominated_node, still_pending=current is not None,
-        duration_ms=round((time.perf_counter() - start) * 1000, 3),
+        duration_ms=round((time.perf_counter() - attempt.start) * 1000, 3),
     )
 
 
-def _fail_after_assume(
-    s: CycleHost, framework: Framework, qpi: QueuedPodInfo[PodInfo], status: Status, start: float
-) -> None:
-    if status.is_rejected():
-        diagnosis = _single_node_diagnosis(status)
-        diagnosis.unschedulable_plugins = {status.plugin}
-        handle_scheduling_failure(
-            s, framework, qpi, REASON_UNSCHEDULABLE, fit_error_message(diagnosis), "",
-            diagnosis, start,
-        )
-    else:
-        handle_scheduling_failure(
-            s, framework, qpi, REASON_SCHEDULER_ERROR, status.message, "", None, start
-        )
-
-
-def _record_scheduled(
-    s: CycleHost, framework: Framework, qpi: QueuedPodInfo[PodInfo], start: float
-) -> None:
-    s.metrics.profile(framework.profile_name).attempt(SCHEDULED, time.perf_counter() - start)
-    queued = qpi.initial_attempt_timestamp
-    s.metrics.scheduled(qpi.attempts, None if queued is None else s.clock() - queued)
+def _record_scheduled(s: CycleHost, attempt: Attempt) -> None:
+    s.metrics.profile(attempt.framework.profile_name).attempt(
+        SCHEDULED, time.perf_counter() - attempt.start)
+    queued = attempt.qpi.initial_attempt_timestamp
+    s.metrics.scheduled(attempt.qpi.attempts, None if queued is None else s.clock() - queued)
 
 
 def _exception_message(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def _single_node_diagnosis(status: Status) -> Diagnosis:
-    """Reserve, Permit and Bind rejections read "0/1 nodes are available: <reason>."."""
+def _fit_error_on_one_node(status: Status) -> Diagnosis:
+    """A rejection at Reserve, Permit or the wait at Permit, as upstream's FitError on the
+    one chosen node: "0/1 nodes are available: <reason>."."""
     rows = np.zeros(1, dtype=np.int64)
     diagnosis = Diagnosis(codes=np.asarray([status.code], dtype=np.uint8), num_all_nodes=1)
     diagnosis.reasons = [(rows, reason, status.plugin) for reason in status.reasons]
+    if status.plugin:
+        diagnosis.unschedulable_plugins = {status.plugin}
     return diagnosis
 
 

@@ -290,7 +290,15 @@ class Metrics:
             PlatformCollector(registry=self.registry)
         # Which cycles record per-plugin timings: 0..99, below the sample percent records.
         self.sample = sample or (lambda: random.randrange(100))
-        reg = self.registry
+        self._register_scheduler_metrics(self.registry)
+        self._register_client_metrics(self.registry)
+        self._register_own_metrics(self.registry)
+        self._sources = _Sources()
+        self.registry.register(self._sources)
+        self._profiles: dict[str, ProfileMetrics] = {}
+
+    def _register_scheduler_metrics(self, reg: CollectorRegistry) -> None:
+        """kube-scheduler's own metrics, with its names, help texts and buckets."""
         self.schedule_attempts = CounterVec(
             "scheduler_schedule_attempts", "[STABLE] Number of attempts to schedule pods, by "
             "the result. 'unschedulable' means a pod could not be scheduled, while 'error' "
@@ -331,6 +339,10 @@ class Metrics:
         self.preemption_victims = HistogramVec(
             "scheduler_preemption_victims", "[STABLE] Number of selected preemption victims",
             [], buckets=VICTIM_BUCKETS, registry=reg)
+
+    def _register_client_metrics(self, reg: CollectorRegistry) -> None:
+        """component-base's leader-election and REST client metrics, as kube-scheduler
+        exports them."""
         self.leader_status = Gauge(
             "leader_election_master_status", "[ALPHA] Gauge of if the reporting system is "
             "master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is "
@@ -347,6 +359,9 @@ class Metrics:
             "rest_client_rate_limiter_duration_seconds", "[ALPHA] Client side rate limiter "
             "latency in seconds. Broken down by verb, and host.", ["verb", "host"],
             buckets=REST_BUCKETS, registry=reg)
+
+    def _register_own_metrics(self, reg: CollectorRegistry) -> None:
+        """This scheduler's own: evictions, bindings and the rescheduler."""
         self.evictions = CounterVec(
             "secondary_scheduler_preemption_evictions", "Preemption victims the scheduler "
             "tried to remove, by outcome (Evicted, Gone, BlockedByPDB, MultiplePDBs, Failed; "
@@ -367,9 +382,6 @@ class Metrics:
         self.rescheduler_pass_duration = HistogramVec(
             "secondary_scheduler_rescheduler_pass_duration_seconds", "How long one rescheduler "
             "pass took, evictions included.", [], buckets=SLI_BUCKETS, registry=reg)
-        self._sources = _Sources()
-        reg.register(self._sources)
-        self._profiles: dict[str, ProfileMetrics] = {}
 
     # -- wiring ---------------------------------------------------------------------------
     def profile(self, name: str) -> ProfileMetrics:

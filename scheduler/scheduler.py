@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import numpy as np
 import structlog
 
-from scheduler.binding_workers import BindingWorkers, Work
+from scheduler.binding_workers import BindingBatch, BindingWorkers
 from scheduler.cache.cache import Cache
 from scheduler.cache.inbox import Inbox
 from scheduler.cache.snapshot import Snapshot
@@ -48,15 +48,6 @@ _T = TypeVar("_T")
 
 # How often a standby's loop applies the watch deltas it has not popped pods for.
 STANDBY_REFRESH_SECONDS = 0.2
-# While more pods are ready to schedule, binding cycles go to the binding threads together:
-# up to this many, held at most this long. Each hand-off wakes a binding thread, which then
-# contends with the scheduling thread for the GIL; one wake per pod cost a quarter of the
-# scheduling thread's time at 5,000 nodes (bench/run.py, replicaset-pods-5000x50000). A batch
-# wakes one thread, and more only as cycles wait on the API server (BindingWorkers). 64 pods
-# or 20 ms, against 16 or 5 ms, took the binding threads 12 us less a pod there (seven runs
-# each, interleaved). Only a backlog is held: with no pod ready, bindings leave at once.
-BINDING_BATCH = 64
-BINDING_HOLD_SECONDS = 0.02
 # The collector's thresholds once the cluster is cached: container objects allocated and not
 # yet freed before a young collection, then young collections per middle one, and middle ones
 # per full one. A cycle allocates some two hundred and frees nearly all of them by reference
@@ -250,11 +241,11 @@ class Scheduler:
         self.metrics.watch_queue(
             self.queue.pending_counts, lambda: self.queue.rejections(_profile_of)
         )
-        self.metrics.watch_bindings(self.in_flight_bindings)
-        self._binding_workers = BindingWorkers(binding_workers)
-        self._held_bindings: list[Work] = []
-        self._held_since = 0.0
-        self._bindings_lock = threading.Lock()
+        # Binding cycles, held in batches while more pods are ready (BindingBatch).
+        self.bindings = BindingBatch(
+            BindingWorkers(binding_workers), clock=clock, more_ready=self.queue.has_ready
+        )
+        self.metrics.watch_bindings(self.bindings.in_flight)
         self._stop = threading.Event()
         self._scheduling = threading.Event()
         self._thread: threading.Thread | None = None
@@ -352,38 +343,12 @@ class Scheduler:
         return name in self.known_nodes
 
     def submit_binding(self, fn: Callable[..., None], *args: Any) -> None:
-        with self._bindings_lock:
-            if not self._held_bindings:
-                self._held_since = self.clock()
-            self._held_bindings.append((fn, args))
-        self.release_bindings()
-
-    def release_bindings(self, *, now: bool = False) -> None:
-        """Hand the held binding cycles to the binding threads, unless more pods are ready
-        to schedule and the batch is neither full nor old (``now``: whatever the queue)."""
-        with self._bindings_lock:
-            held = self._held_bindings
-            if not held:
-                return
-            if not (
-                now
-                or len(held) >= BINDING_BATCH
-                or self.clock() - self._held_since >= BINDING_HOLD_SECONDS
-                or not self.queue.has_ready()
-            ):
-                return
-            self._held_bindings = []
-            self._binding_workers.submit(held)
-
-    def in_flight_bindings(self) -> int:
-        """Binding cycles not yet ended, held ones included."""
-        with self._bindings_lock:
-            return self._binding_workers.in_flight() + len(self._held_bindings)
+        self.bindings.submit(fn, *args)
 
     def run_until_stopped(self) -> None:
         while not self._stop.is_set():
             if not self._scheduling.is_set():
-                self.release_bindings(now=True)
+                self.bindings.release(now=True)
                 # A standby keeps its cache warm: watch deltas applied, nothing popped.
                 self.refresh()
                 self._scheduling.wait(STANDBY_REFRESH_SECONDS)
@@ -394,7 +359,7 @@ class Scheduler:
                 log.exception("Scheduling cycle crashed; continuing")
             # A cycle that bound nothing may leave the queue empty: nothing then waits on
             # the pods already held.
-            self.release_bindings()
+            self.bindings.release()
 
     def is_running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
@@ -429,9 +394,9 @@ class Scheduler:
         self.queue.close()
         if self._thread is not None:
             self._thread.join(timeout)
-        self.release_bindings(now=True)
-        self._binding_workers.wait_idle(max(0.0, deadline - time.monotonic()))
-        self._binding_workers.close()
+        self.bindings.release(now=True)
+        self.bindings.wait_idle(max(0.0, deadline - time.monotonic()))
+        self.bindings.close()
         for plugin in self._plugin_instances():
             waiter = getattr(plugin, "wait_for_actuations", None)
             if callable(waiter):

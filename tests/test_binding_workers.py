@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from scheduler.binding_workers import BindingWorkers, Work
+from scheduler.binding_workers import (
+    BINDING_BATCH,
+    BINDING_HOLD_SECONDS,
+    BindingBatch,
+    BindingWorkers,
+    Work,
+)
 
 
 class Starts:
@@ -121,3 +127,50 @@ def test_wait_idle_returns_once_the_running_cycle_ends() -> None:
     release.set()
     assert workers.wait_idle(20) and workers.in_flight() == 0
     workers.close()
+
+
+@pytest.mark.parametrize(
+    ("submitted", "more_ready", "held_for", "want_released"),
+    [
+        pytest.param(1, False, 0.0, 1, id="nothing else ready: released at once"),
+        pytest.param(1, True, 0.0, 0, id="more pods ready: held"),
+        pytest.param(BINDING_BATCH - 1, True, 0.0, 0, id="held until the batch is full"),
+        pytest.param(BINDING_BATCH, True, 0.0, BINDING_BATCH, id="a full batch leaves"),
+        pytest.param(2, True, BINDING_HOLD_SECONDS, 2, id="an old batch leaves"),
+    ],
+)
+def test_the_batch_holds_bindings_only_while_more_pods_are_ready(
+    submitted: int, more_ready: bool, held_for: float, want_released: int
+) -> None:
+    starts = Starts()
+    now = [0.0]
+    batch = BindingBatch(BindingWorkers(4, start_thread=starts), clock=lambda: now[0],
+                         more_ready=lambda: more_ready)
+    ran: list[Any] = []
+    for i in range(submitted - 1):
+        batch.submit(ran.append, i)
+    now[0] += held_for
+    batch.submit(ran.append, submitted - 1)
+    assert batch.in_flight() == submitted, "held ones count as in flight"
+    if want_released:
+        run_first_until_idle(starts, batch)
+    assert ran == list(range(want_released))
+
+
+def test_release_now_hands_over_what_is_held() -> None:
+    starts = Starts()
+    batch = BindingBatch(BindingWorkers(4, start_thread=starts), clock=lambda: 0.0,
+                         more_ready=lambda: True)
+    ran: list[Any] = []
+    batch.submit(ran.append, "held")
+    assert starts.targets == []
+    batch.release(now=True)
+    run_first_until_idle(starts, batch)
+    assert ran == ["held"] and batch.in_flight() == 0
+
+
+def run_first_until_idle(starts: Starts, batch: BindingBatch) -> None:
+    """Run the first thread the workers asked for until the released cycles are done."""
+    batch.submit(batch.close)
+    batch.release(now=True)
+    run_first(starts)

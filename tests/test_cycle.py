@@ -21,6 +21,9 @@ import pytest
 
 from scheduler.cycle import (
     NO_NODES_AVAILABLE,
+    REASON_SCHEDULER_ERROR,
+    REASON_UNSCHEDULABLE,
+    Failure,
     find_nodes_that_fit,
     num_feasible_nodes_to_find,
     schedule_one,
@@ -1326,3 +1329,21 @@ def test_every_assume_is_followed_by_a_confirm_or_a_forget(seed: int) -> None:
     assert h.s.cache.assumed_uids() == set()
     assert h.s.queue.in_flight() == []
     assert any(kind == "assume" for kind, _ in assumes.events)
+
+
+@pytest.mark.parametrize(
+    ("status", "want_reason"),
+    [
+        pytest.param(Status(Code.UNSCHEDULABLE, ("no",)), REASON_UNSCHEDULABLE, id="Unschedulable"),
+        pytest.param(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("no",)), REASON_UNSCHEDULABLE,
+                     id="UnschedulableAndUnresolvable"),
+        pytest.param(Status(Code.PENDING, ("wait",)), REASON_UNSCHEDULABLE, id="Pending"),
+        pytest.param(Status.error("boom"), REASON_SCHEDULER_ERROR, id="Error"),
+        pytest.param(Status(Code.SKIP), REASON_SCHEDULER_ERROR, id="Skip"),
+    ],
+)
+def test_a_failure_is_unschedulable_only_when_rejected(status: Status, want_reason: str) -> None:
+    # upstream's handleSchedulingFailure: PodReasonUnschedulable iff status.IsRejected().
+    failure = Failure(status)
+    assert failure.reason == want_reason
+    assert failure.message() == status.message, "without a diagnosis the status speaks"

@@ -426,7 +426,7 @@ def test_deleting_a_pod_waiting_at_permit_rejects_it_and_frees_its_room() -> Non
     h.delete("p")
     # Permit would hold it for 60 s: only the rejection ends the binding cycle this soon.
     h.s.stop(timeout=5)
-    assert h.s.in_flight_bindings() == 0, "the binding thread was left waiting at Permit"
+    assert h.s.bindings.in_flight() == 0, "the binding thread was left waiting at Permit"
     assert h.ports.binds == [] and h.ports.scheduled_calls == []
     h.s.refresh()
     assert h.s.cache.assumed_uids() == set() and h.s.cache.get_pod(uid) is None

@@ -17,13 +17,14 @@ from typing import Any
 import numpy as np
 import pytest
 
+from scheduler.binding_workers import BINDING_BATCH, BINDING_HOLD_SECONDS
 from scheduler.cycle import schedule_one
 from scheduler.framework.interface import Code, CycleState, FilterResult, NodeView, Status
 from scheduler.framework.ports import BindOutcome
 from scheduler.intake import ADDED, MODIFIED
 from scheduler.model.pod import PodInfo
 from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
-from scheduler.scheduler import BINDING_BATCH, BINDING_HOLD_SECONDS, GC_THRESHOLDS, settle_heap
+from scheduler.scheduler import GC_THRESHOLDS, settle_heap
 from scheduler.testing import node, pod
 from tests.test_cycle import NO_PREEMPTION, FakeFilter, FakePermit, Harness, only
 
@@ -108,7 +109,7 @@ def test_watch_events_are_taken_while_a_cycle_and_a_binding_hang(
     h.ports.gate = threading.Event()  # the API does not answer binds yet
     h.s.start()
     h.intake.on_pod(ADDED, pod("first"))
-    assert wait_until(lambda: h.s.in_flight_bindings() == 1), "first never reached its bind"
+    assert wait_until(lambda: h.s.bindings.in_flight() == 1), "first never reached its bind"
     h.intake.on_pod(ADDED, pod("second"))
     assert blocking.entered.wait(10), "the scheduling thread never started second's cycle"
 
@@ -191,7 +192,7 @@ def test_bindings_wait_for_each_other_while_more_pods_are_ready(
         h.add(pod(f"p{i:03d}"))
     for _ in range(batch - 1):
         assert h.cycle()
-    assert h.s.in_flight_bindings() == batch - 1, "held ones count as in flight"
+    assert h.s.bindings.in_flight() == batch - 1, "held ones count as in flight"
     time.sleep(0.05)
     assert h.ports.binds == [], "held while other pods are ready"
     assert h.cycle()
@@ -202,7 +203,7 @@ def test_bindings_wait_for_each_other_while_more_pods_are_ready(
     assert len(h.ports.binds) == batch
     assert h.cycle(), "the last ready pod"
     assert wait_until(lambda: len(h.ports.binds) == batch + 4), "nothing ready: released at once"
-    assert wait_until(lambda: h.s.in_flight_bindings() == 0)
+    assert wait_until(lambda: h.s.bindings.in_flight() == 0)
 
 
 def test_a_held_binding_waits_at_most_a_few_milliseconds(
@@ -225,7 +226,7 @@ def test_stop_hands_over_the_held_bindings(running: Callable[..., Harness]) -> N
     h.nodes(node("n1", cpu="32"))
     h.add(pod("first"), pod("second"))
     assert h.cycle()
-    assert h.s.in_flight_bindings() == 1 and h.ports.binds == []
+    assert h.s.bindings.in_flight() == 1 and h.ports.binds == []
     h.s.stop(timeout=5)
     assert [k for k, _ in h.ports.binds] == ["default/first"]
 
@@ -237,7 +238,7 @@ def test_stop_lets_in_flight_bindings_finish(running: Callable[..., Harness]) ->
     h.s.start()
     for i in range(6):
         h.intake.on_pod(ADDED, pod(f"p{i}"))
-    assert wait_until(lambda: h.s.in_flight_bindings() == 6)
+    assert wait_until(lambda: h.s.bindings.in_flight() == 6)
 
     stopped = threading.Event()
 
@@ -254,7 +255,7 @@ def test_stop_lets_in_flight_bindings_finish(running: Callable[..., Harness]) ->
     stopper.join()
     assert sorted(k for k, _ in h.ports.binds) == [f"default/p{i}" for i in range(6)]
     assert len(h.ports.scheduled_calls) == 6
-    assert h.s.in_flight_bindings() == 0
+    assert h.s.bindings.in_flight() == 0
 
 
 def test_stop_does_not_wait_forever_on_a_hung_binding(running: Callable[..., Harness]) -> None:
@@ -263,7 +264,7 @@ def test_stop_does_not_wait_forever_on_a_hung_binding(running: Callable[..., Har
     h.ports.gate = threading.Event()  # the API never answers the bind
     h.s.start()
     h.intake.on_pod(ADDED, pod("hung"))
-    assert wait_until(lambda: h.s.in_flight_bindings() == 1)
+    assert wait_until(lambda: h.s.bindings.in_flight() == 1)
     stopper = threading.Thread(target=h.s.stop, kwargs={"timeout": 0.2})
     stopper.start()
     stopper.join(10)

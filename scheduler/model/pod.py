@@ -10,11 +10,11 @@ common.go`` for spread constraints, ``pkg/scheduler/util/utils.go GetHostPorts``
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 from scheduler.model.errors import InvalidSpecError
 from scheduler.model.resources import ResourceList, pod_resources
@@ -391,208 +391,243 @@ class PodInfo:
 
     @classmethod
     def from_pod(cls, obj: Mapping[str, Any]) -> PodInfo:
-        """Parse an API pod (a JSON dict). Never raises for bad content: see ``parse_error``."""
-        error: InvalidSpecError | None = None
+        """Parse an API pod (a JSON dict). Never raises for bad content: see ``parse_error``,
+        the first problem found, section by section in the order below."""
+        errors = _FirstError()
         raw = obj if type(obj) is dict else dict(obj)
-
-        # metadata ----------------------------------------------------------------------
-        namespace = name = uid = resource_version = owner_kind = owner_name = ""
-        labels: dict[str, str] = {}
-        deletion_timestamp: str | None = None
-        try:
-            meta = raw.get("metadata") or _EMPTY
-            namespace = _opt_str(meta.get("namespace"), "metadata.namespace")
-            name = _opt_str(meta.get("name"), "metadata.name")
-            uid = _opt_str(meta.get("uid"), "metadata.uid") or f"{namespace}/{name}"
-            resource_version = _opt_str(meta.get("resourceVersion"), "metadata.resourceVersion")
-            deletion = meta.get("deletionTimestamp")
-            deletion_timestamp = None if deletion is None else str(deletion)
-            labels = _str_map(meta.get("labels"), "metadata.labels")
-            for i, ref in enumerate(_list(meta.get("ownerReferences"), "metadata.ownerReferences")):
-                if ref.get("controller") is True:
-                    path = f"metadata.ownerReferences[{i}]"
-                    owner_kind = _opt_str(ref.get("kind"), f"{path}.kind")
-                    owner_name = _opt_str(ref.get("name"), f"{path}.name")
-                    break
-        except _MALFORMED as exc:
-            error = error or _as_error(exc, "metadata")
-            uid = uid or f"{namespace}/{name}"
-
+        meta = _parse_metadata(raw, errors)
         spec = raw.get("spec")
         if not is_mapping(spec):
             if spec is not None:
-                error = error or InvalidSpecError("spec", "must be an object")
+                errors.note(InvalidSpecError("spec", "must be an object"))
             spec = _EMPTY
         status = raw.get("status")
         if not is_mapping(status):
             status = _EMPTY
-
-        # scalars -----------------------------------------------------------------------
-        scheduler_name = DEFAULT_SCHEDULER_NAME
-        node_name = nominated_node_name = priority_class_name = phase = ""
-        preemption_policy = PREEMPT_LOWER_PRIORITY
-        priority = 0
-        priority_set = False
-        try:
-            scheduler_name = (
-                _opt_str(spec.get("schedulerName"), "spec.schedulerName") or DEFAULT_SCHEDULER_NAME
-            )
-            node_name = _opt_str(spec.get("nodeName"), "spec.nodeName")
-            raw_priority = spec.get("priority")
-            if raw_priority is not None:
-                priority = _int(raw_priority, "spec.priority")
-                priority_set = True
-            priority_class_name = _opt_str(spec.get("priorityClassName"), "spec.priorityClassName")
-            preemption_policy = (
-                _opt_str(spec.get("preemptionPolicy"), "spec.preemptionPolicy")
-                or PREEMPT_LOWER_PRIORITY
-            )
-            nominated_node_name = _opt_str(
-                status.get("nominatedNodeName"), "status.nominatedNodeName"
-            )
-            phase = _opt_str(status.get("phase"), "status.phase")
-        except _MALFORMED as exc:
-            error = error or _as_error(exc, "spec")
+        scalars = _parse_scalars(spec, status, errors)
         start_time = parse_time(status.get("startTime"))
-
-        # resources ---------------------------------------------------------------------
-        requests: ResourceList = {}
-        non_zero_cpu = non_zero_memory = 0
-        try:
-            requests, non_zero_cpu, non_zero_memory = pod_resources(raw)
-        except _MALFORMED as exc:
-            error = error or _as_error(exc, "spec.containers")
-
-        # node selection ----------------------------------------------------------------
-        node_selector: dict[str, str] = {}
-        try:
-            node_selector = _str_map(spec.get("nodeSelector"), "spec.nodeSelector")
-        except _MALFORMED as exc:
-            error = error or _as_error(exc, "spec.nodeSelector")
-
-        required_node_affinity: NodeSelector | None = None
-        preferred_node_affinity: tuple[PreferredSchedulingTerm, ...] = ()
-        required_affinity: tuple[AffinityTerm, ...] = ()
-        required_anti_affinity: tuple[AffinityTerm, ...] = ()
-        preferred_affinity: tuple[AffinityTerm, ...] = ()
-        preferred_anti_affinity: tuple[AffinityTerm, ...] = ()
-        affinity = spec.get("affinity")
-        if affinity:
-            if not is_mapping(affinity):
-                error = error or InvalidSpecError("spec.affinity", "must be an object")
-                affinity = _EMPTY
-            node_affinity = affinity.get("nodeAffinity")
-            if node_affinity:
-                base = "spec.affinity.nodeAffinity"
-                try:
-                    required_node_affinity = parse_node_selector(
-                        node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"),
-                        f"{base}.requiredDuringSchedulingIgnoredDuringExecution",
-                    )
-                except _MALFORMED as exc:
-                    error = error or _as_error(exc, base)
-                try:
-                    preferred_node_affinity = parse_preferred_terms(
-                        node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"),
-                        f"{base}.preferredDuringSchedulingIgnoredDuringExecution",
-                    )
-                except _MALFORMED as exc:
-                    error = error or _as_error(exc, base)
-            for kind in ("podAffinity", "podAntiAffinity"):
-                section = affinity.get(kind)
-                if not section:
-                    continue
-                base = f"spec.affinity.{kind}"
-                required: tuple[AffinityTerm, ...] = ()
-                preferred: tuple[AffinityTerm, ...] = ()
-                try:
-                    required = parse_affinity_terms(
-                        section.get("requiredDuringSchedulingIgnoredDuringExecution"),
-                        namespace,
-                        f"{base}.requiredDuringSchedulingIgnoredDuringExecution",
-                    )
-                except _MALFORMED as exc:
-                    error = error or _as_error(exc, base)
-                try:
-                    preferred = parse_weighted_affinity_terms(
-                        section.get("preferredDuringSchedulingIgnoredDuringExecution"),
-                        namespace,
-                        f"{base}.preferredDuringSchedulingIgnoredDuringExecution",
-                    )
-                except _MALFORMED as exc:
-                    error = error or _as_error(exc, base)
-                if kind == "podAffinity":
-                    required_affinity, preferred_affinity = required, preferred
-                else:
-                    required_anti_affinity, preferred_anti_affinity = required, preferred
-
-        tolerations: tuple[Toleration, ...] = ()
+        requests, non_zero_cpu, non_zero_memory = _parse_section(
+            errors, "spec.containers", lambda: pod_resources(raw)) or ({}, 0, 0)
+        node_selector = _parse_section(
+            errors, "spec.nodeSelector",
+            lambda: _str_map(spec.get("nodeSelector"), "spec.nodeSelector")) or {}
+        affinity = _parse_affinity(spec.get("affinity"), meta.namespace, errors)
         raw_tolerations = spec.get("tolerations")
-        if raw_tolerations:
-            try:
-                tolerations = parse_tolerations(raw_tolerations, "spec.tolerations")
-            except _MALFORMED as exc:
-                error = error or _as_error(exc, "spec.tolerations")
-
-        host_ports: tuple[HostPort, ...] = ()
-        images: tuple[str, ...] = ()
-        try:
-            host_ports, images = _ports_and_images(spec)
-        except _MALFORMED as exc:
-            error = error or _as_error(exc, "spec.containers")
-
-        claims: tuple[tuple[str, bool], ...] = ()
-        try:
-            claims = _claims(spec, name)
-        except _MALFORMED as exc:
-            error = error or _as_error(exc, "spec.volumes")
-
-        spread_constraints: tuple[SpreadConstraint, ...] = ()
+        tolerations = (_parse_section(
+            errors, "spec.tolerations",
+            lambda: parse_tolerations(raw_tolerations, "spec.tolerations")) or ()
+        ) if raw_tolerations else ()
+        host_ports, images = _parse_section(
+            errors, "spec.containers", lambda: _ports_and_images(spec)) or ((), ())
+        claims = _parse_section(errors, "spec.volumes", lambda: _claims(spec, meta.name)) or ()
         raw_spread = spec.get("topologySpreadConstraints")
-        if raw_spread:
-            try:
-                spread_constraints = parse_spread_constraints(
-                    raw_spread, labels, "spec.topologySpreadConstraints"
-                )
-            except _MALFORMED as exc:
-                error = error or _as_error(exc, "spec.topologySpreadConstraints")
-
+        spread_constraints = (_parse_section(
+            errors, "spec.topologySpreadConstraints",
+            lambda: parse_spread_constraints(
+                raw_spread, meta.labels, "spec.topologySpreadConstraints")) or ()
+        ) if raw_spread else ()
         return cls(
-            uid=uid,
-            namespace=namespace,
-            name=name,
+            uid=meta.uid,
+            namespace=meta.namespace,
+            name=meta.name,
             raw=raw,
-            resource_version=resource_version,
-            labels=labels,
-            scheduler_name=scheduler_name,
-            node_name=node_name,
-            nominated_node_name=nominated_node_name,
-            priority=priority,
-            priority_set=priority_set,
-            priority_class_name=priority_class_name,
-            preemption_policy=preemption_policy,
+            resource_version=meta.resource_version,
+            labels=meta.labels,
+            scheduler_name=scalars.scheduler_name,
+            node_name=scalars.node_name,
+            nominated_node_name=scalars.nominated_node_name,
+            priority=scalars.priority,
+            priority_set=scalars.priority_set,
+            priority_class_name=scalars.priority_class_name,
+            preemption_policy=scalars.preemption_policy,
             requests=requests,
             non_zero_cpu=non_zero_cpu,
             non_zero_memory=non_zero_memory,
             node_selector=node_selector,
-            required_node_affinity=required_node_affinity,
-            preferred_node_affinity=preferred_node_affinity,
+            required_node_affinity=affinity.required_node,
+            preferred_node_affinity=affinity.preferred_node,
             tolerations=tolerations,
             host_ports=host_ports,
-            required_affinity=required_affinity,
-            required_anti_affinity=required_anti_affinity,
-            preferred_affinity=preferred_affinity,
-            preferred_anti_affinity=preferred_anti_affinity,
+            required_affinity=affinity.required,
+            required_anti_affinity=affinity.required_anti,
+            preferred_affinity=affinity.preferred,
+            preferred_anti_affinity=affinity.preferred_anti,
             spread_constraints=spread_constraints,
             images=images,
-            phase=phase,
-            deletion_timestamp=deletion_timestamp,
+            phase=scalars.phase,
+            deletion_timestamp=meta.deletion_timestamp,
             start_time=start_time,
-            owner_kind=owner_kind,
-            owner_name=owner_name,
-            parse_error=error,
+            owner_kind=meta.owner_kind,
+            owner_name=meta.owner_name,
+            parse_error=errors.error,
             claims=claims,
         )
+
+
+class _FirstError:
+    """The first problem :meth:`PodInfo.from_pod` finds: the one its ``parse_error`` names."""
+
+    __slots__ = ("error",)
+
+    def __init__(self) -> None:
+        self.error: InvalidSpecError | None = None
+
+    def note(self, error: InvalidSpecError) -> None:
+        if self.error is None:
+            self.error = error
+
+
+_T = TypeVar("_T")
+
+
+def _parse_section(errors: _FirstError, path: str, parse: Callable[[], _T]) -> _T | None:
+    """``parse()``, or None with the problem noted under ``path``."""
+    try:
+        return parse()
+    except _MALFORMED as exc:
+        errors.note(_as_error(exc, path))
+        return None
+
+
+class _Metadata(NamedTuple):
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    labels: dict[str, str]
+    deletion_timestamp: str | None
+    owner_kind: str
+    owner_name: str
+
+
+def _parse_metadata(raw: Mapping[str, Any], errors: _FirstError) -> _Metadata:
+    """What of ``metadata`` parsed before any problem (the uid is never empty)."""
+    namespace = name = uid = resource_version = owner_kind = owner_name = ""
+    labels: dict[str, str] = {}
+    deletion_timestamp: str | None = None
+    try:
+        meta = raw.get("metadata") or _EMPTY
+        namespace = _opt_str(meta.get("namespace"), "metadata.namespace")
+        name = _opt_str(meta.get("name"), "metadata.name")
+        uid = _opt_str(meta.get("uid"), "metadata.uid") or f"{namespace}/{name}"
+        resource_version = _opt_str(meta.get("resourceVersion"), "metadata.resourceVersion")
+        deletion = meta.get("deletionTimestamp")
+        deletion_timestamp = None if deletion is None else str(deletion)
+        labels = _str_map(meta.get("labels"), "metadata.labels")
+        for i, ref in enumerate(_list(meta.get("ownerReferences"), "metadata.ownerReferences")):
+            if ref.get("controller") is True:
+                path = f"metadata.ownerReferences[{i}]"
+                owner_kind = _opt_str(ref.get("kind"), f"{path}.kind")
+                owner_name = _opt_str(ref.get("name"), f"{path}.name")
+                break
+    except _MALFORMED as exc:
+        errors.note(_as_error(exc, "metadata"))
+        uid = uid or f"{namespace}/{name}"
+    return _Metadata(namespace, name, uid, resource_version, labels, deletion_timestamp,
+                     owner_kind, owner_name)
+
+
+class _Scalars(NamedTuple):
+    scheduler_name: str
+    node_name: str
+    priority: int
+    priority_set: bool
+    priority_class_name: str
+    preemption_policy: str
+    nominated_node_name: str
+    phase: str
+
+
+def _parse_scalars(
+    spec: Mapping[str, Any], status: Mapping[str, Any], errors: _FirstError
+) -> _Scalars:
+    """The scalar fields of ``spec`` and ``status``; those before a problem are kept."""
+    scheduler_name = DEFAULT_SCHEDULER_NAME
+    node_name = nominated_node_name = priority_class_name = phase = ""
+    preemption_policy = PREEMPT_LOWER_PRIORITY
+    priority = 0
+    priority_set = False
+    try:
+        scheduler_name = (
+            _opt_str(spec.get("schedulerName"), "spec.schedulerName") or DEFAULT_SCHEDULER_NAME
+        )
+        node_name = _opt_str(spec.get("nodeName"), "spec.nodeName")
+        raw_priority = spec.get("priority")
+        if raw_priority is not None:
+            priority = _int(raw_priority, "spec.priority")
+            priority_set = True
+        priority_class_name = _opt_str(spec.get("priorityClassName"), "spec.priorityClassName")
+        preemption_policy = (
+            _opt_str(spec.get("preemptionPolicy"), "spec.preemptionPolicy")
+            or PREEMPT_LOWER_PRIORITY
+        )
+        nominated_node_name = _opt_str(
+            status.get("nominatedNodeName"), "status.nominatedNodeName"
+        )
+        phase = _opt_str(status.get("phase"), "status.phase")
+    except _MALFORMED as exc:
+        errors.note(_as_error(exc, "spec"))
+    return _Scalars(scheduler_name, node_name, priority, priority_set, priority_class_name,
+                    preemption_policy, nominated_node_name, phase)
+
+
+class _Affinity(NamedTuple):
+    required_node: NodeSelector | None = None
+    preferred_node: tuple[PreferredSchedulingTerm, ...] = ()
+    required: tuple[AffinityTerm, ...] = ()
+    preferred: tuple[AffinityTerm, ...] = ()
+    required_anti: tuple[AffinityTerm, ...] = ()
+    preferred_anti: tuple[AffinityTerm, ...] = ()
+
+
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def _parse_affinity(affinity: Any, namespace: str, errors: _FirstError) -> _Affinity:
+    """``spec.affinity``: node affinity, then pod affinity, then pod anti-affinity."""
+    if not affinity:
+        return _Affinity()
+    if not is_mapping(affinity):
+        errors.note(InvalidSpecError("spec.affinity", "must be an object"))
+        return _Affinity()
+    required_node: NodeSelector | None = None
+    preferred_node: tuple[PreferredSchedulingTerm, ...] = ()
+    node_affinity = affinity.get("nodeAffinity")
+    if node_affinity:
+        base = "spec.affinity.nodeAffinity"
+        required_node = _parse_section(
+            errors, base,
+            lambda: parse_node_selector(node_affinity.get(_REQUIRED), f"{base}.{_REQUIRED}"))
+        preferred_node = _parse_section(
+            errors, base,
+            lambda: parse_preferred_terms(node_affinity.get(_PREFERRED), f"{base}.{_PREFERRED}"),
+        ) or ()
+    required, preferred = _parse_pod_affinity(affinity, "podAffinity", namespace, errors)
+    required_anti, preferred_anti = _parse_pod_affinity(
+        affinity, "podAntiAffinity", namespace, errors)
+    return _Affinity(required_node, preferred_node, required, preferred, required_anti,
+                     preferred_anti)
+
+
+def _parse_pod_affinity(
+    affinity: Mapping[str, Any], kind: str, namespace: str, errors: _FirstError
+) -> tuple[tuple[AffinityTerm, ...], tuple[AffinityTerm, ...]]:
+    """The required and the preferred terms of ``podAffinity`` or ``podAntiAffinity``."""
+    section = affinity.get(kind)
+    if not section:
+        return (), ()
+    base = f"spec.affinity.{kind}"
+    required = _parse_section(
+        errors, base,
+        lambda: parse_affinity_terms(section.get(_REQUIRED), namespace, f"{base}.{_REQUIRED}"),
+    ) or ()
+    preferred = _parse_section(
+        errors, base,
+        lambda: parse_weighted_affinity_terms(
+            section.get(_PREFERRED), namespace, f"{base}.{_PREFERRED}"),
+    ) or ()
+    return required, preferred
 
 
 # Every field of a PodInfo in declaration order, read in one C call (PodInfo.replace).

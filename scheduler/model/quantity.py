@@ -79,18 +79,22 @@ def _scan(text: str) -> tuple[bool, str, str, str] | None:
         denom = text[start:pos]
         if pos >= end:
             return positive, num, denom, ""
-    suffix_start = pos
+    suffix = _scan_suffix(text, pos)
+    return None if suffix is None else (positive, num, denom, suffix)
+
+
+def _scan_suffix(text: str, pos: int) -> str | None:
+    """The suffix from ``pos`` to the end: suffix letters, then an optional signed integer
+    (an exponent); None when anything else follows."""
+    end = len(text)
+    start = pos
     while pos < end and text[pos] in _SUFFIX_CHARS:
         pos += 1
-    if pos >= end:
-        return positive, num, denom, text[suffix_start:]
-    if text[pos] == "+" or text[pos] == "-":
+    if pos < end and (text[pos] == "+" or text[pos] == "-"):
         pos += 1
     while pos < end and text[pos] in _DIGITS:
         pos += 1
-    if pos >= end:
-        return positive, num, denom, text[suffix_start:]
-    return None
+    return text[start:] if pos >= end else None
 
 
 def _interpret(suffix: str) -> tuple[int, int] | None:

@@ -26,7 +26,7 @@ Quantities are added exactly (in nano-units) and converted at the end: CPU with
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -212,56 +212,17 @@ class _PodResourceInputs:
 
     def __init__(self, pod: Mapping[str, Any]) -> None:
         spec = pod.get("spec") or _EMPTY
-        status = pod.get("status") or _EMPTY
-        index = None
-        if status.get("containerStatuses") or status.get("initContainerStatuses"):
-            index = _status_index(status)
-        infeasible: bool | None = None
-
-        self.app: list[_Nanos] = []
-        containers = spec.get("containers") or ()
-        if not is_list(containers):
-            raise InvalidSpecError("spec.containers", "must be a list")
-        for i, container in enumerate(containers):
-            reqs, name = _container_requests(container, f"spec.containers[{i}]")
-            if index is not None and name in index:
-                path, cs = index[name]
-                if cs.get("resources") is not None:
-                    if infeasible is None:
-                        infeasible = _resize_infeasible(status)
-                    reqs = _effective(reqs, cs, path, infeasible)
-            self.app.append(reqs)
-
+        status = _ResizeStatus(pod.get("status") or _EMPTY)
+        self.app: list[_Nanos] = [
+            status.effective(reqs, name) for _, reqs, name in _requests_of(spec, "containers")
+        ]
         self.init: list[tuple[_Nanos, bool]] = []
-        init_containers = spec.get("initContainers") or ()
-        if not is_list(init_containers):
-            raise InvalidSpecError("spec.initContainers", "must be a list")
-        for i, container in enumerate(init_containers):
-            reqs, name = _container_requests(container, f"spec.initContainers[{i}]")
+        for container, reqs, name in _requests_of(spec, "initContainers"):
+            # Only sidecars (restartable init containers) are resized in place.
             restartable = container.get("restartPolicy") == "Always"
-            if restartable and index is not None and name in index:
-                path, cs = index[name]
-                if cs.get("resources") is not None:
-                    if infeasible is None:
-                        infeasible = _resize_infeasible(status)
-                    reqs = _effective(reqs, cs, path, infeasible)
-            self.init.append((reqs, restartable))
-
-        self.pod_level: _Nanos | None = None
-        pod_resources = spec.get("resources")
-        if pod_resources:
-            if not is_mapping(pod_resources):
-                raise InvalidSpecError("spec.resources", "must be an object")
-            raw = _nanos_map(pod_resources.get("requests"), "spec.resources.requests")
-            supported = {n: v for n, v in raw.items() if is_supported_pod_level_resource(n)}
-            if supported:  # IsPodLevelRequestsSet
-                if status.get("resources") is not None:
-                    if infeasible is None:
-                        infeasible = _resize_infeasible(status)
-                    effective = _effective(raw, status, "status", infeasible)
-                    supported = {n: effective.get(n, 0) for n in supported}
-                self.pod_level = supported
-
+            self.init.append((status.effective(reqs, name) if restartable else reqs,
+                              restartable))
+        self.pod_level = _pod_level_requests(spec, status)
         self.overhead = _nanos_map(spec.get("overhead"), "spec.overhead")
 
     def requests(self, non_missing: Mapping[str, int] | None = None) -> _Nanos:
@@ -289,6 +250,67 @@ class _PodResourceInputs:
         if self.overhead:
             _add(reqs, self.overhead)
         return reqs
+
+
+class _ResizeStatus:
+    """A pod's status as its in-place resize reads it: the container statuses by name, and
+    whether the resize is infeasible (read once, and only when some status carries
+    resources)."""
+
+    __slots__ = ("_infeasible", "index", "raw")
+
+    def __init__(self, raw: Mapping[str, Any]) -> None:
+        self.raw = raw
+        self.index: dict[str, tuple[str, Mapping[str, Any]]] | None = None
+        if raw.get("containerStatuses") or raw.get("initContainerStatuses"):
+            self.index = _status_index(raw)
+        self._infeasible: bool | None = None
+
+    def infeasible(self) -> bool:
+        if self._infeasible is None:
+            self._infeasible = _resize_infeasible(self.raw)
+        return self._infeasible
+
+    def effective(self, reqs: _Nanos, name: Any) -> _Nanos:
+        """The container's requests, made effective by its status when that carries
+        resources."""
+        if self.index is None or name not in self.index:
+            return reqs
+        path, cs = self.index[name]
+        if cs.get("resources") is None:
+            return reqs
+        return _effective(reqs, cs, path, self.infeasible())
+
+
+def _requests_of(
+    spec: Mapping[str, Any], key: str
+) -> Iterator[tuple[Mapping[str, Any], _Nanos, Any]]:
+    """Each container of ``spec.containers`` or ``spec.initContainers``, with its requests
+    and its name; parsed one at a time, so that a problem is found where it was before."""
+    containers = spec.get(key) or ()
+    if not is_list(containers):
+        raise InvalidSpecError(f"spec.{key}", "must be a list")
+    for i, container in enumerate(containers):
+        reqs, name = _container_requests(container, f"spec.{key}[{i}]")
+        yield container, reqs, name
+
+
+def _pod_level_requests(spec: Mapping[str, Any], status: _ResizeStatus) -> _Nanos | None:
+    """``spec.resources.requests`` of the resources pod-level requests may set, made
+    effective by ``status.resources``; None when it sets none (``IsPodLevelRequestsSet``)."""
+    pod_resources = spec.get("resources")
+    if not pod_resources:
+        return None
+    if not is_mapping(pod_resources):
+        raise InvalidSpecError("spec.resources", "must be an object")
+    raw = _nanos_map(pod_resources.get("requests"), "spec.resources.requests")
+    supported = {n: v for n, v in raw.items() if is_supported_pod_level_resource(n)}
+    if not supported:
+        return None
+    if status.raw.get("resources") is not None:
+        effective = _effective(raw, status.raw, "status", status.infeasible())
+        supported = {n: effective.get(n, 0) for n in supported}
+    return supported
 
 
 def _container_requests(container: Any, path: str) -> tuple[_Nanos, Any]:

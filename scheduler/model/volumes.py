@@ -1,6 +1,7 @@
 """PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes and CSIDrivers: the
-fields the volume plugins read, parsed once from the API objects (upstream v1.37 semantics,
-``../shared/reference/volume-scheduling.md``). The raw object is kept where the scheduler
+fields the volume plugins read, parsed once from the API objects (upstream v1.37 semantics:
+``pkg/scheduler/framework/plugins/volumebinding`` and
+``k8s.io/component-helpers/storage/volume``). The raw object is kept where the scheduler
 writes it back (PVs and PVCs, in VolumeBinding's PreBind).
 """
 

@@ -18,13 +18,13 @@ from scheduler.cache.volume_objects import (
     STORAGE_CLASSES,
     VOLUMES,
 )
-from scheduler.cpu_affinity import REBALANCE_SECONDS, SingleCpu, single_cpu
 from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.events import CONFIG_MAP_ADD, CONFIG_MAP_DELETE, CONFIG_MAP_UPDATE
 from scheduler.framework.registry import Registry
 from scheduler.intake import NAMESPACES, PDBS, PRIORITY_CLASSES, Intake
 from scheduler.metrics import Metrics
 from scheduler.operator.api_ports import ApiPorts
+from scheduler.operator.cpu_affinity import REBALANCE_SECONDS, SingleCpu, single_cpu
 from scheduler.operator.explain_endpoint import ExplainEndpoint
 from scheduler.operator.extender import HTTPExtender
 from scheduler.operator.health import HealthServer
@@ -70,7 +70,7 @@ class Options:
     kubeconfig: str | None = None
     serving: ServingOptions = field(default_factory=ServingOptions)
     resync_seconds: float = RESYNC_SECONDS
-    # Every thread on one CPU, moved when other work crowds it (scheduler.cpu_affinity).
+    # Every thread on one CPU, moved when other work crowds it (scheduler.operator.cpu_affinity).
     single_cpu: bool = True
 
 

@@ -33,9 +33,9 @@ from scheduler.explain import (
     Explanation,
     PreemptionCandidate,
     PreemptionPreview,
+    as_dict,
     explain,
 )
-from scheduler.explain_render import as_dict
 from scheduler.intake import Intake
 from scheduler.model.pod import PodInfo
 from scheduler.operator.kubeapi import KubeApi

@@ -36,7 +36,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--cpu-affinity", choices=("single", "all"), default="single",
                         help="single: run every thread on one CPU of those allowed, moved to a "
                              "quieter one when other work crowds it (Python runs one thread "
-                             "at a time: see scheduler/cpu_affinity.py); all: leave the "
+                             "at a time: see scheduler/operator/cpu_affinity.py); all: leave the "
                              "threads to the kernel")
     parser.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info"))
     parser.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")

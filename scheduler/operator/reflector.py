@@ -1,6 +1,7 @@
 """A lean list+watch for pods and nodes, owned by the operator.
 
-kopf dispatches ~2,000 events/s per core (``../shared/reference/kopf-throughput.md``): every
+kopf 1.45 dispatches ~2,000 events/s per core (measured with one counting ``on.event``
+handler against a fake API server on loopback; cProfile puts the cost in kopf itself): every
 event is deep-copied for its diff base and runs through per-object worker tasks on the event
 loop, under the same GIL as the scheduling thread. At hundreds of pods per second, each pod
 producing several events, that alone would take most of a core, and a 50,000-pod cluster

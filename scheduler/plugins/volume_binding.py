@@ -1,6 +1,6 @@
 """VolumeBinding: a pod's PersistentVolumeClaims decide where it may go, and the scheduler
-binds WaitForFirstConsumer claims for the node it chose (upstream ``volumebinding/``, v1.37;
-``../shared/reference/volume-scheduling.md`` §3).
+binds WaitForFirstConsumer claims for the node it chose (upstream
+``pkg/scheduler/framework/plugins/volumebinding/``, v1.37: ``volume_binding.go``, ``binder.go``).
 
 - **PreFilter** sorts the pod's claims: *bound* (``spec.volumeName`` and the bind-completed
   annotation), *delayed* (unbound, class WaitForFirstConsumer), *immediate* (the rest: the PV

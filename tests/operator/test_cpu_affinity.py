@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import cpu_affinity
-from scheduler.cpu_affinity import SingleCpu
+from scheduler.operator import cpu_affinity
+from scheduler.operator.cpu_affinity import SingleCpu
 
 TICKS = 100  # per second
 
