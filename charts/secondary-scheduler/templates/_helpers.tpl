@@ -30,9 +30,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if not (hasKey $le "resourceNamespace") -}}
 {{- $_ := set $le "resourceNamespace" .Release.Namespace -}}
 {{- end -}}
-{{- if not (hasKey $le "resourceName") -}}
-{{- $_ := set $le "resourceName" (include "secondary-scheduler.fullname" .) -}}
-{{- end -}}
+{{- $_ := set $le "resourceName" (include "secondary-scheduler.leaseName" .) -}}
 {{- $_ := set $config "leaderElection" $le -}}
 {{- toYaml $config -}}
+{{- end -}}
+
+{{/* The Lease the replicas elect a leader with: the Role grants this one by name. */}}
+{{- define "secondary-scheduler.leaseName" -}}
+{{- $le := default dict .Values.config.leaderElection -}}
+{{- default (include "secondary-scheduler.fullname" .) $le.resourceName -}}
 {{- end -}}
