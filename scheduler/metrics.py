@@ -212,6 +212,7 @@ class _Sources(Collector):
         self.pending: QueueCounts | None = None
         self.unschedulable: PluginCounts | None = None
         self.bindings: Callable[[], int] | None = None
+        self.cache_sizes: Callable[[], Mapping[str, int]] | None = None
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
         if self.pending is not None:
@@ -246,6 +247,16 @@ class _Sources(Collector):
                 labels=["operation"],
             )
             family.add_metric(["binding"], self.bindings())
+            yield family
+        if self.cache_sizes is not None:
+            family = GaugeMetricFamily(
+                "scheduler_cache_size",
+                "[ALPHA] Number of nodes, pods, and assumed (bound) pods in the scheduler "
+                "cache.",
+                labels=["type"],
+            )
+            for kind, count in self.cache_sizes().items():
+                family.add_metric([kind], count)
             yield family
 
 
@@ -397,6 +408,10 @@ class Metrics:
 
     def watch_bindings(self, in_flight: Callable[[], int]) -> None:
         self._sources.bindings = in_flight
+
+    def watch_cache(self, sizes: Callable[[], Mapping[str, int]]) -> None:
+        """Read ``scheduler_cache_size`` at scrape time (kubernetes-mixin's dashboards)."""
+        self._sources.cache_sizes = sizes
 
     # -- recorders ------------------------------------------------------------------------
     def queue_incoming_pod(self, queue: str, event: str) -> None:

@@ -246,6 +246,7 @@ class Scheduler:
             BindingWorkers(binding_workers), clock=clock, more_ready=self.queue.has_ready
         )
         self.metrics.watch_bindings(self.bindings.in_flight)
+        self.metrics.watch_cache(self.cache.sizes)
         self._stop = threading.Event()
         self._scheduling = threading.Event()
         self._thread: threading.Thread | None = None

@@ -306,3 +306,25 @@ def test_observations_racing_their_reads_are_all_counted() -> None:
     assert counts[0] == sum(1 for i in range(per_thread) if i % 3 < 2) * threads
     assert counts[1] == sum(1 for i in range(per_thread) if i % 3 == 2) * threads
     assert total == pytest.approx(0.0001 * sum(i % 3 for i in range(per_thread)) * threads)
+
+
+def test_cache_size_counts_nodes_pods_and_assumed_pods_at_scrape_time() -> None:
+    """kubernetes-mixin's scheduler dashboard reads scheduler_cache_size{type}: a bound pod the
+    watch has not confirmed yet is both a pod and an assumed pod, as in upstream's cache."""
+    h = Harness().nodes(node("n1", cpu="2", memory="2Gi"), node("n2", cpu="2", memory="2Gi"))
+    m = h.s.metrics
+
+    def sizes() -> list[float]:
+        return [sample(m, "scheduler_cache_size", type=t)
+                for t in ("nodes", "pods", "assumed_pods")]
+
+    h.s.refresh()
+    assert sizes() == [2, 0, 0]
+    h.add(pod("a", cpu="1"))
+    h.cycle()
+    assert sizes() == [2, 1, 1]
+    bound = h.s.cache.get_pod(h.uid("a"))
+    assert bound is not None
+    h.observe_bound("a", bound.node_name)
+    h.s.refresh()
+    assert sizes() == [2, 1, 0]

@@ -75,6 +75,15 @@ class Cache:
     def node_names(self) -> set[str]:
         return set(self.nodes.index)
 
+    def sizes(self) -> dict[str, int]:
+        """``scheduler_cache_size``'s values: nodes, bound or assumed pods, assumed pods.
+
+        Read at scrape time from the serving thread: each is one ``len``, which the
+        interpreter takes whole, so no lock is needed for a figure that is a snapshot anyway.
+        """
+        return {"nodes": len(self.nodes.index), "pods": len(self._node_of_pod),
+                "assumed_pods": len(self._assumed)}
+
     # -- pods -----------------------------------------------------------------------------
     def upsert_pod(self, pod: PodInfo) -> None:
         """Apply an observed pod. Only bound, non-terminal pods are accounted.
