@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.config import default_config, parse_config
 from scheduler.cycle import schedule_one
 from scheduler.explain import (
     ExplainError,
@@ -24,7 +25,6 @@ from scheduler.explain import (
     scheduler_from_listing,
 )
 from scheduler.explain_render import WIDTH, as_dict, from_dict, to_text
-from scheduler.framework.config import default_config, parse_config
 from scheduler.framework.ports import NullPorts
 from scheduler.intake import Intake
 from scheduler.plugins.registry import default_registry

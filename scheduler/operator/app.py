@@ -17,8 +17,8 @@ from scheduler.cache.volume_objects import (
     STORAGE_CLASSES,
     VOLUMES,
 )
+from scheduler.config import SchedulerConfig
 from scheduler.cpu_affinity import REBALANCE_SECONDS, SingleCpu, single_cpu
-from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.events import CONFIG_MAP_ADD, CONFIG_MAP_DELETE, CONFIG_MAP_UPDATE
 from scheduler.framework.registry import Registry
 from scheduler.intake import NAMESPACES, PDBS, PRIORITY_CLASSES, Intake

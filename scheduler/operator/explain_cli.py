@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from scheduler.config import default_config, load_config_file
 from scheduler.explain import ExplainError, Listing, explain, scheduler_from_listing
 from scheduler.explain_render import as_dict, from_dict, to_text
-from scheduler.framework.config import default_config, load_config_file
 from scheduler.framework.events import CONFIG_MAP_UPDATE
 from scheduler.framework.registry import ConfigError
 from scheduler.operator.app import VOLUME_PATHS

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 import structlog
 
 from scheduler import logs
-from scheduler.framework.config import default_config, load_config_file
+from scheduler.config import default_config, load_config_file
+from scheduler.framework.config_fields import AggregateConfigError
 from scheduler.framework.registry import ConfigError
 from scheduler.operator import explain_cli
 from scheduler.operator.app import Options, SchedulerApp
@@ -56,6 +57,14 @@ def _flag_bool(value: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
 
 
+def _invalid_configuration(exc: ConfigError) -> int:
+    """One line per error, and kube-scheduler's exit code for a bad configuration."""
+    errors = exc.errors if isinstance(exc, AggregateConfigError) else (str(exc),)
+    for error in errors:
+        print(f"secondary-scheduler: invalid configuration: {error}", file=sys.stderr)
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if list(argv[:1]) == ["explain"]:
@@ -74,8 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             load_config_file(args.config, registry) if args.config else default_config(registry)
         )
     except ConfigError as exc:
-        print(f"secondary-scheduler: invalid configuration: {exc}", file=sys.stderr)
-        return 2
+        return _invalid_configuration(exc)
     if args.leader_elect is not None:
         # The flag wins over the file, as kube-scheduler's --leader-elect does.
         config = dataclasses.replace(config, leader_election=dataclasses.replace(

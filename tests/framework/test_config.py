@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.framework.config import parse_config
+from scheduler.config import parse_config
 from scheduler.framework.registry import ConfigError
 from scheduler.plugins.registry import default_registry
 
@@ -130,13 +130,15 @@ def test_client_connection_and_parallelism_are_honoured() -> None:
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        pytest.param({"parallelism": 0}, "parallelism: must be an integer >= 1",
+        pytest.param({"parallelism": 0}, "parallelism: Invalid value: 0: must be >= 1",
                      id="parallelism must be positive, as upstream validates"),
         pytest.param({"clientConnection": {"contentType": "application/vnd.kubernetes.protobuf"}},
-                     "clientConnection.contentType: only 'application/json' is supported",
+                     "clientConnection.contentType: Invalid value: "
+                     "'application/vnd.kubernetes.protobuf': "
+                     "this scheduler's API client reads and writes JSON only",
                      id="a wire format this scheduler does not speak is refused"),
         pytest.param({"clientConnection": {"kubeconfig": 3}},
-                     "clientConnection.kubeconfig: must be a file path",
+                     "clientConnection.kubeconfig: Invalid value: 3: must be a string",
                      id="the kubeconfig must be a path"),
     ],
 )
@@ -169,7 +171,8 @@ def test_leader_election_is_honoured(raw: dict[str, Any], want: tuple[Any, ...])
     ("raw", "message"),
     [
         pytest.param({"resourceLock": "endpointsleases"},
-                     "leaderElection.resourceLock: only 'leases' is supported",
+                     "leaderElection.resourceLock: Invalid value: 'endpointsleases': "
+                     "client-go removed",
                      id="only the Lease lock"),
         pytest.param({"leaseDuration": "10s", "renewDeadline": "10s"},
                      "leaderElection: leaseDuration must be greater than renewDeadline",
@@ -177,11 +180,13 @@ def test_leader_election_is_honoured(raw: dict[str, Any], want: tuple[Any, ...])
         pytest.param({"renewDeadline": "2s", "retryPeriod": "2s"},
                      "leaderElection: renewDeadline must be greater than retryPeriod*1.2",
                      id="room for at least one retry"),
-        pytest.param({"leaseDuration": "15"}, "leaderElection.leaseDuration: must be a "
-                     "positive duration", id="a duration needs its unit"),
-        pytest.param({"retryPeriod": "0s"}, "leaderElection.retryPeriod: must be a positive",
+        pytest.param({"leaseDuration": "15"}, "leaderElection.leaseDuration: Invalid value: '15': "
+                     "must be a positive duration", id="a duration needs its unit"),
+        pytest.param({"retryPeriod": "0s"}, "leaderElection.retryPeriod: Invalid value: '0s': "
+                     "must be a positive",
                      id="zero is not a period"),
-        pytest.param({"leaderElect": "yes"}, "leaderElection.leaderElect: must be true or false",
+        pytest.param({"leaderElect": "yes"}, "leaderElection.leaderElect: Invalid value: 'yes': "
+                     "must be true or false",
                      id="a boolean"),
         pytest.param({"resourceName": ""}, "leaderElection.resourceName: must be a non-empty",
                      id="a lease needs a name"),
@@ -239,7 +244,8 @@ def test_extenders_are_parsed_with_upstreams_fields_and_defaults() -> None:
                      "extenders[0].filterverb: unknown field", id="field names are exact"),
         pytest.param([{"filterVerb": "f"}], "extenders[0].urlPrefix: required", id="url"),
         pytest.param([{"urlPrefix": "http://a", "httpTimeout": "5"}],
-                     "extenders[0].httpTimeout: must be a positive duration", id="timeout unit"),
+                     "extenders[0].httpTimeout: Invalid value: '5': must be a positive duration",
+                     id="timeout unit"),
         pytest.param([{"urlPrefix": "http://a", "tlsConfig": {"certData": "%%"}}],
                      "extenders[0].tlsConfig.certData: must be base64", id="PEM as base64"),
     ],
