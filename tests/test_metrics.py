@@ -304,3 +304,18 @@ def test_observations_racing_their_reads_are_all_counted() -> None:
     assert counts[0] == sum(1 for i in range(per_thread) if i % 3 < 2) * threads
     assert counts[1] == sum(1 for i in range(per_thread) if i % 3 == 2) * threads
     assert total == pytest.approx(0.0001 * sum(i % 3 for i in range(per_thread)) * threads)
+
+
+def test_the_process_exports_kubernetes_build_info_with_upstreams_labels() -> None:
+    """component-base metrics/prometheus/version: a constant 1 labelled by the build."""
+    from importlib.metadata import version
+
+    text = Metrics(process=True).exposition().decode()
+    (line,) = [s for s in text.splitlines() if s.startswith("kubernetes_build_info{")]
+    release = version("secondary-scheduler")
+    major, minor = release.split(".")[:2]
+    for label in (f'major="{major}"', f'minor="{minor}"', f'git_version="v{release}"',
+                  'git_commit=', 'git_tree_state=', 'build_date=', 'go_version=',
+                  'compiler="cpython"', 'platform="linux/'):
+        assert label in line
+    assert line.endswith(" 1.0")
