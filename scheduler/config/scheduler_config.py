@@ -26,11 +26,7 @@ from scheduler.config.component import (
     parse_rescheduler,
 )
 from scheduler.framework.config_fields import AggregateConfigError, Problems, Section
-from scheduler.framework.profile_config import (
-    NO_WORKLOAD_SCHEDULING,
-    ProfileConfig,
-    parse_profiles,
-)
+from scheduler.framework.profile_config import ProfileConfig, parse_profiles
 from scheduler.framework.registry import Registry
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -41,7 +37,7 @@ PROFILING_REFUSED = (
 _TOP_FIELDS = (
     "apiVersion", "kind", "parallelism", "leaderElection", "clientConnection",
     "enableProfiling", "enableContentionProfiling", "percentageOfNodesToScore",
-    "percentageOfPlacementsToScore", "podInitialBackoffSeconds", "podMaxBackoffSeconds",
+    "podInitialBackoffSeconds", "podMaxBackoffSeconds",
     "profiles", "extenders", "delayCacheUntilActive", "rescheduler",
 )
 
@@ -101,8 +97,6 @@ def _read(top: Section, registry: Registry) -> SchedulerConfig:
     for key in ("enableProfiling", "enableContentionProfiling"):
         if top.flag(key, False):
             problems.invalid(key, True, PROFILING_REFUSED)
-    if top.has("percentageOfPlacementsToScore"):
-        problems.add("percentageOfPlacementsToScore", NO_WORKLOAD_SCHEDULING)
     initial = top.integer("podInitialBackoffSeconds", 1, minimum=1)
     maximum = top.integer("podMaxBackoffSeconds", 10, minimum=1)
     if maximum < initial:

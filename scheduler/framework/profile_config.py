@@ -59,15 +59,13 @@ EXTENSION_POINTS = (
     "postBind",
 )
 
-# Upstream's workload (pod group) scheduling, behind its TopologyAwareWorkloadScheduling
-# gate: fields of v1 that this scheduler refuses, with the reason, rather than ignores.
-WORKLOAD_POINTS = ("placementGenerate", "placementScore", "placementFeasible",
-                   "podGroupPostFilter")
+# Upstream's extension points of workload (pod group) scheduling, behind its feature gates:
+# fields of v1 that this scheduler refuses, with the reason, rather than ignores.
+WORKLOAD_POINTS = ("placementGenerate", "placementScore", "podGroupPostFilter")
 NO_WORKLOAD_SCHEDULING = (
-    "this scheduler has no workload (pod group) scheduling, upstream's "
-    "TopologyAwareWorkloadScheduling feature: it places pods one at a time")
-_PROFILE_FIELDS = ("schedulerName", "plugins", "pluginConfig", "percentageOfNodesToScore",
-                   "percentageOfPlacementsToScore")
+    "this scheduler has no workload (pod group) scheduling cycle, where upstream runs "
+    "these plugins: it places pods one at a time")
+_PROFILE_FIELDS = ("schedulerName", "plugins", "pluginConfig", "percentageOfNodesToScore")
 _SET_FIELDS = ("enabled", "disabled")
 
 
@@ -115,8 +113,6 @@ def parse_profiles(raw: Any, path: str, registry: Registry,
 def parse_profile(raw: Any, path: str, registry: Registry, problems: Problems, *,
                   single: bool) -> ProfileConfig:
     section = Section(raw, path, problems, _PROFILE_FIELDS)
-    if section.has("percentageOfPlacementsToScore"):
-        problems.add(section.at("percentageOfPlacementsToScore"), NO_WORKLOAD_SCHEDULING)
     name = _scheduler_name(section, single=single)
     plugins = section.section("plugins", ("multiPoint", *EXTENSION_POINTS, *WORKLOAD_POINTS))
     for point in WORKLOAD_POINTS:
