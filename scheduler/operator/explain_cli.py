@@ -32,7 +32,7 @@ from scheduler.framework.events import CONFIG_MAP_UPDATE
 from scheduler.framework.registry import ConfigError
 from scheduler.operator.app import VOLUME_PATHS
 from scheduler.operator.explain_endpoint import PATH, pod_path
-from scheduler.operator.kubeapi import KubeApi, api_client_from
+from scheduler.operator.kubeapi import KubeApi, KubeconfigError, api_client_from
 from scheduler.operator.reflector import ListError, list_all
 from scheduler.plugins.registry import installed_registry
 from scheduler.scheduler import Scheduler
@@ -122,8 +122,8 @@ def run(args: argparse.Namespace, namespace: str, name: str) -> int:
 def _explain(args: argparse.Namespace, namespace: str, name: str) -> tuple[dict[str, Any], str]:
     try:
         api = KubeApi(api_client_from(args.kubeconfig))
-    except Exception as exc:  # the kubernetes client raises a few unrelated types here
-        raise ExplainFailedError(f"no usable kubeconfig: {exc}") from exc
+    except KubeconfigError as exc:
+        raise ExplainFailedError(str(exc)) from exc
     pod = _get_pod(api, namespace, name)
     bound = (pod.get("spec") or {}).get("nodeName")
     if bound:
