@@ -238,3 +238,32 @@ def test_verbosity_flags_set_the_levels(monkeypatch: pytest.MonkeyPatch, flags: 
     assert (logging.getLevelName(level) if isinstance(level, int) else str(level).upper()) == ours
     # None: the default, no lower than warning.
     assert (logging.getLevelName(other) if isinstance(other, int) else "WARNING") == others
+
+
+@pytest.mark.parametrize(("file", "want"), [
+    pytest.param("", ["app started", "handlers", "kopf ran"], id="kopf watches at once"),
+    pytest.param("delayCacheUntilActive: true\n",
+                 ["app started", "leading", "handlers", "kopf ran"],
+                 id="delayCacheUntilActive: kopf's watches wait for leadership"),
+])
+def test_kopfs_watches_wait_for_leadership_under_delay_cache_until_active(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file: str, want: list[str]
+) -> None:
+    import kopf
+
+    from scheduler.operator import handlers
+
+    calls: list[str] = []
+
+    class LeadingApp(StubApp):
+        def wait_until_leading(self) -> None:
+            calls.append("leading")
+
+    config = tmp_path / "config.yaml"
+    config.write_text(file)
+    monkeypatch.setattr(StubApp, "calls", calls)
+    monkeypatch.setattr(entry, "SchedulerApp", LeadingApp)
+    monkeypatch.setattr(handlers, "register", lambda registry, app: calls.append("handlers"))
+    monkeypatch.setattr(kopf, "run", lambda **_: calls.append("kopf ran"))
+    assert entry.main(["--log-format", "json", "--config", str(config)]) == 0
+    assert calls == want
