@@ -134,7 +134,7 @@ def parse_client_connection(top: Section) -> ClientConnection:
     if content_type not in ("", JSON):
         section.problems.invalid(section.at("contentType"), content_type, PROTOBUF_REFUSED)
     accept = section.string("acceptContentTypes", "")
-    if any(t.split(";")[0].strip() != JSON for t in accept.split(",") if accept):
+    if accept and any(t.split(";")[0].strip() != JSON for t in accept.split(",")):
         section.problems.invalid(section.at("acceptContentTypes"), accept, PROTOBUF_REFUSED)
     return ClientConnection(
         qps=section.number("qps", 50.0, minimum=0),
@@ -162,17 +162,21 @@ def parse_leader_election(top: Section) -> LeaderElection:
         names[key] = section.string(key, fallback)
         if not names[key]:
             section.problems.add(section.at(key), "must be a non-empty string")
+    wrong_so_far = len(section.problems.errors)
     durations = {key: duration(section, key, fallback) for key, fallback in (
         ("leaseDuration", default.lease_duration), ("renewDeadline", default.renew_deadline),
         ("retryPeriod", default.retry_period))}
     lease, renew, retry = durations.values()
     # client-go's NewLeaderElector checks (made even when leaderElect is off, since the flag
-    # may turn it on), so a replica gives up renewing before the others may take over.
-    if lease <= renew:
-        section.problems.add(section.path, "leaseDuration must be greater than renewDeadline")
-    if renew <= JITTER_FACTOR * retry:
-        section.problems.add(section.path,
-                             f"renewDeadline must be greater than retryPeriod*{JITTER_FACTOR}")
+    # may turn it on), so a replica gives up renewing before the others may take over; only
+    # between durations that were read, not a wrong one's default.
+    if len(section.problems.errors) == wrong_so_far:
+        if lease <= renew:
+            section.problems.add(section.path,
+                                 "leaseDuration must be greater than renewDeadline")
+        if renew <= JITTER_FACTOR * retry:
+            section.problems.add(
+                section.path, f"renewDeadline must be greater than retryPeriod*{JITTER_FACTOR}")
     return LeaderElection(
         leader_elect=section.flag("leaderElect", default.leader_elect), lease_duration=lease,
         renew_deadline=renew, retry_period=retry, resource_name=names["resourceName"],
