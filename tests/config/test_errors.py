@@ -130,3 +130,12 @@ def test_an_aggregate_is_a_config_error_whose_message_is_one_error_a_line() -> N
     error = AggregateConfigError(["a: x", "b: y"])
     assert isinstance(error, ConfigError)
     assert str(error) == "a: x\nb: y"
+
+
+def test_a_wrong_duration_is_one_error_not_also_an_ordering_one() -> None:
+    with pytest.raises(AggregateConfigError) as excinfo:
+        parse_config({"leaderElection": {"leaseDuration": "soon", "renewDeadline": "20s",
+                                         "retryPeriod": "5s"}}, default_registry())
+    assert excinfo.value.errors == (
+        "leaderElection.leaseDuration: Invalid value: 'soon': must be a positive duration "
+        "such as '15s'",)
