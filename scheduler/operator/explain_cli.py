@@ -252,7 +252,8 @@ def _one_shot(
         config = load_config_file(args.config, registry) if args.config else default_config(
             registry)
     except ConfigError as exc:
-        raise ExplainFailedError(f"invalid configuration: {exc}") from exc
+        problems = "; ".join(str(exc).splitlines())
+        raise ExplainFailedError(f"invalid configuration: {problems}") from exc
     listed: dict[str, list[dict[str, Any]]] = {}
     notes = []
     for key, path in LISTS.items():

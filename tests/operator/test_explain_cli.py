@@ -207,3 +207,17 @@ def test_one_shot_gives_plugins_the_config_maps_they_watch(
     assert answer["message"] == ("0/2 nodes are available: 2 node(s) in a zone where team "
                                  "payments runs its cap of 0 pods. preemption: 0/2 nodes are "
                                  "available: 2 No preemption victims found for incoming pod.")
+
+
+def test_a_configuration_with_several_errors_is_still_one_line(
+    api: FakeApi, kubeconfig: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    serve_cluster(api, pod("web", cpu="2"))
+    config = tmp_path / "config.yaml"
+    config.write_text("parallelism: 0\nclientConnection: {qps: .nan}\n")
+    assert main_module.main(["explain", "default/web", "--kubeconfig", str(kubeconfig),
+                             "--config", str(config), "--one-shot"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("error: invalid configuration: ")
+    assert "parallelism: " in err and "clientConnection.qps: " in err
