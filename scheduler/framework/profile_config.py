@@ -265,8 +265,9 @@ def encode_profile(profile: ProfileConfig, registry: Registry) -> dict[str, Any]
     if profile.percentage_of_nodes_to_score is not None:
         out["percentageOfNodesToScore"] = profile.percentage_of_nodes_to_score
     out["plugins"] = plugins
+    # By name, as upstream's captured profile (framework/runtime/framework.go).
     out["pluginConfig"] = [{"name": name, "args": _plain(args)}
-                           for name, args in profile.args.items() if args]
+                           for name, args in sorted(profile.args.items()) if args]
     return out
 
 
