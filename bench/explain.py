@@ -19,8 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scheduler.explain import Listing, explain, scheduler_from_listing, to_json, to_text  # noqa: E402  # noqa: E402
-from scheduler.framework.config import default_config  # noqa: E402
+from scheduler.config import default_config  # noqa: E402
+from scheduler.explain import Listing, explain, scheduler_from_listing, to_json, to_text  # noqa: E402
 from scheduler.plugins.registry import default_registry  # noqa: E402
 from scheduler.testing import node, pod  # noqa: E402
 

@@ -32,8 +32,8 @@ import prefer_label  # noqa: E402  (make install installs the example packages)
 from run import RESULTS, SyncPorts, node, pod  # noqa: E402
 
 from scheduler import logs  # noqa: E402
+from scheduler.config import parse_config  # noqa: E402
 from scheduler.cycle import schedule_one  # noqa: E402
-from scheduler.framework.config import parse_config  # noqa: E402
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, IntArray, NodeView  # noqa: E402
 from scheduler.framework.registry import PluginSpec  # noqa: E402
 from scheduler.model.pod import PodInfo  # noqa: E402

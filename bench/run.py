@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from scheduler import logs  # noqa: E402
+from scheduler.config import default_config, parse_config  # noqa: E402
 from scheduler.cycle import schedule_one  # noqa: E402
-from scheduler.framework.config import default_config, parse_config  # noqa: E402
 from scheduler.framework.ports import BindOutcome, BindResult, NullPorts  # noqa: E402
 from scheduler.intake import Intake  # noqa: E402
 from scheduler.model.pod import PodInfo  # noqa: E402

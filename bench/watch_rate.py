@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kubernetes import client as k8s
 
 from scheduler import logs
-from scheduler.framework.config import default_config
+from scheduler.config import default_config
 from scheduler.framework.ports import NullPorts
 from scheduler.intake import Intake
 from scheduler.operator.kubeapi import KubeApi

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import pytest
 
@@ -33,7 +33,8 @@ pytestmark = pytest.mark.skipif(BACKEND == "deployed",
 # Ours logs the first, kube-scheduler (client-go) the second; compared in lower case.
 LEADER_MARKERS = ('"event": "became the leader"', "successfully acquired lease")
 
-Factory = Callable[[str], LocalScheduler]
+class Factory(Protocol):
+    def __call__(self, name: str, *, extra: str = "") -> LocalScheduler: ...
 
 
 @pytest.fixture
@@ -41,16 +42,20 @@ def replicas(env: Env, kubeconfig: Path, tmp_path: Path) -> Iterator[Factory]:
     """Makes scheduler processes in place of the suite's one, which is back afterwards."""
     made: list[LocalScheduler] = []
 
-    def make(name: str) -> LocalScheduler:
+    def make(name: str, *, extra: str = "") -> LocalScheduler:
+        """``extra``: top-level configuration fields added to the shared configuration."""
         log_path = tmp_path / f"{name}.log"
         replica: LocalScheduler
         if BACKEND == "kube-scheduler":
             from e2e.cluster.cluster import Cluster
 
             binary = Cluster().bin_dir(with_kube_scheduler=True) / "kube-scheduler"
-            replica = ReferenceScheduler(kubeconfig, log_path, binary, leader_elect=True)
+            replica = ReferenceScheduler(kubeconfig, log_path, binary, leader_elect=True,
+                                         extra_config=extra)
         else:
-            replica = LocalScheduler(kubeconfig, log_path, REPO / "manifests" / "config.yaml")
+            config = tmp_path / f"{name}-config.yaml"
+            config.write_text((REPO / "manifests" / "config.yaml").read_text() + extra)
+            replica = LocalScheduler(kubeconfig, log_path, config)
         made.append(replica)
         return replica
 
@@ -247,3 +252,31 @@ def test_every_pod_is_bound_once_across_a_kube_apiserver_restart(
     alive = [r for r in (leader, standby) if r.alive()]
     figure(f"kube-apiserver down {back_at - down_at:.1f} s mid-burst; all 300 bound "
            f"{done_at - back_at:.1f} s after it was back; replicas alive: {len(alive)} of 2")
+
+
+@pytest.mark.timeout(300)
+def test_with_delay_cache_until_active_a_standby_is_ready_only_once_it_leads(
+    env: Env, replicas: Factory
+) -> None:
+    """delayCacheUntilActive: true (KubeSchedulerConfiguration v1): a standby lists nothing
+    until it leads (kube-scheduler starts its informers in OnStartedLeading,
+    cmd/kube-scheduler/app/server.go Run), so its /readyz fails while the other leads; once
+    it leads it lists, is ready and schedules."""
+    delayed = "delayCacheUntilActive: true\n"
+    (node,) = env.nodes("delay", 1, cpu="4", pods=110)
+    first = replicas("delayed-a", extra=delayed)
+    first.start()
+    first.wait_ready()
+    wait_until(lambda: leads(first), 40, "the first replica leading")
+    standby = replicas("delayed-b", extra=delayed)
+    standby.start()
+    # A standby that fills its cache is ready within a few seconds here.
+    watched_until = time.monotonic() + 15
+    while time.monotonic() < watched_until:
+        assert standby.alive() and not standby.ready(), "the standby got ready while standing by"
+        time.sleep(0.5)
+    first.stop()
+    wait_until(lambda: leads(standby), 60, "the standby leading")
+    standby.wait_ready()
+    env.create_pod("after-handover", cpu="100m", memory="10Mi")
+    assert env.wait_all_bound(["after-handover"], timeout=60) == {"after-handover": node}

@@ -48,7 +48,7 @@ from scheduler.metrics import ERROR, PLUGIN_METRICS_SAMPLE_PERCENT, SCHEDULED, U
 if TYPE_CHECKING:
     from scheduler.cache.cache import Cache
     from scheduler.cache.inbox import Inbox
-    from scheduler.framework.config import SchedulerConfig
+    from scheduler.config import SchedulerConfig
     from scheduler.framework.extender import Extender
     from scheduler.framework.ports import Reporter
     from scheduler.framework.runtime import Framework

@@ -15,6 +15,7 @@ at scrape time, so the scheduling cycle pays nothing for them.
 
 from __future__ import annotations
 
+import platform
 import random
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -33,6 +34,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from scheduler.version import build_platform, version
+
 # kube-scheduler has no ``_created`` series.
 disable_created_metrics()  # type: ignore[no-untyped-call]
 
@@ -48,6 +51,21 @@ _FOLD_EVERY = 256
 
 # Upstream attempts label: "1".."14", then "15+".
 _MAX_ATTEMPTS_LABEL = 15
+
+
+def register_build_info(registry: CollectorRegistry) -> None:
+    """component-base's ``kubernetes_build_info`` (metrics/prometheus/version), with its
+    labels: our version where upstream has Kubernetes', and the Go-only ones empty."""
+    release = version()
+    major, minor = [*release.split("."), "", ""][:2]
+    gauge = Gauge(
+        "kubernetes_build_info", "[BETA] A metric with a constant '1' value labeled by major, "
+        "minor, git version, git commit, git tree state, build date, Go version, and compiler "
+        "from which Kubernetes was built, and platform on which it is running.",
+        ["major", "minor", "git_version", "git_commit", "git_tree_state", "build_date",
+         "go_version", "compiler", "platform"], registry=registry)
+    gauge.labels(major, minor, f"v{release}", "", "", "", "",
+                 platform.python_implementation().lower(), build_platform()).set(1)
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
@@ -299,6 +317,7 @@ class Metrics:
         if process:
             ProcessCollector(registry=self.registry)
             PlatformCollector(registry=self.registry)
+            register_build_info(self.registry)
         # Which cycles record per-plugin timings: 0..99, below the sample percent records.
         self.sample = sample or (lambda: random.randrange(100))
         self._register_scheduler_metrics(self.registry)

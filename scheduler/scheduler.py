@@ -24,14 +24,15 @@ from scheduler.cache.cache import Cache
 from scheduler.cache.inbox import Inbox
 from scheduler.cache.snapshot import Snapshot
 from scheduler.cache.volume_objects import CLAIMS, KINDS, VOLUMES, Parsed
+from scheduler.config import SchedulerConfig
 from scheduler.cycle import schedule_one
 from scheduler.framework.avoidance import NodeAvoidance, owner_key
-from scheduler.framework.config import ProfileConfig, SchedulerConfig
 from scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
 from scheduler.framework.extender import EXTENDER_NAME, Extender, ordered
 from scheduler.framework.handle import Preempting
 from scheduler.framework.interface import Plugin
 from scheduler.framework.ports import Binder, Evictor, ObjectWriter, Reporter, WriteResult
+from scheduler.framework.profile_config import ProfileConfig
 from scheduler.framework.registry import POINT_METHODS, Registry
 from scheduler.framework.runtime import Framework, PluginSets
 from scheduler.framework.waiting import WaitingPods

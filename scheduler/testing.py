@@ -28,6 +28,7 @@ from scheduler.cache.volume_objects import (
     STORAGE_CLASSES,
     VOLUMES,
 )
+from scheduler.config import default_config, load_config_file, parse_config
 from scheduler.cycle import (
     SchedulingError,
     pre_filter_candidates,
@@ -35,7 +36,6 @@ from scheduler.cycle import (
     record_rejections,
     schedule_one,
 )
-from scheduler.framework.config import default_config, load_config_file, parse_config
 from scheduler.framework.events import CONFIG_MAP_DELETE, CONFIG_MAP_UPDATE
 from scheduler.framework.extender import Extender
 from scheduler.framework.interface import CycleState, Diagnosis, FilterResult, NodeView

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from scheduler.config import default_config, parse_config
 from scheduler.cycle import (
     NO_NODES_AVAILABLE,
     REASON_SCHEDULER_ERROR,
@@ -30,7 +31,6 @@ from scheduler.cycle import (
     schedule_pod,
     select_host,
 )
-from scheduler.framework.config import default_config, parse_config
 from scheduler.framework.interface import (
     SUCCESS,
     Code,

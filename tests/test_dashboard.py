@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.framework.config import default_config
+from scheduler.config import default_config
 from scheduler.framework.ports import NullPorts
 from scheduler.metrics import Metrics
 from scheduler.plugins.registry import default_registry

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from scheduler.config import default_config, parse_config
 from scheduler.cycle import schedule_one
 from scheduler.explain import (
     WIDTH,
@@ -28,7 +29,6 @@ from scheduler.explain import (
     scheduler_from_listing,
     to_text,
 )
-from scheduler.framework.config import default_config, parse_config
 from scheduler.framework.interface import BoolArray, Code, CycleState, FilterResult, NodeView
 from scheduler.framework.ports import NullPorts
 from scheduler.framework.registry import PluginSpec

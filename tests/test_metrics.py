@@ -328,3 +328,18 @@ def test_cache_size_counts_nodes_pods_and_assumed_pods_at_scrape_time() -> None:
     h.observe_bound("a", bound.node_name)
     h.s.refresh()
     assert sizes() == [2, 1, 0]
+
+
+def test_the_process_exports_kubernetes_build_info_with_upstreams_labels() -> None:
+    """component-base metrics/prometheus/version: a constant 1 labelled by the build."""
+    from importlib.metadata import version
+
+    text = Metrics(process=True).exposition().decode()
+    (line,) = [s for s in text.splitlines() if s.startswith("kubernetes_build_info{")]
+    release = version("secondary-scheduler")
+    major, minor = release.split(".")[:2]
+    for label in (f'major="{major}"', f'minor="{minor}"', f'git_version="v{release}"',
+                  'git_commit=', 'git_tree_state=', 'build_date=', 'go_version=',
+                  'compiler="cpython"', 'platform="linux/'):
+        assert label in line
+    assert line.endswith(" 1.0")

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from scheduler.cache.volume_objects import KINDS as VOLUME_KINDS
+from scheduler.config import SchedulerConfig
 from scheduler.cycle import (
     NO_NODES_AVAILABLE,
     SchedulingError,
@@ -38,7 +39,6 @@ from scheduler.cycle import (
     pre_filter_candidates,
     record_rejections,
 )
-from scheduler.framework.config import SchedulerConfig
 from scheduler.framework.explaining import ExplainsHints, ExplainsNodes
 from scheduler.framework.fit_error import fit_error_message
 from scheduler.framework.interface import Code, CycleState, Diagnosis, IntArray, NodeView

@@ -18,7 +18,7 @@ from scheduler.cache.volume_objects import (
     STORAGE_CLASSES,
     VOLUMES,
 )
-from scheduler.framework.config import SchedulerConfig
+from scheduler.config import SchedulerConfig
 from scheduler.framework.events import CONFIG_MAP_ADD, CONFIG_MAP_DELETE, CONFIG_MAP_UPDATE
 from scheduler.framework.registry import Registry
 from scheduler.intake import NAMESPACES, PDBS, PRIORITY_CLASSES, Intake
@@ -87,6 +87,8 @@ class SchedulerApp:
         events = KubeApi(api_client, qps=qps, burst=burst, metrics=self.metrics)
         self.ports = ApiPorts(self.api, events=events, workers=API_LANES)
         self.elector = self._elector(config, api_client)
+        # delayCacheUntilActive: a standby lists and watches nothing until it leads.
+        self.delay_cache = config.delay_cache_until_active and self.elector is not None
         if self.elector is not None:
             self.api.may_write = events.may_write = self.elector.may_write
         self.scheduler = Scheduler(
@@ -209,6 +211,10 @@ class SchedulerApp:
         log.critical("Exiting: leadership lost")
         os._exit(1)
 
+    def wait_until_leading(self) -> None:
+        """Returns once this replica leads (at once without leader election)."""
+        self._leading.wait()
+
     def _rebalance_loop(self) -> None:
         while self.cpu is not None and not self._stop.wait(REBALANCE_SECONDS):
             try:
@@ -240,6 +246,8 @@ class SchedulerApp:
 
     def _resync_loop(self) -> None:
         while not self._stop.wait(self.options.resync_seconds):
+            if self.delay_cache and not self._leading.is_set():
+                continue
             try:
                 self.resync_low_volume()
             except Exception:
@@ -249,6 +257,10 @@ class SchedulerApp:
     def _sync(self) -> None:
         """Like kube-scheduler's WaitForCacheSync: no cycle before every initial listing is
         in the cache, or a pod could be bound onto a node whose pods are not yet seen."""
+        if self.delay_cache:
+            while not self._leading.wait(1.0):
+                if self._stop.is_set():
+                    return
         # PriorityClasses first: a pending pod's priority is resolved when it arrives.
         while not self.resync_low_volume():
             if self._stop.wait(LIST_RETRY_SECONDS):

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
+from scheduler.config import default_config, load_config_file
 from scheduler.explain import (
     ExplainError,
     Listing,
@@ -42,12 +43,11 @@ from scheduler.explain import (
     scheduler_from_listing,
     to_text,
 )
-from scheduler.framework.config import default_config, load_config_file
 from scheduler.framework.events import CONFIG_MAP_UPDATE
 from scheduler.framework.registry import ConfigError
 from scheduler.operator.app import VOLUME_PATHS
 from scheduler.operator.explain_endpoint import PATH, pod_path
-from scheduler.operator.kubeapi import KubeApi, api_client_from
+from scheduler.operator.kubeapi import KubeApi, KubeconfigError, api_client_from
 from scheduler.operator.reflector import ListError, list_all
 from scheduler.operator.serving.options import SECURE_PORT
 from scheduler.plugins.registry import installed_registry
@@ -146,8 +146,8 @@ def run(args: argparse.Namespace, namespace: str, name: str) -> int:
 def _explain(args: argparse.Namespace, namespace: str, name: str) -> tuple[dict[str, Any], str]:
     try:
         api = KubeApi(api_client_from(args.kubeconfig))
-    except Exception as exc:  # the kubernetes client raises a few unrelated types here
-        raise ExplainFailedError(f"no usable kubeconfig: {exc}") from exc
+    except KubeconfigError as exc:
+        raise ExplainFailedError(str(exc)) from exc
     pod = _get_pod(api, namespace, name)
     bound = (pod.get("spec") or {}).get("nodeName")
     if bound:
@@ -338,7 +338,8 @@ def _one_shot(
         config = load_config_file(args.config, registry) if args.config else default_config(
             registry)
     except ConfigError as exc:
-        raise ExplainFailedError(f"invalid configuration: {exc}") from exc
+        problems = "; ".join(str(exc).splitlines())
+        raise ExplainFailedError(f"invalid configuration: {problems}") from exc
     listed: dict[str, list[dict[str, Any]]] = {}
     notes = []
     for key, path in LISTS.items():

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from scheduler.framework.config import ExtenderConfig, ExtenderTLS
+from scheduler.config import ExtenderConfig, ExtenderTLS
 from scheduler.framework.extender import (
     ExtenderError,
     ExtenderFilterResult,

@@ -304,6 +304,10 @@ def _is_multiple_pdbs(response: Response) -> bool:
     return "more than one PodDisruptionBudget" in str(body.get("message", ""))
 
 
+class KubeconfigError(Exception):
+    """No credentials: not in a pod, and the kubeconfig is missing, unreadable or wrong."""
+
+
 def api_client_from(kubeconfig: str | None, *, connections: int = 32) -> k8s.ApiClient:
     """In-cluster credentials when running in a pod, else the kubeconfig.
 
@@ -321,7 +325,11 @@ def api_client_from(kubeconfig: str | None, *, connections: int = 32) -> k8s.Api
             return k8s.ApiClient(configuration)
         except config.ConfigException:
             pass
-    config.load_kube_config(  # type: ignore[no-untyped-call]
-        config_file=kubeconfig, client_configuration=configuration
-    )
+    try:
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig, client_configuration=configuration
+        )
+    except Exception as exc:  # the client raises a few unrelated types for a bad file
+        problem = " ".join(str(exc).split())
+        raise KubeconfigError(f"no usable kubeconfig: {problem}") from exc
     return k8s.ApiClient(configuration)

@@ -40,7 +40,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from scheduler.framework.config import JITTER_FACTOR, LeaderElection
+from scheduler.config import JITTER_FACTOR, LeaderElection
 from scheduler.operator.kubeapi import KubeApi
 
 log = structlog.get_logger("scheduler.leader")

@@ -31,8 +31,8 @@ import numpy as np
 import structlog
 from cachetools import TTLCache
 
+from scheduler.config import ReschedulerConfig
 from scheduler.framework.avoidance import OwnerKey, owner_key
-from scheduler.framework.config import ReschedulerConfig
 from scheduler.framework.ports import EvictionOutcome, Evictor, MoveReporter
 from scheduler.model.disruption import DisruptionBudget
 from scheduler.model.pod import PodInfo

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from scheduler.config import AVOID_BOUNCE_BACK, OBJECTIVE_PLUGINS
 from scheduler.cycle import (
     SchedulingError,
     extender_scores,
@@ -32,7 +33,6 @@ from scheduler.cycle import (
     pre_filter_candidates,
     prioritize,
 )
-from scheduler.framework.config import AVOID_BOUNCE_BACK, OBJECTIVE_PLUGINS
 from scheduler.framework.interface import CycleState, Diagnosis, IntArray, NodeView
 from scheduler.framework.runtime import Framework
 from scheduler.model.pod import PodInfo

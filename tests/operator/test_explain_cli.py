@@ -257,3 +257,17 @@ def test_a_429_is_asked_again_after_its_retry_after(
     assert answers == []
     out = [line for line in capsys.readouterr().out.splitlines() if "[debug    ]" not in line]
     assert json.loads("\n".join(out))["outcome"] == "schedulable"
+
+
+def test_a_configuration_with_several_errors_is_still_one_line(
+    api: FakeApi, kubeconfig: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    serve_cluster(api, pod("web", cpu="2"))
+    config = tmp_path / "config.yaml"
+    config.write_text("parallelism: 0\nclientConnection: {qps: .nan}\n")
+    assert main_module.main(["explain", "default/web", "--kubeconfig", str(kubeconfig),
+                             "--config", str(config), "--one-shot"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("error: invalid configuration: ")
+    assert "parallelism: " in err and "clientConnection.qps: " in err

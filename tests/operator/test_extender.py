@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.framework.config import ExtenderConfig
+from scheduler.config import ExtenderConfig
 from scheduler.framework.extender import ExtenderError, Victims
 from scheduler.operator.extender import HTTPExtender
 from scheduler.testing import node, pod, pod_info, scheduler_of
@@ -231,7 +231,7 @@ def test_https_as_upstreams_transport(
     https_server: tuple[Server, bytes], case: str, tls: str | None, enable_https: bool,
     ok: bool,
 ) -> None:
-    from scheduler.framework.config import ExtenderTLS
+    from scheduler.config import ExtenderTLS
 
     server, pem = https_server
     settings = {None: None, "ca": ExtenderTLS(ca_data=pem),

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from scheduler.framework.config import LeaderElection
+from scheduler.config import LeaderElection
 from scheduler.operator.leader import LeaderElector, LeaseError, LeaseRecord
 
 CONFIG = LeaderElection(lease_duration=15.0, renew_deadline=10.0, retry_period=2.0)

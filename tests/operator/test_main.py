@@ -154,3 +154,116 @@ def test_the_health_port_listens_on_the_bind_address(
 ) -> None:
     _, options = started_with(monkeypatch, flags)
     assert options.serving.bind_address == want
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["version"]])
+def test_the_version_comes_from_the_package_metadata(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from importlib.metadata import version
+
+    try:
+        code = entry.main(argv)
+    except SystemExit as exit_info:  # argparse's version action exits
+        code = int(exit_info.code or 0)
+    assert code == 0
+    assert capsys.readouterr().out == f"secondary-scheduler v{version('secondary-scheduler')}\n"
+
+
+def test_the_startup_line_names_the_version(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+    from importlib.metadata import version
+
+    import kopf
+
+    from scheduler.operator import handlers
+
+    monkeypatch.setattr(entry, "SchedulerApp", StubApp)
+    monkeypatch.setattr(handlers, "register", lambda registry, app: None)
+    monkeypatch.setattr(kopf, "run", lambda **_: None)
+    assert entry.main(["--log-format", "json"]) == 0
+    starting = [json.loads(line) for line in capsys.readouterr().err.splitlines()
+                if '"Starting"' in line]
+    assert starting[0]["version"] == version("secondary-scheduler")
+
+
+def test_help_lists_every_subcommand_and_explains_every_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        entry.main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for subcommand in ("check-config", "explain NAMESPACE/POD", "version"):
+        assert f"secondary-scheduler {subcommand}" in out
+    for flag in ("--log-level LOG_LEVEL", "-v N, --v N", "--write-config-to FILE"):
+        assert flag in out
+    assert "debug, info, warning or error" in out
+
+
+@pytest.mark.parametrize("kubeconfig", ["missing", "not-yaml"])
+def test_a_bad_kubeconfig_is_one_line_not_a_traceback(
+    tmp_path: Path, kubeconfig: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / kubeconfig
+    if kubeconfig == "not-yaml":
+        path.write_text("apiVersion: v1\nclusters: {unclosed\n")
+    code = entry.main(["--log-format", "json", "--kubeconfig", str(path)])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith("secondary-scheduler: no usable kubeconfig: ") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("flags", "ours", "others"), [
+    pytest.param([], "INFO", "WARNING", id="--log-level's default"),
+    pytest.param(["--log-level", "debug"], "DEBUG", "WARNING", id="--log-level"),
+    pytest.param(["-v", "4"], "DEBUG", "INFO", id="-v 4"),
+    pytest.param(["--v=6"], "DEBUG", "DEBUG", id="--v=6, kube-scheduler's spelling"),
+])
+def test_verbosity_flags_set_the_levels(monkeypatch: pytest.MonkeyPatch, flags: list[str],
+                                        ours: str, others: str) -> None:
+    import logging
+
+    from scheduler import logs
+
+    seen: list[tuple[object, object]] = []
+
+    def configure(level: object, *, json: object, others: object = None) -> None:
+        seen.append((level, others))
+
+    monkeypatch.setattr(logs, "configure", configure)
+    started_with(monkeypatch, flags)
+    level, other = seen[0]
+    assert (logging.getLevelName(level) if isinstance(level, int) else str(level).upper()) == ours
+    # None: the default, no lower than warning.
+    assert (logging.getLevelName(other) if isinstance(other, int) else "WARNING") == others
+
+
+@pytest.mark.parametrize(("file", "want"), [
+    pytest.param("", ["app started", "handlers", "kopf ran"], id="kopf watches at once"),
+    pytest.param("delayCacheUntilActive: true\n",
+                 ["app started", "leading", "handlers", "kopf ran"],
+                 id="delayCacheUntilActive: kopf's watches wait for leadership"),
+])
+def test_kopfs_watches_wait_for_leadership_under_delay_cache_until_active(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file: str, want: list[str]
+) -> None:
+    import kopf
+
+    from scheduler.operator import handlers
+
+    calls: list[str] = []
+
+    class LeadingApp(StubApp):
+        def wait_until_leading(self) -> None:
+            calls.append("leading")
+
+    config = tmp_path / "config.yaml"
+    config.write_text(file)
+    monkeypatch.setattr(StubApp, "calls", calls)
+    monkeypatch.setattr(entry, "SchedulerApp", LeadingApp)
+    monkeypatch.setattr(handlers, "register", lambda registry, app: calls.append("handlers"))
+    monkeypatch.setattr(kopf, "run", lambda **_: calls.append("kopf ran"))
+    assert entry.main(["--log-format", "json", "--config", str(config)]) == 0
+    assert calls == want

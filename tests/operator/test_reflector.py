@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from scheduler.framework.config import default_config
+from scheduler.config import default_config
 from scheduler.framework.ports import NullPorts
 from scheduler.intake import Intake
 from scheduler.operator.reflector import Reflector

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from scheduler.config import parse_config
 from scheduler.cycle import schedule_one
-from scheduler.framework.config import parse_config
 from scheduler.framework.events import ASSIGNED_POD_DELETE
 from scheduler.framework.interface import (
     SUCCESS,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from scheduler.config import ReschedulerConfig, ReschedulerLimits, parse_config
 from scheduler.framework.avoidance import owner_key
-from scheduler.framework.config import ReschedulerConfig, ReschedulerLimits, parse_config
 from scheduler.framework.registry import ConfigError
 from scheduler.intake import MODIFIED, Intake
 from scheduler.model.pod import PodInfo
@@ -36,12 +36,13 @@ def test_every_field() -> None:
 
 @pytest.mark.parametrize(("section", "message"), [
     ({"enable": True}, "rescheduler.enable: unknown field"),
-    ({"enabled": "yes"}, "rescheduler.enabled: must be true or false"),
-    ({"interval": "soon"}, "rescheduler.interval: must be a positive duration"),
-    ({"objectives": []}, "rescheduler.objectives: must be a non-empty list"),
+    ({"enabled": "yes"}, "rescheduler.enabled: Invalid value: 'yes': must be true or false"),
+    ({"interval": "soon"},
+     "rescheduler.interval: Invalid value: 'soon': must be a positive duration"),
+    ({"objectives": []}, "rescheduler.objectives: Invalid value: []: must be a non-empty list"),
     ({"objectives": ["Cheaper"]}, "rescheduler.objectives[0]: unknown objective 'Cheaper'"),
-    ({"minScoreGain": 0}, "rescheduler.minScoreGain: must be an integer >= 1"),
-    ({"limits": {"perNode": 0}}, "rescheduler.limits.perNode: must be an integer >= 1"),
+    ({"minScoreGain": 0}, "rescheduler.minScoreGain: Invalid value: 0: must be >= 1"),
+    ({"limits": {"perNode": 0}}, "rescheduler.limits.perNode: Invalid value: 0: must be >= 1"),
     ({"limits": {"perCluster": 1}}, "rescheduler.limits.perCluster: unknown field"),
 ])
 def test_errors_name_the_field(section: dict[str, Any], message: str) -> None:
