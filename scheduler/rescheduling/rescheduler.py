@@ -23,9 +23,11 @@ Every ``interval`` seconds, on the leader only, a pass:
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -65,6 +67,8 @@ SLICE_SECONDS = 0.01
 # How long a pass waits for the scheduling thread to take one slice.
 LOOP_TIMEOUT = 30.0
 AVOID_REASON = "moved away by the rescheduler"
+# Fullness is a ratio of integers: this only absorbs rounding.
+_EPSILON = 1e-9
 
 _T = TypeVar("_T")
 
@@ -150,7 +154,7 @@ class Rescheduler:
         report.landed = self._on_scheduling_thread(self._check_moves)
         candidates, report.protected = self._on_scheduling_thread(self._candidates)
         plan = _Plan()
-        pending = deque(candidates)
+        pending = _Line(candidates, partial(_node_fullness, self.s))
         while pending:
             self._on_scheduling_thread(partial(self._plan_slice, pending, plan))
         report.verdicts, report.moves = plan.verdicts, plan.moves
@@ -228,23 +232,19 @@ class Rescheduler:
                 groups.setdefault((owner, pod.node_name), []).append(pod)
         for group in groups.values():
             group.sort(key=lambda p: (p.priority, p.key))
-        # Lowest priority first, and from the fullest nodes first: those moves gain most.
-        fullness = _fullness(self.s)
-        ordered = sorted(groups.values(), key=lambda g: (
-            g[0].priority, -fullness.get(g[0].node_name, 0.0), g[0].node_name, g[0].key))
-        return ordered, protected
+        return list(groups.values()), protected
 
-    def _plan_slice(self, pending: deque[list[PodInfo]], plan: _Plan) -> None:
+    def _plan_slice(self, pending: _Line, plan: _Plan) -> None:
         """Evaluate candidates from ``pending`` for about SLICE_SECONDS. A group whose pod
-        moved goes to the back with its next pod: the same question, asked again with the
-        move applied, after the other groups had their turn."""
+        moved goes back in line with its next pod: the same question, asked again with the
+        move applied, once the groups on fuller nodes had their turn."""
         hypothesis = Hypothesis(self.s)
         deadline = time.perf_counter() + SLICE_SECONDS
         try:
             hypothesis.apply([f.move for f in self.in_flight.values()])
             hypothesis.apply(plan.moves)
             while pending:  # one at least, however slow
-                group = pending.popleft()
+                group = pending.pop()
                 pod, rest = group[0], group[1:]
                 current = self.s.cache.get_pod(pod.uid)
                 if (current is not None and current.node_name == pod.node_name
@@ -254,9 +254,9 @@ class Rescheduler:
                         plan.verdicts.append(verdict)
                         self._said(verdict)
                         if verdict.target is not None and rest:
-                            pending.append(rest)
+                            pending.push(rest)
                 elif rest:
-                    pending.appendleft(rest)
+                    pending.push(rest)
                 if time.perf_counter() >= deadline:
                     break
         finally:
@@ -372,15 +372,47 @@ class Rescheduler:
         return str(outcome.value)
 
 
-def _fullness(s: Scheduler) -> dict[str, float]:
-    """Per node, its most requested resource as a share of what it can hold."""
+class _Line:
+    """The candidate groups in the order they are asked: lowest priority first, then from the
+    fullest node, as the pass's moves so far leave it (those moves gain most, and a node one
+    move relieved waits behind the nodes still fuller: moving from those is what balances
+    with the fewest evictions)."""
+
+    def __init__(self, groups: Iterable[list[PodInfo]],
+                 fullness: Callable[[str], float]) -> None:
+        self._fullness = fullness
+        self._order = itertools.count()
+        self._heap: list[tuple[int, float, str, str, int, list[PodInfo]]] = []
+        for group in groups:
+            self.push(group)
+
+    def __bool__(self) -> bool:
+        return bool(self._heap)
+
+    def push(self, group: list[PodInfo]) -> None:
+        pod = group[0]
+        heapq.heappush(self._heap, (pod.priority, -self._fullness(pod.node_name),
+                                    pod.node_name, pod.key, next(self._order), group))
+
+    def pop(self) -> list[PodInfo]:
+        while True:
+            entry = heapq.heappop(self._heap)
+            # Moves since it was queued changed its node: queued again as the node is now.
+            if not self._heap or abs(self._fullness(entry[2]) + entry[1]) < _EPSILON:
+                return entry[-1]
+            self.push(entry[-1])
+
+
+def _node_fullness(s: Scheduler, name: str) -> float:
+    """The node's most requested resource as a share of what it can hold."""
     table = s.snapshot.nodes
-    rows = s.snapshot.order()
-    allocatable = table.allocatable[rows].astype(np.float64)
-    share = np.divide(table.requested[rows], allocatable, out=np.zeros_like(allocatable),
+    row = table.index.get(name)
+    if row is None:
+        return 0.0
+    allocatable = table.allocatable[row].astype(np.float64)
+    share = np.divide(table.requested[row], allocatable, out=np.zeros_like(allocatable),
                       where=allocatable > 0)
-    peaks = share.max(axis=1) if share.size else np.zeros(0)
-    return {table.names[int(row)]: float(peak) for row, peak in zip(rows, peaks, strict=True)}
+    return float(share.max()) if share.size else 0.0
 
 
 def _covering(budgets: Iterable[DisruptionBudget], pod: PodInfo) -> list[DisruptionBudget]:
