@@ -5,11 +5,14 @@ For a running pod P on node O, :func:`evaluate` takes P off O in the cache, and 
 replacement (P unbound) through the same pipeline a cycle runs: PreFilter, Filter with the
 nominated pods, the filter extenders, PreScore and Score over every feasible node (no
 sampling), plus the extenders' scores. O is one of those nodes, so O and the best other node T
-are compared within one run (normalised scores depend on the nodes scored together). It is a
-move only if T scores higher than O by ``min_score_gain``, both in total and counting only the
-plugins of the configured objectives; never to a cordoned node, nor to a node the pod's
-controller is told to avoid. AvoidBounceBack itself is left out of the comparison: it would
-always score O down.
+are compared within one run (normalised scores depend on the nodes scored together). T is the
+node the scheduler would choose; never a cordoned node, nor a node the pod's controller is told
+to avoid. It is a move only for a real gain (:func:`_decide`): T scores ``min_score_gain``
+above O in total, and a configured objective gains that much by its own plugins
+(:func:`objective_plugins`: spreading counts as a preferred term only when the pod declares
+it); UnderutilizedNodes only when the nodes' requests end more even; and a T that ends fuller
+than O was only when the pod's own terms gain. AvoidBounceBack itself is left out of the
+comparison: it would always score O down.
 
 The caller keeps P off O when it accepts the move and puts a stand-in for the replacement on
 T (:class:`Hypothesis`), so that later candidates of the same pass see both, and two moves
