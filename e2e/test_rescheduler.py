@@ -386,12 +386,15 @@ PREFERS_SSD = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution
 
 def test_a_cluster_balanced_within_the_default_spread_gets_no_eviction(
         env: Env, start: Any, placing: LocalScheduler) -> None:
-    (ssd,) = env.nodes("ssd", labels={DISK: "ssd"})
+    # The plain pods first, then the ssd node and the pods that prefer it: the scheduler puts
+    # those on it (all three would not go there with the plain pods still to place: the
+    # default spreading would send the plain ones to the ssd node).
     plain = env.nodes("plain", 3)
-    deployment(env, "fast", 3, cpu="1", affinity=PREFERS_SSD)
-    fast = wait_placed(env, "fast", 3)
     deployment(env, "plain", 9, cpu="1")
     before = wait_placed(env, "plain", 9)
+    (ssd,) = env.nodes("ssd", labels={DISK: "ssd"})
+    deployment(env, "fast", 3, cpu="1", affinity=PREFERS_SSD)
+    fast = wait_placed(env, "fast", 3)
     placing.stop()
     assert set(fast.values()) == {ssd}, fast
     assert per_node(before) == dict.fromkeys(plain, 3), before
