@@ -73,6 +73,7 @@ bench: install
 	$(PY) bench/run.py
 	$(PY) bench/rescheduler.py
 	$(PY) bench/rescheduler.py --worst-case
+	$(PY) bench/rescheduler_convergence.py
 
 ## bench-ab: this working tree against BASE (a git ref), the two taking turns on blocks of
 ## ReplicaSet pods so that both see the host at the same speed (JSON in bench/results/)

@@ -26,6 +26,7 @@ from run import RESULTS, build_realistic, new_scheduler, node
 from scheduler import logs
 from scheduler.intake import Intake
 from scheduler.rescheduling.rescheduler import Rescheduler
+from scheduler.rescheduling.simulation import BUDGET, CONTROLLER_BUSY, LIMIT
 from scheduler.scheduler import settle_heap
 
 
@@ -73,8 +74,8 @@ def main() -> int:
     start = time.perf_counter()
     report = rescheduler.run_once()
     elapsed = time.perf_counter() - start
-    evaluated = sum(1 for v in report.verdicts if v.target is not None
-                    or not v.blocker.startswith(("the limit", "a pod of its controller")))
+    evaluated = sum(1 for v in report.verdicts
+                    if v.reason not in (LIMIT, CONTROLLER_BUSY, BUDGET))
     result = {
         "nodes": args.nodes + args.new_nodes, "pods": args.pods,
         "pass_seconds": round(elapsed, 3),

@@ -10,6 +10,7 @@ xfail), which shows that each one checks that something moved, not only that not
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -35,23 +36,35 @@ pytestmark = [
 
 
 def start_scheduler(kubeconfig: Path, tmp_path: Path, rescheduler: str, *, name: str = "",
-                    lease: tuple[str, str] | None = None) -> LocalScheduler:
+                    lease: tuple[str, str] | None = None,
+                    interval: str = "1s") -> LocalScheduler:
     return start_own_scheduler(
         kubeconfig, tmp_path / f"rescheduler-scheduler{name}.log", PROFILE,
-        ours=f"rescheduler: {{enabled: true, interval: 1s, {rescheduler}}}\n", lease=lease)
+        ours=f"rescheduler: {{enabled: true, interval: {interval}, {rescheduler}}}\n",
+        lease=lease)
 
 
 @pytest.fixture
 def start(kubeconfig: Path, tmp_path: Path) -> Iterator[Any]:
     started: list[LocalScheduler] = []
 
-    def run(rescheduler: str = "") -> LocalScheduler:
-        started.append(start_scheduler(kubeconfig, tmp_path, rescheduler))
+    def run(rescheduler: str = "", interval: str = "1s") -> LocalScheduler:
+        started.append(start_scheduler(kubeconfig, tmp_path, rescheduler, interval=interval,
+                                       name=f"-{len(started)}"))
         return started[-1]
 
     yield run
     for scheduler in started:
         scheduler.stop()
+
+
+@pytest.fixture
+def placing(kubeconfig: Path, tmp_path: Path) -> Iterator[LocalScheduler]:
+    """Ours with the rescheduler off, to lay out a test's pods before the rescheduler looks;
+    the test stops it before it starts the one that reschedules."""
+    scheduler = start_own_scheduler(kubeconfig, tmp_path / "placing-scheduler.log", PROFILE)
+    yield scheduler
+    scheduler.stop()
 
 
 def deployment(env: Env, name: str, replicas: int, cpu: str,
@@ -254,3 +267,166 @@ def test_only_the_leader_moves_pods(env: Env, kubeconfig: Path, tmp_path: Path) 
     moves = ['"event": "Moved pod"' in text for text in logs]
     # One replica leads and moves pods; the standby never runs a pass.
     assert sorted(passes) == [False, True] and moves == passes, (passes, moves)
+
+
+# -- convergence (issue 37) -----------------------------------------------------------------
+# A pass every 2 s: time for an evicted pod's replacement to be created, scheduled and Ready
+# before the next pass looks, as with the default interval of a minute.
+SHORT_INTERVAL = "2s"
+
+
+def passes(scheduler: LocalScheduler) -> list[dict[str, Any]]:
+    """The rescheduler's passes, from the scheduler's log: one ``Rescheduler pass`` each."""
+    found = []
+    for line in scheduler.log_path.read_text(errors="replace").splitlines():
+        if '"Rescheduler pass"' in line:
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                continue
+    return found
+
+
+def balanced(env: Env, app: str, replicas: int, nodes: list[str]) -> dict[str, str] | None:
+    """The placement when all ``replicas`` run and no node has more than one pod (one CPU)
+    above another."""
+    now = placed(env, app, replicas)
+    counts = per_node(now or {})
+    every = [counts.get(n, 0) for n in nodes]
+    return now if now and max(every) - min(every) <= 1 else None
+
+
+def settled(scheduler: LocalScheduler) -> list[dict[str, Any]] | None:
+    """The passes once the last two moved nothing and nothing is in flight."""
+    done = passes(scheduler)
+    tail = done[-2:]
+    return done if len(tail) == 2 and all(
+        p["moves"] == 0 and p["in_flight"] == 0 for p in tail) else None
+
+
+def converge(env: Env, scheduler: LocalScheduler, app: str, replicas: int,
+             nodes: list[str]) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    wait_until(lambda: balanced(env, app, replicas, nodes), 120,
+               f"{app} within one pod of balanced", diagnose=env.diagnose)
+    done = wait_until(lambda: settled(scheduler), 30, "two passes that move nothing",
+                      diagnose=env.diagnose)
+    return wait_placed(env, app, replicas), done
+
+
+def moving_passes(done: list[dict[str, Any]]) -> int:
+    """How many passes it took: up to the last that moved a pod."""
+    return max((i + 1 for i, p in enumerate(done) if p["moves"]), default=0)
+
+
+def check_moves(env: Env, scheduler: LocalScheduler, before: dict[str, str],
+                after: dict[str, str]) -> list[dict[str, Any]]:
+    """Every move said, none back, no replacement ever Pending as unschedulable."""
+    moved = events(env, "Rescheduled")
+    sources = {before[e["regarding"]["name"]] for e in moved}
+    replacements = {name: node for name, node in after.items() if name not in before}
+    assert len(moved) == len(replacements), (moved, replacements)
+    # 0 bounce-backs: no replacement on a node its controller's moves left.
+    assert not set(replacements.values()) & sources, (before, after)
+    assert '"landed": "source"' not in scheduler.log_path.read_text(errors="replace")
+    # No pod Pending longer than its replacement's scheduling: each was bound at its first
+    # attempt, never found unschedulable.
+    for name in replacements:
+        assert not env.rec.ever(name, lambda p: (condition(p, "PodScheduled") or {}).get(
+            "status") == "False"), name
+    return moved
+
+
+def test_pack_then_grow_ends_within_one_pod_of_balanced_in_few_passes(
+        env: Env, start: Any, placing: LocalScheduler) -> None:
+    old = env.nodes("old", 3)
+    env.pdb("web", {"app": "web"}, max_unavailable=2)
+    deployment(env, "web", 9, cpu="1")
+    before = wait_placed(env, "web", 9)
+    placing.stop()
+    assert sorted(per_node(before).values()) == [3, 3, 3], before
+    new = env.nodes("new", 3)
+    availability = Availability(env, "web")
+    ours = start(interval=SHORT_INTERVAL)
+    after, done = converge(env, ours, "web", 9, old + new)
+    lowest = availability.stop()
+    assert lowest is not None and lowest >= 7, lowest  # the budget: at most 2 unavailable
+    moved = check_moves(env, ours, before, after)
+    # Three moves are the fewest that balance 3,3,3,0,0,0 (descheduler: three in one pass).
+    assert len(moved) == 3, moved
+    assert moving_passes(done) <= 5, done
+
+
+def test_a_crowded_cluster_ends_within_one_pod_of_balanced_in_few_passes(
+        env: Env, start: Any, placing: LocalScheduler) -> None:
+    full = env.nodes("full", 2)
+    env.pdb("web", {"app": "web"}, max_unavailable=2)
+    deployment(env, "web", 9, cpu="1")
+    wait_until(lambda: len([p for p in live_pods(env, "web") if node_of(p)]) == 8, 60,
+               "8 of 9 web pods bound", diagnose=env.diagnose)
+    one = env.nodes("one")
+    before = wait_placed(env, "web", 9)
+    placing.stop()
+    assert per_node(before) == {full[0]: 4, full[1]: 4, one[0]: 1}, before
+    empty = env.nodes("empty")
+    availability = Availability(env, "web")
+    ours = start(interval=SHORT_INTERVAL)
+    after, done = converge(env, ours, "web", 9, full + one + empty)
+    lowest = availability.stop()
+    assert lowest is not None and lowest >= 7, lowest
+    moved = check_moves(env, ours, before, after)
+    assert len(moved) == 3, moved  # 4,4,1,0 to 3,2,2,2 (descheduler: two, ending 3,3,2,1)
+    assert moving_passes(done) <= 5, done
+
+
+DISK = "e2e.secondary-scheduler.io/disk"
+PREFERS_SSD = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+    {"weight": 100, "preference": {"matchExpressions": [
+        {"key": DISK, "operator": "In", "values": ["ssd"]}]}}]}}
+
+
+def test_a_cluster_balanced_within_the_default_spread_gets_no_eviction(
+        env: Env, start: Any, placing: LocalScheduler) -> None:
+    # The plain pods first, then the ssd node and the pods that prefer it: the scheduler puts
+    # those on it (all three would not go there with the plain pods still to place: the
+    # default spreading would send the plain ones to the ssd node).
+    plain = env.nodes("plain", 3)
+    deployment(env, "plain", 9, cpu="1")
+    before = wait_placed(env, "plain", 9)
+    (ssd,) = env.nodes("ssd", labels={DISK: "ssd"})
+    deployment(env, "fast", 3, cpu="1", affinity=PREFERS_SSD)
+    fast = wait_placed(env, "fast", 3)
+    placing.stop()
+    assert set(fast.values()) == {ssd}, fast
+    assert per_node(before) == dict.fromkeys(plain, 3), before
+    ours = start()
+    wait_until(lambda: len([p for p in passes(ours) if p["candidates"]]) >= 5, 60,
+               "five passes", diagnose=env.diagnose)
+    assert all(p["moves"] == 0 for p in passes(ours)), passes(ours)
+    assert events(env, "Rescheduled") == []
+    assert wait_placed(env, "plain", 9) == before and wait_placed(env, "fast", 3) == fast
+
+
+def test_a_new_node_with_the_preferred_label_draws_every_pod_that_fits_and_no_other(
+        env: Env, start: Any, placing: LocalScheduler) -> None:
+    plain = env.nodes("plain", 3)
+    deployment(env, "api", 6, cpu="1", affinity=PREFERS_SSD)
+    before = wait_placed(env, "api", 6)
+    placing.stop()
+    assert per_node(before) == dict.fromkeys(plain, 2), before
+    (ssd,) = env.nodes("ssd", labels={DISK: "ssd"})
+    ours = start(interval=SHORT_INTERVAL)
+
+    def four_on_ssd() -> dict[str, str] | None:
+        now = placed(env, "api", 6)
+        return now if now and per_node(now).get(ssd) == 4 else None
+
+    wait_until(four_on_ssd, 120, "four api pods on the ssd node", diagnose=env.diagnose)
+    done = wait_until(lambda: settled(ours), 30, "two passes that move nothing",
+                      diagnose=env.diagnose)
+    after = wait_placed(env, "api", 6)
+    moved = check_moves(env, ours, before, after)
+    # Four fit on the new node, and they moved; the other two stayed where they were.
+    assert len(moved) == 4 and all(f"to node {ssd} (PreferredTerms +200" in e["note"]
+                                   for e in moved), moved
+    assert len([n for n in before if n in after]) == 2
+    assert moving_passes(done) <= 5, done

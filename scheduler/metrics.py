@@ -409,6 +409,10 @@ class Metrics:
             "pods landed: target (the node the move was for), other, source (back where the "
             "pod was), or timeout (not bound within the move timeout).", ["landed"],
             registry=reg)
+        self.rescheduler_skips = CounterVec(
+            "secondary_scheduler_rescheduler_skips", "Candidates the rescheduler did not move, "
+            "by reason (no_better_node, below_min_gain, no_balance_gain, not_simulated, "
+            "controller_busy, limit, budget).", ["reason"], registry=reg)
         self.rescheduler_pass_duration = HistogramVec(
             "secondary_scheduler_rescheduler_pass_duration_seconds", "How long one rescheduler "
             "pass took, evictions included.", [], buckets=SLI_BUCKETS, registry=reg)

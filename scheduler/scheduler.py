@@ -47,6 +47,9 @@ log = structlog.get_logger("scheduler")
 
 _T = TypeVar("_T")
 
+# How long an idle scheduling loop waits for a pod before it expires lost assumptions and
+# hands over held bindings. Work put in the inbox wakes it at once (Inbox's wake).
+IDLE_WAIT_SECONDS = 0.5
 # How often a standby's loop applies the watch deltas it has not popped pods for.
 STANDBY_REFRESH_SECONDS = 0.2
 # The collector's thresholds once the cluster is cached: container objects allocated and not
@@ -201,7 +204,8 @@ class Scheduler:
         self.wall_clock = wall_clock
         self.rng = np.random.default_rng(seed)
         self.cache = Cache(clock=clock)
-        self.inbox = Inbox()
+        # The queue is made below; the inbox wakes its pop (the idle loop) on new work.
+        self.inbox = Inbox(wake=lambda: self.queue.wake())
         self.snapshot = Snapshot(self.cache)
         self.waiting = WaitingPods()
         self.next_start_index = 0
@@ -356,7 +360,7 @@ class Scheduler:
                 self._scheduling.wait(STANDBY_REFRESH_SECONDS)
                 continue
             try:
-                schedule_one(self, timeout=0.5)
+                schedule_one(self, timeout=IDLE_WAIT_SECONDS)
             except Exception:  # the loop must survive any single pod
                 log.exception("Scheduling cycle crashed; continuing")
             # A cycle that bound nothing may leave the queue empty: nothing then waits on

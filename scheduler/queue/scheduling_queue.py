@@ -207,6 +207,8 @@ class SchedulingQueue(Generic[P]):
         self._next_seq = 0
         self._tombstones: OrderedDict[str, None] = OrderedDict()
         self._closed = False
+        # Set by wake(): the next pop that finds no pod returns None at once.
+        self._woken = False
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
 
@@ -298,6 +300,9 @@ class SchedulingQueue(Generic[P]):
                 qpi = self._take_next_locked()
                 if qpi is not None:
                     break
+                if self._woken:
+                    self._woken = False
+                    return None
                 if deadline is None:
                     self._cond.wait()
                     continue
@@ -313,6 +318,13 @@ class SchedulingQueue(Generic[P]):
             self._in_flight.pop(qpi.uid, None)  # re-added at the end, keeping the order
             self._in_flight[qpi.uid] = _InFlight(start_seq=self._next_seq, pod=qpi.pod)
             return qpi
+
+    def wake(self) -> None:
+        """The popping thread has other work (the scheduler's inbox): a ``pop`` waiting for a
+        pod, or the next one to find none, returns ``None`` at once."""
+        with self._lock:
+            self._woken = True
+            self._cond.notify_all()
 
     def done(self, uid: str) -> None:
         """The attempt of ``uid`` is over (bound, or handed back): stop logging events for it."""

@@ -4,13 +4,17 @@ Every ``interval`` seconds, on the leader only, a pass:
 
 1. checks the moves in flight: where each evicted pod's replacement landed (the target, another
    node, back on the node it left) or that it did not within ``moveTimeout``;
-2. lists the movable pods (:mod:`.eligibility`), one per controller and node (its siblings
-   there are the same question), lowest priority first, skipping controllers with a move in
-   flight;
-3. asks the scheduler where each would go now (:mod:`.simulation`), in slices run on the
-   scheduling thread between cycles, each accepted move held in the cache for the next
-   candidates; within the limits per node, per namespace and per pass, and never past a
-   PodDisruptionBudget the cache says allows no disruption;
+2. lists the movable pods (:mod:`.eligibility`) in groups of one controller on one node (its
+   pods there pose the same question), lowest priority first;
+3. asks the scheduler where each group's first pod would go now (:mod:`.simulation`), in
+   slices run on the scheduling thread between cycles, each accepted move held in the cache
+   for the next candidates; after a move, the group's next pod goes to the back of the line,
+   so one pass moves several pods of a controller while the simulation, with the earlier
+   moves applied, still shows a gain; within the limits per node, per namespace and per pass
+   (moves in flight count), and never past a PodDisruptionBudget the cache says allows no
+   disruption; a controller whose replacement is not bound yet is left alone (busy). Every
+   candidate gets one log event with the reason it was or was not moved, and the skips are
+   counted by reason;
 4. evicts the moved pods through the Eviction API (a 429 from a budget: skipped, tried again
    next pass), after recording their old node for AvoidBounceBack so the replacement does not
    land back; an Event ``Rescheduled`` on each pod says why. In a dry run nothing is evicted
@@ -19,9 +23,11 @@ Every ``interval`` seconds, on the leader only, a pass:
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -37,7 +43,17 @@ from scheduler.framework.ports import EvictionOutcome, Evictor, MoveReporter
 from scheduler.model.disruption import DisruptionBudget
 from scheduler.model.pod import PodInfo
 from scheduler.rescheduling.eligibility import protection
-from scheduler.rescheduling.simulation import STAND_IN_SUFFIX, Hypothesis, Move, Verdict, evaluate
+from scheduler.rescheduling.simulation import (
+    BUDGET,
+    CONTROLLER_BUSY,
+    LIMIT,
+    STAND_IN_SUFFIX,
+    Hypothesis,
+    Move,
+    Verdict,
+    evaluate,
+    objective_plugins,
+)
 from scheduler.scheduler import Scheduler
 
 log = structlog.get_logger("scheduler.rescheduler")
@@ -51,6 +67,8 @@ SLICE_SECONDS = 0.01
 # How long a pass waits for the scheduling thread to take one slice.
 LOOP_TIMEOUT = 30.0
 AVOID_REASON = "moved away by the rescheduler"
+# Fullness is a ratio of integers: this only absorbs rounding.
+_EPSILON = 1e-9
 
 _T = TypeVar("_T")
 
@@ -63,7 +81,7 @@ class InFlight:
     owner: OwnerKey
     objective: str
     evicted_at: float
-    # The controller's pods when the move was decided: a pod not among them is the replacement.
+    # The controller's pods when the move was decided: a pod not among them is a replacement.
     siblings: frozenset[str]
 
 
@@ -86,10 +104,12 @@ class _Plan:
     verdicts: list[Verdict] = field(default_factory=list)
     # The verdict behind each move, by pod uid.
     chosen: dict[str, Verdict] = field(default_factory=dict)
-    siblings: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Per controller moved: its pods when its first move was decided, and the moved ones;
+    # the nodes its moves leave (its later replacements avoid them, as AvoidBounceBack will).
+    siblings: dict[OwnerKey, set[str]] = field(default_factory=dict)
+    sources: dict[OwnerKey, set[str]] = field(default_factory=dict)
     per_node: Counter[str] = field(default_factory=Counter)
     per_namespace: Counter[str] = field(default_factory=Counter)
-    owners: set[OwnerKey] = field(default_factory=set)
     budgets_used: Counter[str] = field(default_factory=Counter)
 
 
@@ -100,7 +120,8 @@ class Rescheduler:
         self.config = config
         self.evictor = evictor
         self.reporter = reporter
-        self.in_flight: dict[OwnerKey, InFlight] = {}
+        # By the evicted pod's uid.
+        self.in_flight: dict[str, InFlight] = {}
         self._dry_run_reported: TTLCache[tuple[str, str], bool] = TTLCache(
             maxsize=100_000, ttl=config.avoid_seconds, timer=s.clock)
         self._stop = threading.Event()
@@ -133,15 +154,17 @@ class Rescheduler:
         report.landed = self._on_scheduling_thread(self._check_moves)
         candidates, report.protected = self._on_scheduling_thread(self._candidates)
         plan = _Plan()
-        pending = deque(candidates)
+        pending = _Line(candidates, partial(_node_fullness, self.s))
         while pending:
             self._on_scheduling_thread(partial(self._plan_slice, pending, plan))
         report.verdicts, report.moves = plan.verdicts, plan.moves
         for move in plan.moves:
             report.outcomes[move.pod.key] = self._act(move, plan)
         self.s.metrics.rescheduler_pass_duration.observe(time.perf_counter() - start)
-        log.info("Rescheduler pass", candidates=len(candidates), protected=report.protected,
-                 moves=len(plan.moves), in_flight=len(self.in_flight), dry_run=self.config.dry_run,
+        skipped = Counter(v.reason for v in plan.verdicts if v.target is None)
+        log.info("Rescheduler pass", candidates=len(plan.verdicts), protected=report.protected,
+                 moves=len(plan.moves), skipped=dict(skipped), in_flight=len(self.in_flight),
+                 dry_run=self.config.dry_run,
                  duration_ms=round((time.perf_counter() - start) * 1000, 3))
         return report
 
@@ -155,33 +178,49 @@ class Rescheduler:
     # -- on the scheduling thread -----------------------------------------------------------
     def _check_moves(self) -> dict[str, str]:
         landed: dict[str, str] = {}
-        now = self.s.clock()
-        for owner, flight in list(self.in_flight.items()):
-            replacement = next(
-                (p for uid, p in self.s.snapshot.pods_of_owner(*owner).items()
-                 if uid not in flight.siblings and not uid.endswith(STAND_IN_SUFFIX)
-                 and not self.s.cache.is_assumed(uid) and not p.is_terminating), None)
-            if replacement is not None:
-                node = replacement.node_name
-                where = ("target" if node == flight.move.target
-                         else "source" if node == flight.move.source else "other")
-                log.info("Moved pod's replacement bound", pod=flight.move.pod.key,
-                         replacement=replacement.key, node=node, landed=where,
-                         source=flight.move.source, target=flight.move.target)
-            elif now - flight.evicted_at >= self.config.move_timeout:
-                where = "timeout"
-                log.info("Moved pod's replacement not bound in time", pod=flight.move.pod.key,
-                         source=flight.move.source, target=flight.move.target)
-            else:
-                continue
-            del self.in_flight[owner]
-            landed[flight.move.pod.key] = where
-            self.s.metrics.rescheduler_replacements.labels(where).inc()
+        by_owner: dict[OwnerKey, list[InFlight]] = {}
+        for flight in self.in_flight.values():
+            by_owner.setdefault(flight.owner, []).append(flight)
+        for owner, flights in by_owner.items():
+            fresh = [p for uid, p in self.s.snapshot.pods_of_owner(*owner).items()
+                     if not uid.endswith(STAND_IN_SUFFIX) and not self.s.cache.is_assumed(uid)
+                     and not p.is_terminating]
+            for flight in flights:
+                mine = [p for p in fresh if p.uid not in flight.siblings]
+                # Several moves of one controller: a replacement on a move's target is its.
+                replacement = next((p for p in mine if p.node_name == flight.move.target),
+                                   mine[0] if mine else None)
+                if replacement is not None:
+                    fresh.remove(replacement)
+                where = self._landed(flight, replacement)
+                if where:
+                    del self.in_flight[flight.move.pod.uid]
+                    landed[flight.move.pod.key] = where
+                    self.s.metrics.rescheduler_replacements.labels(where).inc()
         return landed
 
-    def _candidates(self) -> tuple[list[PodInfo], int]:
+    def _landed(self, flight: InFlight, replacement: PodInfo | None) -> str:
+        """Where ``flight``'s replacement landed; ``""`` while it is still awaited."""
+        move = flight.move
+        if replacement is not None:
+            node = replacement.node_name
+            where = ("target" if node == move.target
+                     else "source" if node == move.source else "other")
+            log.info("Moved pod's replacement bound", pod=move.pod.key,
+                     replacement=replacement.key, node=node, landed=where,
+                     source=move.source, target=move.target)
+            return where
+        if self.s.clock() - flight.evicted_at >= self.config.move_timeout:
+            log.info("Moved pod's replacement not bound in time", pod=move.pod.key,
+                     source=move.source, target=move.target)
+            return "timeout"
+        return ""
+
+    def _candidates(self) -> tuple[list[list[PodInfo]], int]:
+        """The movable pods in groups of one controller on one node, each group lowest
+        priority first; the groups from the lowest priority, then the fullest node."""
         names = self.s.config.scheduler_names
-        chosen: dict[tuple[OwnerKey, str], PodInfo] = {}
+        groups: dict[tuple[OwnerKey, str], list[PodInfo]] = {}
         protected = 0
         for pod in self.s.cache.pods.by_uid.values():
             if self.s.cache.is_assumed(pod.uid) or protection(
@@ -189,87 +228,105 @@ class Rescheduler:
                 protected += 1
                 continue
             owner = owner_key(pod)
-            if owner is None or owner in self.in_flight:
-                continue
-            group = (owner, pod.node_name)
-            if group not in chosen or (pod.priority, pod.key) < (chosen[group].priority,
-                                                                  chosen[group].key):
-                chosen[group] = pod
-        # Lowest priority first, and from the fullest nodes first: those moves gain most.
-        fullness = _fullness(self.s)
-        ordered = sorted(chosen.values(), key=lambda p: (
-            p.priority, -fullness.get(p.node_name, 0.0), p.node_name, p.key))
-        return ordered, protected
+            if owner is not None:
+                groups.setdefault((owner, pod.node_name), []).append(pod)
+        for group in groups.values():
+            group.sort(key=lambda p: (p.priority, p.key))
+        return list(groups.values()), protected
 
-    def _plan_slice(self, pending: deque[PodInfo], plan: _Plan) -> None:
-        """Evaluate candidates from ``pending`` for about SLICE_SECONDS."""
+    def _plan_slice(self, pending: _Line, plan: _Plan) -> None:
+        """Evaluate candidates from ``pending`` for about SLICE_SECONDS. A group whose pod
+        moved goes back in line with its next pod: the same question, asked again with the
+        move applied, once the groups on fuller nodes had their turn."""
         hypothesis = Hypothesis(self.s)
         deadline = time.perf_counter() + SLICE_SECONDS
         try:
             hypothesis.apply([f.move for f in self.in_flight.values()])
             hypothesis.apply(plan.moves)
             while pending:  # one at least, however slow
-                pod = pending.popleft()
+                group = pending.pop()
+                pod, rest = group[0], group[1:]
                 current = self.s.cache.get_pod(pod.uid)
                 if (current is not None and current.node_name == pod.node_name
                         and not current.is_terminating):
                     verdict = self._consider(current, plan, hypothesis)
                     if verdict is not None:
                         plan.verdicts.append(verdict)
+                        self._said(verdict)
+                        if verdict.target is not None and rest:
+                            pending.push(rest)
+                elif rest:
+                    pending.push(rest)
                 if time.perf_counter() >= deadline:
                     break
         finally:
             hypothesis.undo()
 
+    def _said(self, verdict: Verdict) -> None:
+        """The candidate's log event when it is not moved (a move's is its eviction's), and
+        the skips counted by reason."""
+        if verdict.target is not None:
+            return
+        self.s.metrics.rescheduler_skips.labels(verdict.reason).inc()
+        log.info("Did not move pod", pod=verdict.pod.key, node=verdict.source,
+                 reason=verdict.reason, why=verdict.blocker, dry_run=self.config.dry_run)
+
     def _consider(self, pod: PodInfo, plan: _Plan, hypothesis: Hypothesis) -> Verdict | None:
         owner = owner_key(pod)
         assert owner is not None
-        limited = self._limit(pod, owner, plan)
-        if limited:
-            return Verdict(pod, pod.node_name, blocker=limited)
+        blocked = self._blocked(pod, owner, plan)
+        if blocked is not None:
+            return blocked
         budgets = _covering(self.s.snapshot.pdbs(), pod)
         exhausted = [b.key for b in budgets
                      if b.disruptions_allowed - plan.budgets_used[b.key] <= 0]
         if exhausted:
-            return Verdict(pod, pod.node_name, blocker=f"PodDisruptionBudget "
+            return Verdict(pod, pod.node_name, reason=BUDGET, blocker=f"PodDisruptionBudget "
                            f"{', '.join(exhausted)} allows no disruption now")
         if not hypothesis.take_off(pod):
             return None
+        avoided = {*self.s.avoidance.nodes_for(owner), *plan.sources.get(owner, ())}
         verdict = evaluate(self.s, pod, objectives=self.config.objectives,
-                           min_score_gain=self.config.min_score_gain,
-                           avoided=self.s.avoidance.nodes_for(owner))
+                           min_score_gain=self.config.min_score_gain, avoided=avoided)
         if verdict.target is None:
             hypothesis.put_back(pod)
             return verdict
         hypothesis.place(pod, verdict.target)
-        move = Move(pod, pod.node_name, verdict.target)
-        plan.moves.append(move)
+        plan.moves.append(Move(pod, pod.node_name, verdict.target))
         plan.chosen[pod.uid] = verdict
         # Taken off its node for now, so not among them: added.
-        plan.siblings[pod.uid] = frozenset(self.s.snapshot.pods_of_owner(*owner)) | {pod.uid}
+        plan.siblings.setdefault(owner, set(self.s.snapshot.pods_of_owner(*owner))).add(pod.uid)
+        plan.sources.setdefault(owner, set()).add(pod.node_name)
         plan.per_node[pod.node_name] += 1
         plan.per_namespace[pod.namespace] += 1
-        plan.owners.add(owner)
         for budget in budgets:
             plan.budgets_used[budget.key] += 1
         return verdict
 
-    def _limit(self, pod: PodInfo, owner: OwnerKey, plan: _Plan) -> str:
-        limits = self.config.limits
-        if owner in plan.owners:
-            return "a pod of its controller is already being moved"
-        if len(plan.moves) >= limits.per_pass:
-            return f"the limit of {limits.per_pass} evictions per pass is reached"
+    def _blocked(self, pod: PodInfo, owner: OwnerKey, plan: _Plan) -> Verdict | None:
+        """A verdict when the controller is busy or a limit is reached, else None."""
+        def blocked(reason: str, why: str) -> Verdict:
+            return Verdict(pod, pod.node_name, reason=reason, blocker=why)
+
         flights = self.in_flight.values()
+        if any(f.owner == owner for f in flights):
+            return blocked(CONTROLLER_BUSY, "a moved pod of its controller has no bound "
+                           "replacement yet")
+        limits = self.config.limits
+        if len(plan.moves) >= limits.per_pass:
+            return blocked(LIMIT, f"the limit of {limits.per_pass} evictions per pass is "
+                           "reached")
         on_node = plan.per_node[pod.node_name] + sum(
             1 for f in flights if f.move.source == pod.node_name)
         if on_node >= limits.per_node:
-            return f"the limit of {limits.per_node} evictions per node is reached"
+            return blocked(LIMIT, f"the limit of {limits.per_node} evictions per node is "
+                           "reached")
         in_namespace = plan.per_namespace[pod.namespace] + sum(
             1 for f in flights if f.move.pod.namespace == pod.namespace)
         if in_namespace >= limits.per_namespace:
-            return f"the limit of {limits.per_namespace} evictions per namespace is reached"
-        return ""
+            return blocked(LIMIT, f"the limit of {limits.per_namespace} evictions per "
+                           "namespace is reached")
+        return None
 
     # -- on the rescheduler's thread --------------------------------------------------------
     def _act(self, move: Move, plan: _Plan) -> str:
@@ -278,50 +335,84 @@ class Rescheduler:
         assert owner is not None
         verdict = plan.chosen[pod.uid]
         objective = verdict.objective
-        why = (f"from node {move.source} to node {move.target} ({objective}: the scheduler "
-               f"scores {move.target} {verdict.objective_gain:+d} over {move.source}; "
-               f"{_describe(verdict.gains)})")
+        why = (f"from node {move.source} to node {move.target} "
+               f"({describe(verdict, self.config.objectives)})")
+        said = {"pod": pod.key, "node": move.source, "target": move.target,
+                "objective": objective, "gain": verdict.objective_gain,
+                "gains": dict(verdict.objective_gains), "total_gain": verdict.total_gain}
         if self.config.dry_run:
             key = (pod.uid, move.target)
             if key not in self._dry_run_reported:
                 self._dry_run_reported[key] = True
                 self.reporter.rescheduled(pod, WOULD_RESCHEDULE, f"Dry run: would move {why}")
             self.s.metrics.rescheduler_evictions.labels(objective, "dry_run").inc()
-            log.info("Would move pod (dry run)", pod=pod.key, node=move.source,
-                     target=move.target, objective=objective, gain=verdict.objective_gain)
+            log.info("Would move pod (dry run)", reason="moved", **said)
             return "DryRun"
         # Recorded first: the controller creates the replacement as soon as the pod goes.
         self.s.avoidance.avoid(owner, move.source, self.config.avoid_seconds, AVOID_REASON)
         result = self.evictor.evict(pod)
         outcome = result.outcome
         if outcome is EvictionOutcome.EVICTED:
-            self.in_flight[owner] = InFlight(move, owner, objective, self.s.clock(),
-                                             plan.siblings[pod.uid])
+            self.in_flight[pod.uid] = InFlight(move, owner, objective, self.s.clock(),
+                                               frozenset(plan.siblings[owner]))
             self.reporter.rescheduled(pod, RESCHEDULED, f"Evicted to move it {why}")
             self.s.metrics.rescheduler_evictions.labels(objective, "evicted").inc()
-            log.info("Moved pod", pod=pod.key, node=move.source, target=move.target,
-                     objective=objective, gain=verdict.objective_gain)
+            log.info("Moved pod", reason="moved", **said)
             return str(outcome.value)
         self.s.avoidance.forget(owner, move.source)
         refused = outcome in (EvictionOutcome.BLOCKED_BY_PDB, EvictionOutcome.MULTIPLE_PDBS)
         label = ("blocked_by_pdb" if refused
                  else "gone" if outcome is EvictionOutcome.GONE else "failed")
         self.s.metrics.rescheduler_evictions.labels(objective, label).inc()
+        if refused:
+            self.s.metrics.rescheduler_skips.labels(BUDGET).inc()
         log.info("Did not move pod: the eviction was refused; trying again next pass"
-                 if refused else "Did not move pod", pod=pod.key, node=move.source,
-                 target=move.target, outcome=outcome.value, reason=result.message)
+                 if refused else "Did not move pod", reason=BUDGET if refused else label,
+                 outcome=outcome.value, why=result.message, **said)
         return str(outcome.value)
 
 
-def _fullness(s: Scheduler) -> dict[str, float]:
-    """Per node, its most requested resource as a share of what it can hold."""
+class _Line:
+    """The candidate groups in the order they are asked: lowest priority first, then from the
+    fullest node, as the pass's moves so far leave it (those moves gain most, and a node one
+    move relieved waits behind the nodes still fuller: moving from those is what balances
+    with the fewest evictions)."""
+
+    def __init__(self, groups: Iterable[list[PodInfo]],
+                 fullness: Callable[[str], float]) -> None:
+        self._fullness = fullness
+        self._order = itertools.count()
+        self._heap: list[tuple[int, float, str, str, int, list[PodInfo]]] = []
+        for group in groups:
+            self.push(group)
+
+    def __bool__(self) -> bool:
+        return bool(self._heap)
+
+    def push(self, group: list[PodInfo]) -> None:
+        pod = group[0]
+        heapq.heappush(self._heap, (pod.priority, -self._fullness(pod.node_name),
+                                    pod.node_name, pod.key, next(self._order), group))
+
+    def pop(self) -> list[PodInfo]:
+        while True:
+            entry = heapq.heappop(self._heap)
+            # Moves since it was queued changed its node: queued again as the node is now.
+            if not self._heap or abs(self._fullness(entry[2]) + entry[1]) < _EPSILON:
+                return entry[-1]
+            self.push(entry[-1])
+
+
+def _node_fullness(s: Scheduler, name: str) -> float:
+    """The node's most requested resource as a share of what it can hold."""
     table = s.snapshot.nodes
-    rows = s.snapshot.order()
-    allocatable = table.allocatable[rows].astype(np.float64)
-    share = np.divide(table.requested[rows], allocatable, out=np.zeros_like(allocatable),
+    row = table.index.get(name)
+    if row is None:
+        return 0.0
+    allocatable = table.allocatable[row].astype(np.float64)
+    share = np.divide(table.requested[row], allocatable, out=np.zeros_like(allocatable),
                       where=allocatable > 0)
-    peaks = share.max(axis=1) if share.size else np.zeros(0)
-    return {table.names[int(row)]: float(peak) for row, peak in zip(rows, peaks, strict=True)}
+    return float(share.max()) if share.size else 0.0
 
 
 def _covering(budgets: Iterable[DisruptionBudget], pod: PodInfo) -> list[DisruptionBudget]:
@@ -329,8 +420,27 @@ def _covering(budgets: Iterable[DisruptionBudget], pod: PodInfo) -> list[Disrupt
             if b.namespace == pod.namespace and b.selector.matches(pod.labels)]
 
 
-def _describe(gains: Mapping[str, int]) -> str:
-    if not gains:
-        return "no plugin differs"
-    parts = sorted(gains.items(), key=lambda item: -abs(item[1]))
+def describe(verdict: Verdict, objectives: Iterable[str]) -> str:
+    """Each objective's own gain with its plugins (the move's objective first), then the
+    plugins that count for none, then the total: what the Event and the report say."""
+    assert verdict.target is not None
+    order = sorted(objectives, key=lambda o: o != verdict.objective)
+    counted: set[str] = set()
+    parts = []
+    for objective in order:
+        plugins = objective_plugins(objective, verdict.pod)
+        counted |= plugins
+        own = {n: g for n, g in verdict.gains.items() if n in plugins}
+        parts.append(f"{objective} {verdict.objective_gains[objective]:+d}"
+                     + (f": {_plugins(own)}" if own else ""))
+    others = {n: g for n, g in verdict.gains.items() if n not in counted}
+    if others:
+        parts.append(f"not counted: {_plugins(others)}")
+    parts.append(f"the scheduler scores {verdict.target} {verdict.total_gain:+d} over "
+                 f"{verdict.source} in all")
+    return "; ".join(parts)
+
+
+def _plugins(gains: Mapping[str, int]) -> str:
+    parts = sorted(gains.items(), key=lambda item: (-abs(item[1]), item[0]))
     return ", ".join(f"{name} {gain:+d}" for name, gain in parts)

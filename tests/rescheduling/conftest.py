@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import copy
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from scheduler.framework.ports import EvictionOutcome, EvictionResult
-from scheduler.intake import Intake
+from scheduler.intake import DELETED, MODIFIED, Intake
 from scheduler.model.pod import PodInfo
-from scheduler.rescheduling.rescheduler import Rescheduler
+from scheduler.rescheduling.rescheduler import PassReport, Rescheduler
 from scheduler.scheduler import Scheduler
-from scheduler.testing import ManualClock, pod, scheduler_of
+from scheduler.testing import ManualClock, pod, run_cycles, scheduler_of
 
 
 def owned(name: str, owner: str, *, kind: str = "ReplicaSet", node: str = "",
@@ -71,6 +73,7 @@ class World:
         self.ports = Ports()
         self.r = Rescheduler(self.s, self.s.config.rescheduler, evictor=self.ports,
                              reporter=self.ports)
+        self.replacements = 0
 
     @property
     def scheduler(self) -> Scheduler:
@@ -82,6 +85,46 @@ class World:
     def deliver(self, event: str, obj: dict[str, Any]) -> None:
         self.intake.on_pod(event, obj)
         self.s.refresh()
+
+    def pods_per_node(self, owner: str | None = None) -> Counter[str]:
+        return Counter(p.node_name for p in self.s.cache.pods.by_uid.values()
+                       if owner is None or p.owner_name == owner)
+
+    def settle(self, report: PassReport) -> None:
+        """Play the API, the controllers and the kubelet after a pass: each evicted pod goes,
+        its controller creates a replacement from its spec, the scheduler places it, and it
+        runs there."""
+        bound_before = len(self.null.bound)
+        pending: dict[str, dict[str, Any]] = {}
+        for move in report.moves:
+            if report.outcomes.get(move.pod.key) != "Evicted":
+                continue
+            self.deliver(DELETED, move.pod.raw)
+            self.replacements += 1
+            raw = copy.deepcopy(move.pod.raw)
+            name = f"{move.pod.owner_name}-r{self.replacements}"
+            raw["metadata"].update(name=name, uid=f"uid-{name}")
+            raw["spec"].pop("nodeName", None)
+            raw["status"] = {"phase": "Pending"}
+            pending[f"{move.pod.namespace}/{name}"] = raw
+            self.deliver(MODIFIED, raw)
+        run_cycles(self.s)
+        for key, node_name in self.null.bound[bound_before:]:
+            raw = copy.deepcopy(pending[key])
+            raw["metadata"]["resourceVersion"] = "2"
+            raw["spec"]["nodeName"] = node_name
+            raw["status"] = {"phase": "Running"}
+            self.deliver(MODIFIED, raw)
+
+    def converge(self, passes: int) -> list[PassReport]:
+        """Passes, each settled, until one moves nothing (or ``passes`` ran)."""
+        reports: list[PassReport] = []
+        while len(reports) < passes:
+            reports.append(self.r.run_once())
+            if not reports[-1].moves:
+                break
+            self.settle(reports[-1])
+        return reports
 
 
 @pytest.fixture
