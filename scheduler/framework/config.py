@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -451,6 +452,10 @@ def _parse_extender(raw: Any, path: str) -> ExtenderConfig:
     url = raw.get("urlPrefix")
     if not isinstance(url, str) or not url:
         raise ConfigError(f"{path}.urlPrefix: required")
+    if urlsplit(url).scheme not in ("http", "https"):
+        # Go's client would refuse any other scheme at each call; refused here at once.
+        raise ConfigError(f"{path}.urlPrefix: Invalid value: {url!r}: must be an http:// or "
+                          "https:// URL")
     verbs = {key: _string(raw.get(key, ""), f"{path}.{key}")
              for key in ("filterVerb", "preemptVerb", "prioritizeVerb", "bindVerb")}
     weight = raw.get("weight", 0)
