@@ -363,6 +363,7 @@ def _parse_rescheduler(raw: Any) -> ReschedulerConfig:
 
 # client-go's leaderelection.JitterFactor: a standby waits up to 1.2 retry periods.
 JITTER_FACTOR = 1.2
+_MAX_LEASE_SECONDS = 2**31 - 1
 _LEADER_FIELDS = {
     "leaderElect", "leaseDuration", "renewDeadline", "retryPeriod", "resourceLock",
     "resourceName", "resourceNamespace",
@@ -389,6 +390,12 @@ def _parse_leader_election(raw: Any) -> LeaderElection:
             raise ConfigError(f"{path}.{key}: must be a non-empty string")
         names[key] = value
     lease = _duration(raw.get("leaseDuration", "15s"), f"{path}.leaseDuration")
+    if lease > _MAX_LEASE_SECONDS:
+        # The Lease stores it in whole seconds as an int32: longer (or infinite) cannot be
+        # written, and the elector would fail at its first step instead of here.
+        raise ConfigError(f"{path}.leaseDuration: must be at most {_MAX_LEASE_SECONDS}s "
+                          f"(the Lease's leaseDurationSeconds is an int32), got "
+                          f"{raw.get('leaseDuration')!r}")
     renew = _duration(raw.get("renewDeadline", "10s"), f"{path}.renewDeadline")
     retry = _duration(raw.get("retryPeriod", "2s"), f"{path}.retryPeriod")
     # client-go's NewLeaderElector checks (made even when leaderElect is off, since the flag
