@@ -315,7 +315,7 @@ class Intake:
     # listed object not newer than it is dropped, so a stale listing never overwrites a newer
     # object nor brings back one deleted since. One lock makes check-and-apply atomic.
     def on_namespace(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
-        self._apply_if_newer(NAMESPACES, event_type, obj)
+        self._low_volume_event(NAMESPACES, event_type, obj)
 
     def _namespace(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         name = obj["metadata"]["name"]
@@ -330,7 +330,7 @@ class Intake:
         self.s.cache.upsert_namespace(ns)
 
     def on_priority_class(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
-        self._apply_if_newer(PRIORITY_CLASSES, event_type, obj)
+        self._low_volume_event(PRIORITY_CLASSES, event_type, obj)
 
     def _priority_class(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         name = obj["metadata"]["name"]
@@ -344,7 +344,7 @@ class Intake:
         )
 
     def on_pdb(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
-        self._apply_if_newer(PDBS, event_type, obj)
+        self._low_volume_event(PDBS, event_type, obj)
 
     def _pdb(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         key = _object_key(obj)
@@ -354,6 +354,9 @@ class Intake:
             pdb = dict(obj)
             self.s.inbox.put(lambda: self.s.cache.upsert_pdb(pdb))
         self.s.queue.move_all_to_active_or_backoff(PDB_CHANGE, None, obj)
+
+    def _low_volume_event(self, kind: str, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        self._apply_or_skip(kind, obj, lambda o: self._apply_if_newer(kind, event_type, o))
 
     def _apply_if_newer(self, kind: str, event_type: str | None, obj: Mapping[str, Any]) -> bool:
         """Apply one event (``None``: a listed object) unless a version at least as new was
@@ -387,8 +390,9 @@ class Intake:
         """
         listed_keys: set[str] = set()
         for obj in listed:
-            listed_keys.add(_object_key(obj))
-            self._apply_if_newer(kind, None, obj)
+            meta = _metadata(obj)
+            listed_keys.add(f"{meta.get('namespace', '')}/{meta.get('name')}")
+            self._apply_or_skip(kind, obj, lambda o: self._apply_if_newer(kind, None, o))
         covered = parse_version(list_version)
         with self._low_volume_lock:
             known, gone = self._known[kind], self._gone[kind]
@@ -415,7 +419,7 @@ class Intake:
         for obj in listed:
             # Listed even if it cannot be applied: the version we hold, if any, stays.
             uids.add(str(_metadata(obj).get("uid")))
-            self._apply_listed("pods", obj, lambda o: self._apply_pod(None, o))
+            self._apply_or_skip("pods", obj, lambda o: self._apply_pod(None, o))
         gone = [uid for uid in self._pods if uid not in uids]
         for uid in gone:
             old = self._pods[uid]
@@ -446,17 +450,17 @@ class Intake:
         keys = set()
         for obj in listed:
             keys.add(key_of({"metadata": _metadata(obj)}))
-            self._apply_listed(kind, obj, lambda o: self.on_volume_object(kind, None, o))
+            self._apply_or_skip(kind, obj, lambda o: self.on_volume_object(kind, None, o))
         for key in [k for k in self.s.volume_objects[kind] if k not in keys]:
             namespace, _, name = key.rpartition("/")
             meta = {"name": name, **({"namespace": namespace} if namespace else {})}
             self.on_volume_object(kind, DELETED, {"metadata": meta})
 
-    def _apply_listed(
+    def _apply_or_skip(
         self, kind: str, obj: Mapping[str, Any], apply: Callable[[Mapping[str, Any]], object]
     ) -> None:
-        """Apply one listed object; one its handler fails on is reported and skipped, so the
-        rest of the listing still lands (else the listing, retried, would fail forever)."""
+        """Apply one watched or listed object; one its handler fails on is reported and
+        skipped, so the rest still lands (else a listing, retried, would fail forever)."""
         try:
             apply(obj)
         except Exception as exc:  # a parse failure of any kind skips only this object
@@ -466,7 +470,7 @@ class Intake:
         names: set[str] = set()
         for obj in listed:
             names.add(str(_metadata(obj).get("name")))
-            self._apply_listed("nodes", obj, lambda o: self.on_node(None, o))
+            self._apply_or_skip("nodes", obj, lambda o: self.on_node(None, o))
         gone = [name for name in self._nodes if name not in names]
         for name in gone:
             self.on_node(DELETED, {"metadata": {"name": name}})

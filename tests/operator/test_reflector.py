@@ -9,7 +9,7 @@ import pytest
 
 from scheduler.framework.config import default_config
 from scheduler.framework.ports import NullPorts
-from scheduler.intake import Intake
+from scheduler.intake import PRIORITY_CLASSES, Intake
 from scheduler.operator.reflector import Reflector
 from scheduler.plugins.registry import default_registry
 from scheduler.scheduler import Scheduler
@@ -232,3 +232,19 @@ def test_a_listed_pod_that_cannot_be_applied_keeps_the_version_held(
     s.refresh()
     assert s.cache.get_pod("uid-default-p") is not None
     assert skipped(s, "pods") == 1
+
+
+def test_a_low_volume_object_that_cannot_be_parsed_is_skipped_in_events_and_listings() -> None:
+    """Namespaces, PriorityClasses and PDBs come from kopf's watches and the periodic
+    listing: a bad one is counted and skipped there too, and the rest applied (before, one
+    bad PriorityClass failed every resync, the first one included, so nothing started)."""
+    s, intake = new_scheduler()
+    bad = {"metadata": {"name": "bad", "resourceVersion": "3"}, "value": "high"}
+    good = {"metadata": {"name": "good", "resourceVersion": "4"}, "value": 7}
+    assert intake.resync(PRIORITY_CLASSES, [bad, good], "5") == []
+    intake.on_priority_class("MODIFIED", {**bad, "metadata": {"name": "bad",
+                                                              "resourceVersion": "6"}})
+    assert skipped(s, "priorityclasses") == 2
+    waiting = pod("p", cpu="1")
+    waiting["spec"]["priorityClassName"] = "good"
+    assert intake.pod_info(waiting).priority == 7
