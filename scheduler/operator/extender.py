@@ -197,7 +197,6 @@ class HTTPExtender:
             url, data=data, method="POST", headers={"Content-Type": "application/json"})
         deadline = _Deadline(self.config.http_timeout)
         opener = urllib.request.build_opener(*deadline.handlers(self._context))
-        body: bytes | None = None
         try:
             with deadline, opener.open(request, timeout=self.config.http_timeout) as response:
                 deadline.headers_read = True

@@ -12,10 +12,11 @@ reconciled against what we knew: objects deleted while the watch was down leave 
 which kopf's own relist does not do.
 
 As client-go's reflector, a watch that breaks mid-stream resumes from the last
-resourceVersion it delivered, and an event not newer than that (a server replaying older
-versions) is dropped. An object the handler fails on is logged with its kind, name and the
-reason, counted (``secondary_scheduler_watch_objects_skipped_total``) and skipped: the
-watch goes on past it instead of replaying it forever.
+resourceVersion it delivered. Beyond client-go, an event not newer than that (a server
+replaying older versions) is dropped rather than applied twice. An object the handler
+fails on is logged with its kind, name and the reason, counted
+(``secondary_scheduler_watch_objects_skipped_total``) and skipped: the watch goes on past
+it instead of replaying it forever.
 """
 
 from __future__ import annotations
