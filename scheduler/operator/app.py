@@ -284,13 +284,19 @@ class SchedulerApp:
         watches = {r.name: r.alive() for r in self.reflectors}
         thread = self.scheduler.is_running()
         loop_ok, loop = loop_progress(self.scheduler)
-        lease_ok, lease = self.elector.check() if self.elector is not None else (True, {})
+        lease_ok, lease = self._lease_check()
         return thread and all(watches.values()) and loop_ok and lease_ok, {
             "scheduling": thread, "watches": watches, "schedulingLoop": loop,
             "leaderElection": lease}
 
     def ready(self) -> tuple[bool, dict[str, object]]:
-        """Ready once every initial listing is in the cache, leader or standby."""
+        """Ready once every initial listing is in the cache, leader or standby, unless a
+        leader stopped renewing (kube-scheduler adds the watchdog to /readyz as well)."""
         listed = {r.name: r.listed.is_set() for r in self.reflectors}
         ok = self._initial_applied.is_set()
-        return ok, {"listed": listed, "applied": ok, "leading": self._leading.is_set()}
+        lease_ok, lease = self._lease_check()
+        return ok and lease_ok, {"listed": listed, "applied": ok,
+                                 "leading": self._leading.is_set(), "leaderElection": lease}
+
+    def _lease_check(self) -> tuple[bool, dict[str, object]]:
+        return self.elector.check() if self.elector is not None else (True, {})

@@ -77,7 +77,8 @@ def test_healthz_fails_for_a_stuck_loop_and_for_a_leader_that_stopped_renewing(
     api: FakeApi, tmp_path: Path
 ) -> None:
     """What /healthz answers (the app's live check): the threads all alive, yet a loop stuck
-    in a turn, or a leader whose elector stopped renewing, fails it."""
+    in a turn, or a leader whose elector stopped renewing, fails it; the latter fails /readyz
+    too (kube-scheduler's server.go adds its leader-election WatchDog to both)."""
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(json.dumps({
         "apiVersion": "v1", "kind": "Config", "current-context": "fake",
@@ -107,8 +108,9 @@ def test_healthz_fails_for_a_stuck_loop_and_for_a_leader_that_stopped_renewing(
     app.elector._leading = True  # it acquired the lease, then its thread hung
     app.elector._observed_at = time.monotonic() - app.elector.config.lease_duration - 21
     app.scheduler.loop_turned_at = app.scheduler.clock()
+    stalled = {"reason": "failed election to renew leadership on lease secondary-scheduler"}
     ok, detail = app.live()
-    assert not ok
-    assert detail["leaderElection"] == {
-        "reason": "failed election to renew leadership on lease secondary-scheduler"}
+    assert not ok and detail["leaderElection"] == stalled
+    ok, detail = app.ready()  # kube-scheduler's /readyz runs the watchdog too
+    assert not ok and detail["leaderElection"] == stalled
     app.ports.close()
