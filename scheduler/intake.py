@@ -41,6 +41,7 @@ from scheduler.framework.events import (
     ClusterEvent,
     Resource,
 )
+from scheduler.metrics import Metrics
 from scheduler.model.errors import InvalidSpecError
 from scheduler.model.node import NodeSummary
 from scheduler.model.pod import FAILED, PodInfo
@@ -68,16 +69,27 @@ def _object_key(obj: Mapping[str, Any]) -> str:
 
 
 def _version(obj: Mapping[str, Any]) -> int | None:
-    return _parse_version(obj["metadata"].get("resourceVersion"))
+    return parse_version(obj["metadata"].get("resourceVersion"))
 
 
-def _parse_version(value: object) -> int | None:
+def parse_version(value: object) -> int | None:
     """resourceVersions are etcd revisions, comparable as integers; anything else (absent, or
     an opaque version from another storage) is not compared."""
     try:
         return int(str(value)) if value else None
     except ValueError:
         return None
+
+
+def report_unparsable(metrics: Metrics, kind: str, obj: object, error: Exception) -> None:
+    """An object a handler could not parse: logged with its kind, name and reason, counted in
+    ``secondary_scheduler_watch_objects_skipped_total``, and skipped by the caller, so one
+    bad object never stalls its kind's watch or listing."""
+    meta = _metadata(obj)
+    name = "/".join(str(part) for part in (meta.get("namespace"), meta.get("name")) if part)
+    log.error("Skipped an object that could not be parsed", kind=kind, name=name or None,
+              reason=f"{type(error).__name__}: {error}")
+    metrics.watch_object_skipped(kind)
 
 
 class Intake:
@@ -282,7 +294,7 @@ class Intake:
         try:
             summary = NodeSummary.from_object(obj)
         except InvalidSpecError as exc:
-            log.error("Node has an invalid spec; ignored", node=name, reason=str(exc))
+            report_unparsable(self.s.metrics, "nodes", obj, exc)
             return
         old = self._nodes.get(name)
         self._nodes[name] = summary
@@ -303,7 +315,7 @@ class Intake:
     # listed object not newer than it is dropped, so a stale listing never overwrites a newer
     # object nor brings back one deleted since. One lock makes check-and-apply atomic.
     def on_namespace(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
-        self._apply_if_newer(NAMESPACES, event_type, obj)
+        self._low_volume_event(NAMESPACES, event_type, obj)
 
     def _namespace(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         name = obj["metadata"]["name"]
@@ -318,7 +330,7 @@ class Intake:
         self.s.cache.upsert_namespace(ns)
 
     def on_priority_class(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
-        self._apply_if_newer(PRIORITY_CLASSES, event_type, obj)
+        self._low_volume_event(PRIORITY_CLASSES, event_type, obj)
 
     def _priority_class(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         name = obj["metadata"]["name"]
@@ -332,7 +344,7 @@ class Intake:
         )
 
     def on_pdb(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
-        self._apply_if_newer(PDBS, event_type, obj)
+        self._low_volume_event(PDBS, event_type, obj)
 
     def _pdb(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         key = _object_key(obj)
@@ -342,6 +354,9 @@ class Intake:
             pdb = dict(obj)
             self.s.inbox.put(lambda: self.s.cache.upsert_pdb(pdb))
         self.s.queue.move_all_to_active_or_backoff(PDB_CHANGE, None, obj)
+
+    def _low_volume_event(self, kind: str, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        self._apply_or_skip(kind, obj, lambda o: self._apply_if_newer(kind, event_type, o))
 
     def _apply_if_newer(self, kind: str, event_type: str | None, obj: Mapping[str, Any]) -> bool:
         """Apply one event (``None``: a listed object) unless a version at least as new was
@@ -375,9 +390,10 @@ class Intake:
         """
         listed_keys: set[str] = set()
         for obj in listed:
-            listed_keys.add(_object_key(obj))
-            self._apply_if_newer(kind, None, obj)
-        covered = _parse_version(list_version)
+            meta = _metadata(obj)
+            listed_keys.add(f"{meta.get('namespace', '')}/{meta.get('name')}")
+            self._apply_or_skip(kind, obj, lambda o: self._apply_if_newer(kind, None, o))
+        covered = parse_version(list_version)
         with self._low_volume_lock:
             known, gone = self._known[kind], self._gone[kind]
             proven = sorted(
@@ -401,7 +417,9 @@ class Intake:
         """
         uids: set[str] = set()
         for obj in listed:
-            uids.add(self._apply_pod(None, obj))
+            # Listed even if it cannot be applied: the version we hold, if any, stays.
+            uids.add(str(_metadata(obj).get("uid")))
+            self._apply_or_skip("pods", obj, lambda o: self._apply_pod(None, o))
         gone = [uid for uid in self._pods if uid not in uids]
         for uid in gone:
             old = self._pods[uid]
@@ -431,18 +449,28 @@ class Intake:
     def resync_volume_objects(self, kind: str, listed: Iterable[Mapping[str, Any]]) -> None:
         keys = set()
         for obj in listed:
-            self.on_volume_object(kind, None, obj)
-            keys.add(key_of(obj))
+            keys.add(key_of({"metadata": _metadata(obj)}))
+            self._apply_or_skip(kind, obj, lambda o: self.on_volume_object(kind, None, o))
         for key in [k for k in self.s.volume_objects[kind] if k not in keys]:
             namespace, _, name = key.rpartition("/")
             meta = {"name": name, **({"namespace": namespace} if namespace else {})}
             self.on_volume_object(kind, DELETED, {"metadata": meta})
 
+    def _apply_or_skip(
+        self, kind: str, obj: Mapping[str, Any], apply: Callable[[Mapping[str, Any]], object]
+    ) -> None:
+        """Apply one watched or listed object; one its handler fails on is reported and
+        skipped, so the rest still lands (else a listing, retried, would fail forever)."""
+        try:
+            apply(obj)
+        except Exception as exc:  # a parse failure of any kind skips only this object
+            report_unparsable(self.s.metrics, kind, obj, exc)
+
     def resync_nodes(self, listed: Iterable[Mapping[str, Any]]) -> list[str]:
         names: set[str] = set()
         for obj in listed:
-            self.on_node(None, obj)
-            names.add(obj["metadata"]["name"])
+            names.add(str(_metadata(obj).get("name")))
+            self._apply_or_skip("nodes", obj, lambda o: self.on_node(None, o))
         gone = [name for name in self._nodes if name not in names]
         for name in gone:
             self.on_node(DELETED, {"metadata": {"name": name}})
@@ -455,6 +483,12 @@ _ASSIGNED_POD_LABEL_UPDATE = ClusterEvent(
 _ASSIGNED_POD_SCALE_DOWN = ClusterEvent(
     Resource.ASSIGNED_POD, Action.UPDATE_POD_SCALE_DOWN, "AssignedPodUpdate"
 )
+
+
+def _metadata(obj: object) -> Mapping[str, Any]:
+    """An object's metadata, empty when it has none worth the name (a malformed object)."""
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    return meta if isinstance(meta, Mapping) else {}
 
 
 def _gated(info: PodInfo) -> bool:

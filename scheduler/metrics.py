@@ -400,6 +400,10 @@ class Metrics:
         self.bindings = CounterVec(
             "secondary_scheduler_bindings", "Binding requests by outcome (Bound, Gone, "
             "Conflict, Failed).", ["outcome"], registry=reg)
+        self.watch_objects_skipped = CounterVec(
+            "secondary_scheduler_watch_objects_skipped", "Objects a watch or listing "
+            "delivered that the scheduler could not parse, by kind: logged and skipped.",
+            ["kind"], registry=reg)
         self.rescheduler_evictions = CounterVec(
             "secondary_scheduler_rescheduler_evictions", "Pods the rescheduler moved, by "
             "objective and result (evicted, dry_run, blocked_by_pdb, gone, failed).",
@@ -457,6 +461,9 @@ class Metrics:
         only registers the lease's series once an elector runs).
         """
         self.leader_status.labels(lease).set(1 if leading else 0)
+
+    def watch_object_skipped(self, kind: str) -> None:
+        self.watch_objects_skipped.labels(kind).inc()
 
     def rest_request(self, method: str, host: str, code: str, seconds: float) -> None:
         self.rest_requests.labels(code, method, host).inc()

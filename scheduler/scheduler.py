@@ -255,6 +255,9 @@ class Scheduler:
         self._stop = threading.Event()
         self._scheduling = threading.Event()
         self._thread: threading.Thread | None = None
+        # When the loop last came round (it does at least every pop timeout when idle): the
+        # liveness check's measure of progress.
+        self.loop_turned_at = clock()
 
     def _build_framework(
         self, profile: ProfileConfig, registry: Registry
@@ -353,6 +356,7 @@ class Scheduler:
 
     def run_until_stopped(self) -> None:
         while not self._stop.is_set():
+            self.loop_turned_at = self.clock()
             if not self._scheduling.is_set():
                 self.bindings.release(now=True)
                 # A standby keeps its cache warm: watch deltas applied, nothing popped.

@@ -148,6 +148,9 @@ _LEADER_FIELDS = ("leaderElect", "leaseDuration", "renewDeadline", "retryPeriod"
                   "resourceLock", "resourceName", "resourceNamespace")
 
 
+_MAX_LEASE_SECONDS = 2**31 - 1
+
+
 def parse_leader_election(top: Section) -> LeaderElection:
     section = top.section("leaderElection", _LEADER_FIELDS)
     default = LeaderElection()
@@ -167,6 +170,12 @@ def parse_leader_election(top: Section) -> LeaderElection:
         ("leaseDuration", default.lease_duration), ("renewDeadline", default.renew_deadline),
         ("retryPeriod", default.retry_period))}
     lease, renew, retry = durations.values()
+    if lease > _MAX_LEASE_SECONDS:
+        # The Lease stores it in whole seconds as an int32: a longer one cannot be written,
+        # and the elector would fail at its first step instead of here.
+        section.problems.add(section.at("leaseDuration"),
+                             f"must be at most {_MAX_LEASE_SECONDS}s (the Lease's "
+                             "leaseDurationSeconds is an int32)")
     # client-go's NewLeaderElector checks (made even when leaderElect is off, since the flag
     # may turn it on), so a replica gives up renewing before the others may take over; only
     # between durations that were read, not a wrong one's default.

@@ -120,14 +120,30 @@ class ApiPorts:
         }
         response = self.api.request("POST", _pod_path(pod, "binding"), body=body)
         if response.ok:
-            with self._lock:
-                self._bound[pod.uid] = True
-            return BindResult(BindOutcome.BOUND)
+            return self._bound_now(pod)
         if response.status == 404:
             return BindResult(BindOutcome.GONE, response.message())
         if response.status == 409:
+            if response.attempts > 1 and self._bound_to(pod, node):
+                # An earlier attempt bound it and its answer was lost: the pod is where this
+                # cycle chose, so it is scheduled (Event, metrics), not a conflict.
+                log.info("Binding retried after a lost answer found the pod bound to the "
+                         "chosen node", pod=pod.key, node=node, attempts=response.attempts)
+                return self._bound_now(pod)
             return BindResult(BindOutcome.CONFLICT, response.message())
         return BindResult(BindOutcome.FAILED, f"{response.status}: {response.message()}")
+
+    def _bound_now(self, pod: PodInfo) -> BindResult:
+        with self._lock:
+            self._bound[pod.uid] = True
+        return BindResult(BindOutcome.BOUND)
+
+    def _bound_to(self, pod: PodInfo, node: str) -> bool:
+        """Whether this very pod (same uid) is now bound to ``node``."""
+        response = self.api.get(_pod_path(pod))
+        current = response.body if response.ok and isinstance(response.body, Mapping) else {}
+        return ((current.get("metadata") or {}).get("uid") == pod.uid
+                and (current.get("spec") or {}).get("nodeName") == node)
 
     # -- Reporter -------------------------------------------------------------------------
     def scheduled(self, pod: PodInfo, node: str) -> None:

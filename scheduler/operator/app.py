@@ -30,6 +30,7 @@ from scheduler.operator.extender import HTTPExtender
 from scheduler.operator.health import HealthServer
 from scheduler.operator.kubeapi import KubeApi, api_client_from
 from scheduler.operator.leader import ApiLeaseStore, LeaderElector, new_identity
+from scheduler.operator.liveness import loop_progress
 from scheduler.operator.reflector import Reflector
 from scheduler.operator.serving.options import ServingOptions, secure_server
 from scheduler.rescheduling.rescheduler import Rescheduler
@@ -287,16 +288,28 @@ class SchedulerApp:
             self.scheduler.allow_scheduling()
 
     def live(self) -> tuple[bool, dict[str, object]]:
+        """``/healthz``: the threads alive, the loop coming round (liveness.loop_progress),
+        and a leader renewing its lease (LeaderElector.check)."""
         if not self._initial_applied.is_set():
             # Still syncing (a listing that fails is retried and logged): restarting the
             # process would not help it.
             return not self._stop.is_set(), {"syncing": True}
         watches = {r.name: r.alive() for r in self.reflectors}
         thread = self.scheduler.is_running()
-        return thread and all(watches.values()), {"scheduling": thread, "watches": watches}
+        loop_ok, loop = loop_progress(self.scheduler)
+        lease_ok, lease = self._lease_check()
+        return thread and all(watches.values()) and loop_ok and lease_ok, {
+            "scheduling": thread, "watches": watches, "schedulingLoop": loop,
+            "leaderElection": lease}
 
     def ready(self) -> tuple[bool, dict[str, object]]:
-        """Ready once every initial listing is in the cache, leader or standby."""
+        """Ready once every initial listing is in the cache, leader or standby, unless a
+        leader stopped renewing (kube-scheduler adds the watchdog to /readyz as well)."""
         listed = {r.name: r.listed.is_set() for r in self.reflectors}
         ok = self._initial_applied.is_set()
-        return ok, {"listed": listed, "applied": ok, "leading": self._leading.is_set()}
+        lease_ok, lease = self._lease_check()
+        return ok and lease_ok, {"listed": listed, "applied": ok,
+                                 "leading": self._leading.is_set(), "leaderElection": lease}
+
+    def _lease_check(self) -> tuple[bool, dict[str, object]]:
+        return self.elector.check() if self.elector is not None else (True, {})

@@ -48,6 +48,9 @@ class Response:
     status: int
     body: Any
     headers: Mapping[str, str]
+    # How many times the request was sent: an answer to a retry may describe what an earlier
+    # attempt, whose answer was lost, already did (a bind answered 409, say).
+    attempts: int = 1
 
     @property
     def ok(self) -> bool:
@@ -162,14 +165,17 @@ class KubeApi:
         limited: bool = True,
     ) -> Response:
         """One request with transient failures retried; the final answer is returned as is."""
+        sent = 0
 
         def attempt() -> Response:
+            nonlocal sent
             if limited:
                 waited = time.perf_counter()
                 self.bucket.acquire()
                 self.metrics.rate_limited(method, self.host, time.perf_counter() - waited)
             if method != "GET" and not self.writable():
                 return Response(FENCED_STATUS, {"message": FENCED}, {})
+            sent += 1
             try:
                 raw = self._call(method, path, body, query, content_type, timeout)
             except (urllib3.exceptions.HTTPError, OSError, k8s.ApiException) as exc:
@@ -179,7 +185,7 @@ class KubeApi:
                 parsed = json.loads(data) if data else None
             except ValueError:
                 parsed = data.decode(errors="replace")
-            response = Response(raw.status, parsed, dict(raw.headers or {}))
+            response = Response(raw.status, parsed, dict(raw.headers or {}), sent)
             if raw.status == 429 and not _is_pdb_refusal(response):
                 raise TransientError(response.message(), _retry_after(response))
             if raw.status >= 500 and not _is_multiple_pdbs(response):
@@ -189,7 +195,7 @@ class KubeApi:
         try:
             return self._retrying(attempt)
         except TransientError as exc:
-            return Response(503, {"message": str(exc)}, {})
+            return Response(503, {"message": str(exc)}, {}, sent)
 
     def _call(
         self,

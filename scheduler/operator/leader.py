@@ -24,6 +24,13 @@ kube-scheduler does ("leaderelection lost").
 On a graceful stop the leader first closes the gate, lets its bindings end, then releases
 the lease (holder cleared, duration 1 s, as client-go's ReleaseOnCancel), so a standby takes
 over on its next retry instead of after a full lease duration.
+
+The elector never ends silently. An error it has no rule for (anything but a failed Lease
+request, which it retries) ends it as losing the lease does: logged, writes fenced, and the
+app exits, as kube-scheduler exits when its elector's Run returns. And a thread that hangs
+is caught by :meth:`LeaderElector.check`, client-go's leader-election watchdog
+(``HealthzAdaptor``): ``/healthz`` fails once a leader has not renewed for its lease
+duration plus :data:`WATCHDOG_SECONDS`.
 """
 
 from __future__ import annotations
@@ -46,6 +53,9 @@ from scheduler.operator.kubeapi import KubeApi
 log = structlog.get_logger("scheduler.leader")
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+# How long past its lease a leader's renewal may be late before /healthz fails: the timeout
+# kube-scheduler gives its watchdog (leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)).
+WATCHDOG_SECONDS = 20.0
 
 
 @dataclass(frozen=True)
@@ -246,14 +256,28 @@ class LeaderElector:
         self._observed_at = now
 
     def _lose(self) -> None:
+        self._end("Leader election lost: no renewal within renewDeadline; writes stopped")
+
+    def _end(self, message: str, *, failed: bool = False) -> None:
+        """Stop for good: the gate closed first, then the app told (it exits)."""
         with self._lock:
             self._valid_until = 0.0
         self._leading = False
         self._ended = True
-        log.error("Leader election lost: no renewal within renewDeadline; writes stopped",
-                  lease=self._lease_name(), identity=self.identity)
+        (log.exception if failed else log.error)(message, lease=self._lease_name(),
+                                                  identity=self.identity)
         self._on_status(False)
         self._on_lost()
+
+    def check(self) -> tuple[bool, dict[str, object]]:
+        """The watchdog (client-go's ``LeaderElector.Check``): fails only for a leader whose
+        last renewal is older than its lease duration plus :data:`WATCHDOG_SECONDS`, that is
+        an elector stuck while the process still acts as leader."""
+        overdue = self._clock() - self._observed_at - self.config.lease_duration
+        if self._leading and overdue > WATCHDOG_SECONDS:
+            return False, {"reason": "failed election to renew leadership on lease "
+                                     f"{self.config.resource_name}"}
+        return True, {"leading": self._leading}
 
     def _lease_name(self) -> str:
         return f"{self.config.resource_namespace}/{self.config.resource_name}"
@@ -266,7 +290,13 @@ class LeaderElector:
 
     def _run(self) -> None:
         while not self._stop.is_set() and not self._ended:
-            delay = self.step()
+            try:
+                delay = self.step()
+            except Exception:
+                # No rule for it: end as losing the lease does, so a standby that can no
+                # longer take over, or a leader that can no longer renew, is restarted.
+                self._end("Leader election failed; writes stopped", failed=True)
+                return
             self._stop.wait(delay)
 
     def fence(self) -> None:

@@ -11,6 +11,13 @@ would take ~30 s to list. Pods and nodes therefore come through this reflector (
 After a relist (start, 410 Gone, a dropped connection that cannot resume) the listing is
 reconciled against what we knew: objects deleted while the watch was down leave the cache,
 which kopf's own relist does not do.
+
+As client-go's reflector, a watch that breaks mid-stream resumes from the last
+resourceVersion it delivered. Beyond client-go, an event not newer than that (a server
+replaying older versions) is dropped rather than applied twice. An object the handler
+fails on is logged with its kind, name and the reason, counted
+(``secondary_scheduler_watch_objects_skipped_total``) and skipped: the watch goes on past
+it instead of replaying it forever.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from typing import Any
 
 import structlog
 
+from scheduler.intake import parse_version, report_unparsable
 from scheduler.operator.kubeapi import KubeApi
 
 log = structlog.get_logger("scheduler.reflector")
@@ -50,9 +58,14 @@ class Reflector:
         self.on_listed = on_listed
         self.page_size = page_size
         self.watch_timeout = watch_timeout
+        # What the metric and the log call the objects: the path's resource.
+        self.kind = path.rstrip("/").rsplit("/", 1)[-1]
         self.listed = threading.Event()
         self.relists = 0
         self.events = 0
+        # The newest resourceVersion delivered (listing, event or bookmark): where a watch
+        # resumes; None until listed, and after a 410 (relist).
+        self.resource_version: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -68,13 +81,12 @@ class Reflector:
         return self._thread is not None and self._thread.is_alive()
 
     def run(self) -> None:
-        resource_version: str | None = None
         backoff = 0.5
         while not self._stop.is_set():
             try:
-                if resource_version is None:
-                    resource_version = self._list()
-                resource_version = self._watch(resource_version)
+                if self.resource_version is None:
+                    self.resource_version = self._list()
+                self._watch(self.resource_version)
                 backoff = 0.5
             except Exception:
                 log.exception("Watch failed; retrying", resource=self.name, backoff=backoff)
@@ -90,26 +102,42 @@ class Reflector:
         log.info("Listed", resource=self.name, count=len(items), relists=self.relists)
         return resource_version
 
-    def _watch(self, resource_version: str) -> str | None:
-        """Follow the watch; returns the version to resume from, or None to relist."""
+    def _watch(self, resource_version: str) -> None:
+        """Follow the watch from ``resource_version``, keeping :attr:`resource_version` at the
+        newest version delivered (None when the server says to relist)."""
         for event in self.api.watch(self.path, resource_version, self.watch_timeout,
                                     field_selector=self.field_selector):
             if self._stop.is_set():
-                return resource_version
+                return
             kind = event.get("type")
             obj = event.get("object") or {}
             if kind == "ERROR":
                 code = obj.get("code")
                 log.info("Watch ended with an error; relisting", resource=self.name, code=code,
                          reason=obj.get("message"))
-                return None
-            resource_version = str((obj.get("metadata") or {}).get("resourceVersion")
-                                   or resource_version)
+                self.resource_version = None
+                return
+            version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+            if version and not _newer(version, self.resource_version):
+                continue
+            self.resource_version = version or self.resource_version
             if kind == "BOOKMARK":
                 continue
             self.events += 1
+            self._deliver(kind, obj)
+
+    def _deliver(self, kind: str | None, obj: dict[str, Any]) -> None:
+        try:
             self.on_event(kind, obj)
-        return resource_version
+        except Exception as exc:  # a parse failure of any kind skips only this object
+            report_unparsable(self.api.metrics, self.kind, obj, exc)
+
+
+def _newer(version: str, than: str | None) -> bool:
+    """Whether ``version`` comes after ``than``; versions that are not etcd revisions (another
+    storage's opaque ones) are not compared."""
+    new, last = parse_version(version), parse_version(than)
+    return new is None or last is None or new > last
 
 
 class ListError(RuntimeError):

@@ -26,6 +26,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     # For watches: newline-delimited events streamed before the connection closes.
     lines: list[dict[str, Any]] | None = None
+    # The connection breaks after the payload, short of the length announced (mid-stream).
+    cut: bool = False
 
 
 @dataclass
@@ -67,9 +69,21 @@ class FakeApi:
                 self.send_header("Content-Type", "application/json")
                 for key, value in reply.headers.items():
                     self.send_header(key, value)
+                if reply.cut:
+                    self._send_cut(payload)
+                    return
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
+
+            def _send_cut(self, payload: bytes) -> None:
+                """Chunked, as a watch is sent, then closed without the last chunk."""
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for line in payload.splitlines(keepends=True):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+                self.wfile.flush()
+                self.close_connection = True
 
             do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _handle  # noqa: N815
 

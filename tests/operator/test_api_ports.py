@@ -6,11 +6,15 @@ import threading
 
 import pytest
 
+from scheduler.config import default_config
 from scheduler.framework.ports import BindOutcome, EvictionOutcome
+from scheduler.intake import Intake
 from scheduler.model.pod import PodInfo
 from scheduler.operator.api_ports import ApiPorts
 from scheduler.operator.kubeapi import TokenBucket
-from scheduler.testing import pod_info
+from scheduler.plugins.registry import default_registry
+from scheduler.scheduler import Scheduler
+from scheduler.testing import ManualClock, node, pod, pod_info, run_cycles
 from tests.operator.fake_api import FakeApi, Reply
 
 POD = "/api/v1/namespaces/default/pods/web"
@@ -402,3 +406,79 @@ def test_an_expected_node_is_written_and_a_later_identical_failure_clears_it(
     ports.close()
     patches = [p.body["status"] for p in api.calls("PATCH", f"{POD}/status")]
     assert [p.get("nominatedNodeName", "-") for p in patches] == [None, "n1", None]
+
+
+def bound_pod(node: str, uid: str) -> Reply:
+    return Reply(200, {"metadata": {"name": "web", "namespace": "default", "uid": uid},
+                       "spec": {"nodeName": node}})
+
+
+ALREADY_BOUND = status(409, 'Operation cannot be fulfilled on pods/binding "web": pod web is '
+                            'already assigned to node "n1"')
+
+
+@pytest.mark.parametrize(
+    ("binding", "current", "outcome"),
+    [
+        pytest.param([Reply(503, status(503), NO_WAIT), Reply(409, ALREADY_BOUND)],
+                     bound_pod("n1", web().uid), BindOutcome.BOUND,
+                     id="retried, answered 409, bound to our node: scheduled"),
+        pytest.param([Reply(503, status(503), NO_WAIT), Reply(409, ALREADY_BOUND)],
+                     bound_pod("n2", web().uid), BindOutcome.CONFLICT,
+                     id="retried, answered 409, bound elsewhere: a conflict"),
+        pytest.param([Reply(503, status(503), NO_WAIT), Reply(409, ALREADY_BOUND)],
+                     bound_pod("n1", "another-uid"), BindOutcome.CONFLICT,
+                     id="retried, answered 409, a pod of the same name recreated: a conflict"),
+        pytest.param([Reply(409, ALREADY_BOUND)], bound_pod("n1", web().uid),
+                     BindOutcome.CONFLICT,
+                     id="409 at the first attempt: someone else bound it, not us"),
+    ],
+)
+def test_a_retried_bind_answered_409_counts_as_bound_only_where_we_chose(
+    api: FakeApi, binding: list[Reply], current: Reply, outcome: BindOutcome
+) -> None:
+    """The answer to the first POST is lost (503 here), the retry finds the binding done."""
+    api.on("POST", f"{POD}/binding", *binding)
+    api.on("GET", POD, current)
+    ports = ApiPorts(api.kube_api())
+    assert ports.bind(web(), "n1").outcome is outcome
+    ports.close()
+
+
+def test_a_bind_found_done_on_retry_drops_a_late_failure_report(api: FakeApi) -> None:
+    """Counted as bound, it is remembered as bound like any other binding: a failure report
+    of an earlier attempt reaching its lane afterwards writes nothing."""
+    api.on("POST", f"{POD}/binding", Reply(503, status(503), NO_WAIT), Reply(409, ALREADY_BOUND))
+    api.on("GET", POD, bound_pod("n1", web().uid))
+    ports = ApiPorts(api.kube_api())
+    assert ports.bind(web(), "n1").outcome is BindOutcome.BOUND
+    ports.failed(web(), "Unschedulable", "0/1 nodes are available", None)
+    ports.close()
+    assert not api.calls("PATCH", f"{POD}/status")
+
+
+def test_a_bind_found_done_on_retry_is_a_scheduled_pod_event_and_metrics(api: FakeApi) -> None:
+    """Through the whole binding cycle: DefaultBinder succeeds, so the pod gets its
+    Scheduled Event and is counted scheduled, as if the first answer had arrived."""
+    events = "/apis/events.k8s.io/v1/namespaces/default/events"
+    api.on("POST", f"{POD}/binding", Reply(503, status(503), NO_WAIT), Reply(409, ALREADY_BOUND))
+    api.on("GET", POD, bound_pod("n1", web().uid))
+    api.on("POST", events, Reply(201, {}))
+    registry = default_registry()
+    ports = ApiPorts(api.kube_api())
+    clock = ManualClock()
+    s = Scheduler(default_config(registry), registry, binder=ports, reporter=ports,
+                  clock=clock, sleep=clock.advance)
+    s.submit_binding = lambda fn, *args: fn(*args)  # type: ignore[method-assign]
+    intake = Intake(s)
+    intake.on_node(None, node("n1"))
+    intake.on_pod(None, pod("web", cpu="1"))
+    s.refresh()
+    run_cycles(s)
+    s.stop(timeout=5)
+    ports.close()
+    assert [e.body["reason"] for e in api.calls("POST", events)] == ["Scheduled"]
+    sample = s.metrics.registry.get_sample_value
+    assert sample("scheduler_schedule_attempts_total",
+                  {"result": "scheduled", "profile": "secondary-scheduler"}) == 1
+    assert sample("secondary_scheduler_bindings_total", {"outcome": "Bound"}) == 1

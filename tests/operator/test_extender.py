@@ -23,6 +23,8 @@ Answer = Callable[[str, Any], tuple[int, Any]]
 class Server:
     def __init__(self, answer: Answer) -> None:
         self.requests: list[tuple[str, Any]] = []
+        # Reply without Content-Length, in one chunk (HTTP/1.1 chunked encoding).
+        self.chunked = False
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -32,6 +34,11 @@ class Server:
                 code, reply = answer(self.path, body)
                 data = json.dumps(reply).encode()
                 self.send_response(code)
+                if server.chunked:
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data))
+                    return
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -262,3 +269,147 @@ def test_a_slow_extender_times_out_with_gos_words(serve: Any) -> None:
             pod_info("p"), ["a"], s.snapshot)
     assert str(excinfo.value) == (f'Post "{server.url}/filter": context deadline exceeded '
                                   "(Client.Timeout exceeded while awaiting headers)")
+
+
+class DripServer:
+    """Answers one request with a valid filter reply, a byte at a time with a pause between
+    them: each socket read is quick, the whole reply is not."""
+
+    def __init__(self, *, header_drip: bool, pause: float = 0.02) -> None:
+        body = json.dumps({"NodeNames": ["a"]}).encode()
+        head = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nX-Padding: %s\r\n\r\n" % (
+            len(body), b"x" * 100)
+        self.sent = 0
+        # Byte by byte: the headers, or the body (padded with JSON whitespace).
+        self.pieces = ([bytes([b]) for b in head] + [body] if header_drip
+                       else [head] + [bytes([b]) for b in body + b" " * 200])
+        self._pause = pause
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        with self._listener:
+            conn, _ = self._listener.accept()
+            with conn:
+                conn.recv(65536)
+                for piece in self.pieces:
+                    if self._stop.wait(self._pause):
+                        return
+                    try:
+                        conn.sendall(piece)
+                    except OSError:
+                        return  # the client hung up
+                    self.sent += 1
+
+    def close(self) -> None:
+        self._stop.set()
+
+
+@pytest.mark.parametrize(
+    ("header_drip", "reason"),
+    [
+        pytest.param(True, "context deadline exceeded (Client.Timeout exceeded while awaiting "
+                           "headers)", id="headers a byte at a time"),
+        pytest.param(False, "context deadline exceeded (Client.Timeout or context "
+                            "cancellation while reading body)", id="body a byte at a time"),
+    ],
+)
+def test_http_timeout_bounds_the_whole_call_not_each_read(header_drip: bool,
+                                                          reason: str) -> None:
+    """Go's http.Client.Timeout, which upstream's extender client sets to httpTimeout: a
+    server that keeps each read quick but the reply slow fails at the deadline. Every read
+    here takes 20 ms, under the 100 ms timeout; the whole reply would take seconds."""
+    server = DripServer(header_drip=header_drip)
+    s, _ = scheduler_of(nodes=NODES)
+    try:
+        with pytest.raises(ExtenderError) as excinfo:
+            extender(server.url, filter_verb="filter", node_cache_capable=True,
+                     http_timeout=0.1).filter(pod_info("p"), ["a"], s.snapshot)
+    finally:
+        server.close()
+    assert str(excinfo.value) == f'Post "{server.url}/filter": {reason}'
+    assert server.sent < len(server.pieces)
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["Content-Length", "chunked"])
+def test_a_reply_beyond_the_limit_is_refused(
+    serve: Any, monkeypatch: pytest.MonkeyPatch, declared: bool
+) -> None:
+    import scheduler.operator.extender as http_extender
+
+    monkeypatch.setattr(http_extender, "REPLY_LIMIT_BYTES", 1000)
+    server = serve(lambda path, body: (200, {"NodeNames": ["a"], "Error": "x" * 5000}))
+    if not declared:
+        server.chunked = True
+    s, _ = scheduler_of(nodes=NODES)
+    with pytest.raises(ExtenderError, match=r"reply larger than [0-9]+ bytes, refused"):
+        extender(server.url, filter_verb="filter", node_cache_capable=True).filter(
+            pod_info("p"), ["a"], s.snapshot)
+
+
+WRONG_SHAPES = [
+    pytest.param("filter", [], "json: cannot unmarshal array into Go value of type "
+                 "v1.ExtenderFilterResult", id="filter: an array"),
+    pytest.param("filter", {"NodeNames": "a"}, "json: cannot unmarshal string into Go value "
+                 "of type ExtenderFilterResult.NodeNames", id="filter: NodeNames a string"),
+    pytest.param("filter", {"FailedNodes": ["a"]}, "json: cannot unmarshal array into Go "
+                 "value of type ExtenderFilterResult.FailedNodes", id="filter: FailedNodes"),
+    pytest.param("filter", {"Nodes": {"Items": [5]}}, "json: cannot unmarshal number 5 into "
+                 "Go value of type v1.Node", id="filter: a node a number"),
+    pytest.param("prioritize", {"a": 1}, "json: cannot unmarshal object into Go value of "
+                 "type v1.HostPriorityList", id="prioritize: an object"),
+    pytest.param("prioritize", [{"Host": "a", "Score": "high"}], "json: cannot unmarshal "
+                 "string into Go value of type HostPriority.Score", id="prioritize: Score"),
+    pytest.param("prioritize", [{"Host": "a", "Score": 1.5}], "json: cannot unmarshal "
+                 "number 1.5 into Go value of type HostPriority.Score",
+                 id="prioritize: a fractional Score"),
+    pytest.param("preempt", {"NodeNameToMetaVictims": ["a"]}, "json: cannot unmarshal array "
+                 "into Go value of type ExtenderPreemptionResult.NodeNameToMetaVictims",
+                 id="preempt: victims an array"),
+    pytest.param("bind", "done", "json: cannot unmarshal string into Go value of type "
+                 "v1.ExtenderBindingResult", id="bind: a string"),
+]
+
+
+@pytest.mark.parametrize(("verb", "reply", "message"), WRONG_SHAPES)
+def test_valid_json_of_the_wrong_shape_is_an_extender_error(
+    serve: Any, verb: str, reply: Any, message: str
+) -> None:
+    server = serve(lambda path, body: (200, reply))
+    s, _ = scheduler_of(nodes=NODES)
+    ext = extender(server.url, filter_verb="filter", prioritize_verb="prioritize", weight=1,
+                   preempt_verb="preempt", bind_verb="bind")
+    calls = {
+        "filter": lambda: ext.filter(pod_info("p"), ["a"], s.snapshot),
+        "prioritize": lambda: ext.prioritize(pod_info("p"), ["a"], s.snapshot),
+        "preempt": lambda: ext.process_preemption(pod_info("p"), {}, s.snapshot),
+        "bind": lambda: ext.bind(pod_info("p"), "a"),
+    }
+    with pytest.raises(ExtenderError) as excinfo:
+        calls[verb]()
+    assert str(excinfo.value) == message
+
+
+def test_an_ignorable_extender_answering_the_wrong_shape_is_skipped(serve: Any) -> None:
+    """Upstream's findNodesThatPassExtenders: an ignorable extender's error skips it."""
+    from scheduler.testing import schedule
+
+    server = serve(lambda path, body: (200, ["not", "a", "filter", "result"]))
+    ignorable = extender(server.url, filter_verb="filter", ignorable=True)
+    assert schedule(None, [node("a")], [pod("p", cpu="1")], extenders=[ignorable]) == {"p": "a"}
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://ext/scheduler", "ext:8888",
+                                 "127.0.0.1:8888/scheduler"])
+def test_only_http_and_https_urls_are_accepted_at_load(url: str) -> None:
+    from scheduler.config import parse_config
+    from scheduler.framework.registry import ConfigError
+    from scheduler.plugins.registry import default_registry
+
+    with pytest.raises(ConfigError) as excinfo:
+        parse_config({"extenders": [{"urlPrefix": url, "filterVerb": "filter"}]},
+                     default_registry())
+    assert str(excinfo.value) == (f"extenders[0].urlPrefix: Invalid value: {url!r}: must be "
+                                  "an http:// or https:// URL")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 
 import pytest
 
-from scheduler.config import LeaderElection
-from scheduler.operator.leader import LeaderElector, LeaseError, LeaseRecord
+from scheduler.config import LeaderElection, parse_config
+from scheduler.framework.registry import ConfigError
+from scheduler.operator.leader import WATCHDOG_SECONDS, LeaderElector, LeaseError, LeaseRecord
+from scheduler.plugins.registry import default_registry
 
 CONFIG = LeaderElection(lease_duration=15.0, renew_deadline=10.0, retry_period=2.0)
 
@@ -178,3 +181,68 @@ def test_a_standby_retries_after_the_retry_period_with_up_to_20_percent_jitter(
     b = LeaderElector(store, CONFIG, identity="b", clock=clock, jitter=lambda: jitter,
                       on_started=lambda: None, on_lost=lambda: None)
     assert b.step() == pytest.approx(CONFIG.retry_period * (1 + 0.2 * jitter))
+
+
+def test_the_watchdog_fails_a_leader_that_has_not_renewed_for_its_lease_plus_20s() -> None:
+    """client-go's HealthzAdaptor, with the 20 s timeout kube-scheduler gives it: only a
+    leader whose elector stopped renewing (stuck) fails /healthz."""
+    clock, store = Clock(), Store()
+    a, b = Replica(store, clock, "a"), Replica(store, clock, "b")
+    a.elector.step()
+    b.elector.step()
+    clock.t += CONFIG.lease_duration + WATCHDOG_SECONDS
+    assert a.elector.check()[0] and b.elector.check()[0]
+    clock.t += 0.1  # a's elector has not stepped since it acquired the lease
+    ok, detail = a.elector.check()
+    assert not ok
+    assert detail["reason"] == ("failed election to renew leadership on lease "
+                                f"{CONFIG.resource_name}")
+    assert b.elector.check()[0], "a standby never fails the watchdog"
+    a.elector.step()  # renews (the store is up): healthy again
+    assert a.elector.check()[0]
+
+
+class BrokenStore(Store):
+    def get(self) -> LeaseRecord | None:
+        raise ValueError("invalid literal for int() with base 10: 'x'")
+
+
+@pytest.mark.parametrize("leading", [True, False], ids=["leader", "standby"])
+def test_an_error_the_elector_has_no_rule_for_ends_it_as_a_lost_lease(leading: bool) -> None:
+    """Never a silent death: the app is told (it exits, as kube-scheduler does when its
+    elector's Run returns), writes are fenced, the metric says not leading."""
+    clock, store = Clock(), BrokenStore()
+    a = Replica(store, clock, "a")
+    if leading:
+        a.elector.store = Store()  # leads first, through a store that works
+        a.elector.step()
+        a.elector.store = store
+    ended = threading.Event()
+    a.elector._on_lost = lambda: (a.events.append("lost"), ended.set())
+    a.elector.start()
+    assert ended.wait(5), "the elector thread ended without a word"
+    assert a.events[-2:] == ["status=False", "lost"]
+    assert not a.elector.leading and not a.elector.may_write()
+
+
+INT32_LEASE = ("leaderElection.leaseDuration: must be at most 2147483647s (the Lease's "
+               "leaseDurationSeconds is an int32)")
+
+
+@pytest.mark.parametrize(("duration", "message"), [
+    # Longer than Go's time.Duration can hold: refused as a duration at all.
+    ("1" + "0" * 400 + "s", "leaderElection.leaseDuration: Invalid value: "),
+    ("99999999h", "leaderElection.leaseDuration: Invalid value: "),
+    # A valid duration the Lease's int32 cannot hold.
+    ("2147483648s", INT32_LEASE),
+    ("1000000h", INT32_LEASE),
+])
+def test_a_lease_duration_the_lease_cannot_hold_is_refused_at_load(
+    duration: str, message: str
+) -> None:
+    """leaseDurationSeconds is an int32: an infinite or longer duration is refused when the
+    configuration is loaded, not by an elector thread that overflows."""
+    with pytest.raises(ConfigError) as excinfo:
+        parse_config({"leaderElection": {"leaseDuration": duration,
+                                         "renewDeadline": "10s"}}, default_registry())
+    assert str(excinfo.value).startswith(message), str(excinfo.value)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
+
 from scheduler.config import default_config
 from scheduler.framework.ports import NullPorts
-from scheduler.intake import Intake
+from scheduler.intake import PRIORITY_CLASSES, Intake
 from scheduler.operator.reflector import Reflector
 from scheduler.plugins.registry import default_registry
 from scheduler.scheduler import Scheduler
@@ -124,3 +126,125 @@ def test_a_listing_is_paginated(api: FakeApi) -> None:
                           watch_timeout=1)
     run_until(reflector, done)
     assert listed[0] == ["n1", "n2"]
+
+
+def versioned(obj: dict[str, Any], rv: str) -> dict[str, Any]:
+    obj["metadata"]["resourceVersion"] = rv
+    return obj
+
+
+def test_a_watch_broken_mid_stream_resumes_from_the_last_version_and_drops_replays(
+    api: FakeApi,
+) -> None:
+    """client-go's reflector resumes from its lastSyncResourceVersion; an event the server
+    replays at or below it was applied already and is dropped."""
+    api.on("GET", "/api/v1/nodes", listing([], "11"))
+    api.on("WATCH", "/api/v1/nodes",
+           Reply(200, lines=[{"type": "ADDED", "object": versioned(node("n1"), "12")},
+                             {"type": "ADDED", "object": versioned(node("n2"), "13")}],
+                 cut=True),
+           Reply(200, lines=[{"type": "ADDED", "object": versioned(node("n2"), "13")},
+                             {"type": "ADDED", "object": versioned(node("n3"), "14")}]),
+           Reply(200, lines=[]))
+    delivered: list[str] = []
+    done = threading.Event()
+
+    def on_event(kind: str | None, obj: dict[str, Any]) -> None:
+        delivered.append(obj["metadata"]["resourceVersion"])
+        if obj["metadata"]["name"] == "n3":
+            done.set()
+
+    reflector = Reflector(api.kube_api(), "/api/v1/nodes", name="nodes", on_event=on_event,
+                          on_listed=lambda items: None, watch_timeout=1)
+    run_until(reflector, done)
+    watches = [r.query for r in api.requests if "watch=true" in r.query]
+    assert "resourceVersion=11" in watches[0]
+    assert "resourceVersion=13" in watches[1]
+    assert delivered == ["12", "13", "14"]
+    assert reflector.relists == 1
+
+
+def skipped(s: Scheduler, kind: str) -> float:
+    value = s.metrics.registry.get_sample_value(
+        "secondary_scheduler_watch_objects_skipped_total", {"kind": kind})
+    return value or 0.0
+
+
+def test_an_object_the_handler_cannot_parse_is_counted_and_skipped_and_the_watch_goes_on(
+    api: FakeApi,
+) -> None:
+    s, intake = new_scheduler()
+    broken = versioned(node("broken"), "12")
+    broken["metadata"]["labels"] = "not a map"
+    api.on("GET", "/api/v1/nodes", listing([], "11"))
+    api.on("WATCH", "/api/v1/nodes",
+           Reply(200, lines=[{"type": "ADDED", "object": broken},
+                             {"type": "ADDED", "object": versioned(node("n1"), "13")}]),
+           Reply(200, lines=[]))
+    applied = threading.Event()
+
+    def on_event(kind: str | None, obj: dict[str, Any]) -> None:
+        intake.on_node(kind, obj)
+        applied.set()
+
+    kube = api.kube_api()
+    kube.metrics = s.metrics  # one registry, as in the app
+    reflector = Reflector(kube, "/api/v1/nodes", name="nodes", on_event=on_event,
+                          on_listed=intake.resync_nodes, watch_timeout=1)
+    run_until(reflector, applied)
+    assert s.known_nodes == {"n1"}
+    assert skipped(s, "nodes") == 1
+    watches = [r.query for r in api.requests if "watch=true" in r.query]
+    assert all("resourceVersion=11" not in query for query in watches[1:])
+
+
+def test_a_listing_with_an_object_that_cannot_be_parsed_lands_without_it(api: FakeApi) -> None:
+    s, intake = new_scheduler()
+    broken = node("broken")
+    broken["spec"] = "not a map"
+    api.on("GET", "/api/v1/nodes", listing([broken, node("n1")], "11"))
+    api.on("WATCH", "/api/v1/nodes", Reply(200, lines=[]))
+    reflector = Reflector(api.kube_api(), "/api/v1/nodes", name="nodes",
+                          on_event=intake.on_node, on_listed=intake.resync_nodes,
+                          watch_timeout=1)
+    thread = threading.Thread(target=reflector.run, daemon=True)
+    thread.start()
+    assert reflector.listed.wait(5)
+    reflector.stop()
+    assert s.known_nodes == {"n1"}
+    assert skipped(s, "nodes") == 1
+
+
+def test_a_listed_pod_that_cannot_be_applied_keeps_the_version_held(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Skipped, not taken for deleted: the cache keeps the pod's last good version (its
+    resources stay accounted on its node)."""
+    s, intake = new_scheduler()
+    s.cache.upsert_node(node("n1"))
+    intake.resync_pods([pod("p", cpu="1", node_name="n1")])
+
+    def cannot_parse(event_type: str | None, obj: Any) -> str:
+        raise ValueError("cannot parse")
+
+    monkeypatch.setattr(intake, "_apply_pod", cannot_parse)
+    assert intake.resync_pods([pod("p", cpu="1", node_name="n1")]) == []
+    s.refresh()
+    assert s.cache.get_pod("uid-default-p") is not None
+    assert skipped(s, "pods") == 1
+
+
+def test_a_low_volume_object_that_cannot_be_parsed_is_skipped_in_events_and_listings() -> None:
+    """Namespaces, PriorityClasses and PDBs come from kopf's watches and the periodic
+    listing: a bad one is counted and skipped there too, and the rest applied (before, one
+    bad PriorityClass failed every resync, the first one included, so nothing started)."""
+    s, intake = new_scheduler()
+    bad = {"metadata": {"name": "bad", "resourceVersion": "3"}, "value": "high"}
+    good = {"metadata": {"name": "good", "resourceVersion": "4"}, "value": 7}
+    assert intake.resync(PRIORITY_CLASSES, [bad, good], "5") == []
+    intake.on_priority_class("MODIFIED", {**bad, "metadata": {"name": "bad",
+                                                              "resourceVersion": "6"}})
+    assert skipped(s, "priorityclasses") == 2
+    waiting = pod("p", cpu="1")
+    waiting["spec"]["priorityClassName"] = "good"
+    assert intake.pod_info(waiting).priority == 7
