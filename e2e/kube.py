@@ -88,10 +88,9 @@ class Kube:
         query: Mapping[str, Any] | None = None,
         content_type: str = JSON,
         accept: str = JSON,
-        timeout: float = 30.0,
     ) -> tuple[int, Any]:
         """(status, parsed body); never raises for an HTTP error status."""
-        raw = self._call(method, path, body, query, content_type, timeout=timeout, accept=accept)
+        raw = self._call(method, path, body, query, content_type, accept=accept)
         data = raw.read()
         try:
             parsed = json.loads(data) if data else None
