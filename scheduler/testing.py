@@ -514,6 +514,25 @@ def set_node(s: Scheduler, obj: Mapping[str, Any]) -> None:
     s.refresh()
 
 
+def set_pod(s: Scheduler, obj: Mapping[str, Any]) -> None:
+    """A pod is added or updated, as the watch would say it (``pod(...)`` builds one)."""
+    _check_kinds([obj], "Pod", "obj")
+    _INTAKES[s].on_pod(None, obj)
+    s.refresh()
+
+
+def set_storage_object(s: Scheduler, obj: Mapping[str, Any], *, deleted: bool = False) -> None:
+    """A storage or DRA object (see ``storage`` of :func:`scheduler_of`) is added, updated
+    or deleted, as the watch would say it."""
+    intake = _INTAKES[s]
+    event = "DELETED" if deleted else None
+    if obj["kind"] in DRA_KINDS:
+        intake.on_dra_object(DRA_KINDS[obj["kind"]], event, obj)
+    else:
+        intake.on_volume_object(STORAGE_KINDS[obj["kind"]], event, obj)
+    s.refresh()
+
+
 def set_config_map(
     s: Scheduler, namespace: str, name: str, data: Mapping[str, str] | None
 ) -> None:

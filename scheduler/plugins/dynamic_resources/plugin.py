@@ -131,7 +131,7 @@ class DynamicResources:
         self.binding_timeout = seconds(args["bindingTimeout"])
         # cel.NewCache(10, ...) upstream; SelectorCache keeps more, compiled once each.
         self.cel_cache = SelectorCache()
-        self._slices_key: tuple[int, int] | None = None
+        self._slices_key: int | None = None
         self._slices: list[ResourceSlice] = []
 
     # -- PreEnqueue -----------------------------------------------------------------------
@@ -206,7 +206,7 @@ class DynamicResources:
     def _tainted_slices(self) -> list[ResourceSlice]:
         """The slices with the DeviceTaintRules applied, kept while neither changes."""
         dra = self.handle.dra
-        key = (dra.slices_generation, dra.classes_generation)
+        key = dra.slices_generation
         if key != self._slices_key:
             self._slices = apply_taint_rules(dra.slices(), dra.taint_rules())
             self._slices_key = key

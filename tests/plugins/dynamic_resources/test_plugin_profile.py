@@ -6,10 +6,28 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.plugins.dynamic_resources.claim_writes import claim_path
-from scheduler.testing import node, pod, run_cycles, scheduler_of, with_claims
+from scheduler.testing import (
+    node,
+    pod,
+    run_cycles,
+    scheduler_of,
+    set_pod,
+    set_storage_object,
+    with_claims,
+)
 from tests.plugins.dynamic_resources.plugin_fixtures import (
+    ALLOCATED_CLAIM,
+    CLAIM_NAME,
     DEVICE_CLASS,
     NAMESPACE,
+    NODE_NAME,
+    PENDING_CLAIM,
+    POD_UID,
+    Run,
+    allocated,
+    allocation,
+    pod_with_claim_name,
+    pod_with_claim_template,
     resource_claim,
     resource_slice,
 )
@@ -88,3 +106,59 @@ def test_post_filter_of_a_pod_an_earlier_pre_filter_rejected_says_not_found() ->
         s.stop(timeout=5)
     assert [m for _, _, m in ports.failures] == [
         '0/3 nodes are available: persistentvolumeclaim "nope" not found. not found']
+
+
+def test_a_pod_with_a_claim_template_waits_until_the_controller_created_its_claim() -> None:
+    """PreEnqueue gates it; the claim's creation alone does not help (the pod's status does
+    not name it yet); the pod's status update does (UpdatePodGeneratedResourceClaim)."""
+    created = pod_with_claim_template(in_status=False)
+    s, ports = scheduler_of(nodes=[node(NODE_NAME)], pods=[created],
+                            storage=[DEVICE_CLASS, resource_slice(NODE_NAME, "instance-1")])
+    try:
+        run_cycles(s)
+        assert ports.bound == [] and ports.failures == []
+        set_storage_object(s, PENDING_CLAIM)
+        run_cycles(s)
+        assert ports.bound == []
+        updated = pod_with_claim_template(in_status=True)
+        updated["metadata"]["resourceVersion"] = "2"
+        set_pod(s, updated)
+        run_cycles(s)
+    finally:
+        s.stop(timeout=5)
+    assert ports.bound == [("default/my-pod", NODE_NAME)]
+
+
+def test_pre_bind_reads_the_claim_again_after_a_conflict_and_retries() -> None:
+    """retry.RetryOnConflict in bindClaim: the 409 of a stale claim is answered by a GET and
+    the write is made again on the fresh object."""
+    run = Run(pod_with_claim_name(), claims=[ALLOCATED_CLAIM])
+    assert run.pre_filter().is_success()
+    assert run.plugin.reserve(run.state, run.pod, NODE_NAME).is_success()
+    fresh = {**ALLOCATED_CLAIM, "metadata": {**ALLOCATED_CLAIM["metadata"],
+                                              "resourceVersion": "7"}}
+    run.ports.objects[claim_path(NAMESPACE, CLAIM_NAME)] = fresh
+    run.ports.conflicts.add(claim_path(NAMESPACE, CLAIM_NAME, status=True))
+    assert run.plugin.pre_bind(run.state, run.pod, NODE_NAME).is_success()
+    (_, written), = run.ports.written
+    assert written["metadata"]["resourceVersion"] == "7"
+    assert [r["uid"] for r in written["status"]["reservedFor"]] == [POD_UID]
+
+
+def test_pre_bind_fails_with_upstreams_words_when_the_claim_got_allocated_elsewhere() -> None:
+    run = Run(pod_with_claim_name(), claims=[PENDING_CLAIM], classes=[DEVICE_CLASS],
+              objs=[resource_slice(NODE_NAME, "instance-1")])
+    assert run.pre_filter().is_success()
+    assert run.filter()[NODE_NAME][1] == ""
+    assert run.plugin.reserve(run.state, run.pod, NODE_NAME).is_success()
+    taken = allocated(PENDING_CLAIM, allocation("instance-9"))
+    taken["metadata"]["resourceVersion"] = "5"
+    run.ports.objects[claim_path(NAMESPACE, CLAIM_NAME)] = taken
+    run.ports.conflicts.add(claim_path(NAMESPACE, CLAIM_NAME))
+    status = run.plugin.pre_bind(run.state, run.pod, NODE_NAME)
+    assert status.message == (
+        "claim default/my-pod-my-resource got allocated elsewhere in the meantime")
+    # The allocation stays in flight until Unreserve.
+    assert run.in_flight(PENDING_CLAIM)
+    run.plugin.unreserve(run.state, run.pod, NODE_NAME)
+    assert not run.in_flight(PENDING_CLAIM)
