@@ -43,6 +43,7 @@ from scheduler.plugin_api import (
     ClusterSnapshot,
     Code,
     CycleState,
+    DeviceClass,
     Diagnosis,
     FilterResult,
     Handle,
@@ -73,6 +74,11 @@ from scheduler.plugins.dynamic_resources.claim_writes import (
     claim_path,
     deallocated,
     unreserve_patch,
+)
+from scheduler.plugins.dynamic_resources.explain import (
+    NodeDevices,
+    combination_line,
+    request_lines,
 )
 from scheduler.plugins.dynamic_resources.hints import register_events
 from scheduler.plugins.dynamic_resources.pod_claims import (
@@ -105,6 +111,10 @@ class _State:
     # Per claim: the allocation Reserve chose (None for claims allocated before).
     allocations: list[AllocationResult | None] = field(default_factory=list)
     allocator: Allocator | None = None
+    # What the allocator was built from (explanations count devices from them).
+    slices: Sequence[ResourceSlice] = ()
+    allocated: AllocatedState = field(default_factory=AllocatedState)
+    classes: Mapping[str, DeviceClass] = field(default_factory=dict)
     # Nodes with slices of their own, and whether any slice serves several nodes: a node
     # with neither has no device to offer.
     nodes_with_slices: frozenset[str] = frozenset()
@@ -198,8 +208,10 @@ class DynamicResources:
         dra = self.handle.dra
         slices = self._tainted_slices()
         held: AllocatedDevices = dra.allocated()
-        allocated = AllocatedState(held.devices, held.shared_devices, held.consumed)
-        st.allocator = Allocator(allocated, dra.device_classes(), slices, self.cel_cache)
+        st.allocated = AllocatedState(held.devices, held.shared_devices, held.consumed)
+        st.classes = dra.device_classes()
+        st.slices = slices
+        st.allocator = Allocator(st.allocated, st.classes, slices, self.cel_cache)
         st.nodes_with_slices = frozenset(s.node_name for s in slices if s.node_name)
         st.shared_slices = any(not s.node_name for s in slices)
 
@@ -262,6 +274,34 @@ class DynamicResources:
         if self.filter_timeout and self.handle.now() - started > self.filter_timeout:
             raise AllocationError(f"node {node}: timed out trying to allocate devices")
         return found
+
+    # -- explanations ---------------------------------------------------------------------
+    def explain_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> list[list[str]]:
+        """Per node: the claim allocated elsewhere, or each request's device count."""
+        st: _State | None = state.get(STATE_KEY)
+        table = nodes.snapshot.nodes
+        return [[] if st is None else self._explain_node(st, table.names[row], table.labels[row])
+                for row in nodes.idx.tolist()]
+
+    def _explain_node(self, st: _State, node: str, labels: Mapping[str, str]) -> list[str]:
+        lines = [f"claim {claim_ref(st.claims[i])}: allocated for other nodes (its "
+                 "allocation's node selector does not match this node)"
+                 for i, selector in enumerate(st.available_on)
+                 if selector is not None and st.claims[i].allocation is not None
+                 and not selector.matches(labels, node)]
+        if st.allocator is None:
+            return lines
+        offered = NodeDevices.of(st.slices, node, labels)
+        short = False
+        pending = [st.claims[i] for i in st.to_allocate()]
+        for claim in pending:
+            claim_lines, claim_short = request_lines(
+                claim, offered, st.classes, st.allocated, self.cel_cache)
+            lines.extend(claim_lines)
+            short = short or claim_short
+        if not short:
+            lines.extend(combination_line(c) for c in pending)
+        return lines
 
     # -- PostFilter -----------------------------------------------------------------------
     def post_filter(
