@@ -18,10 +18,11 @@
 - **Reserve** marks the node's allocations in flight (no later cycle hands out these
   devices); **Unreserve** drops them and takes the pod out of ``reservedFor``.
 - **PreBind** writes each claim: finalizer, allocation, the pod in ``reservedFor``
-  (``binding.py``), then waits for the binding conditions of the devices that have some.
+  (``binding.py``), then waits for the binding conditions of the devices that have some
+  (``binding_conditions.py``); Filter leaves out claims whose conditions failed or timed out.
 
-Not done, unlike upstream: DRA-backed extended resources (DRAExtendedResource) and the
-Event ``BindingConditionsPending``.
+Not done, unlike upstream: DRA-backed extended resources (DRAExtendedResource), the Event
+``BindingConditionsPending`` and the binding-conditions metrics.
 """
 
 from __future__ import annotations
@@ -69,6 +70,15 @@ from scheduler.plugins.dynamic_resources.allocator import (
 )
 from scheduler.plugins.dynamic_resources.args import DEFAULT_ARGS, seconds, validate_args
 from scheduler.plugins.dynamic_resources.binding import BindError, bind_claim
+from scheduler.plugins.dynamic_resources.binding_conditions import (
+    ERR_TIMEOUT,
+    POLL_SECONDS,
+    BindingFailedError,
+    has_binding_conditions,
+    ready_for_binding,
+    timed_out,
+    unavailable,
+)
 from scheduler.plugins.dynamic_resources.claim_writes import (
     FINALIZER,
     claim_path,
@@ -120,6 +130,8 @@ class _State:
     nodes_with_slices: frozenset[str] = frozenset()
     shared_slices: bool = False
     unavailable: set[int] = field(default_factory=set)
+    # Allocated claims whose devices failed their binding conditions or timed out.
+    not_ready: frozenset[int] = frozenset()
     node_allocations: dict[str, list[AllocationResult]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -180,6 +192,10 @@ class DynamicResources:
                 return None, problem
         st.claims = claims
         st.allocations = [None] * len(claims)
+        now = self.handle.wall_clock()
+        st.not_ready = frozenset(
+            i for i, c in enumerate(claims)
+            if c.allocation is not None and unavailable(c, self.binding_timeout, now))
         if any(c.allocation is None for c in claims):
             self._prepare_allocator(st)
         return None, SUCCESS
@@ -240,8 +256,9 @@ class DynamicResources:
     def _filter_node(self, st: _State, node: str, labels: Mapping[str, str]) -> Status | None:
         """Upstream's Filter for one node: None when the pod's claims fit there."""
         unavailable = [i for i, selector in enumerate(st.available_on)
-                       if selector is not None and st.claims[i].allocation is not None
-                       and not selector.matches(labels, node)]
+                       if i in st.not_ready or (
+                           selector is not None and st.claims[i].allocation is not None
+                           and not selector.matches(labels, node))]
         allocations: list[AllocationResult] = []
         if st.allocator is not None:
             claims = [st.claims[i] for i in st.to_allocate()]
@@ -401,11 +418,44 @@ class DynamicResources:
                 st.claims[index] = bind_claim(self.handle, claim, st.allocations[index], pod)
             except BindError as err:
                 return Status.error(str(err))
+        if has_binding_conditions(st.claims):
+            problem = self._wait_for_binding_conditions(st)
+            if problem is not None:
+                return Status.error(problem)
         dra = self.handle.dra
         for index, claim in enumerate(st.claims):
             if st.allocations[index] is not None:
                 dra.remove_pending_allocation(claim.uid, force=True)
         return SUCCESS
+
+    def _wait_for_binding_conditions(self, st: _State) -> str | None:
+        """Polls the claims every 5 s (the first time at once) until every device's binding
+        conditions are True: None then, else upstream's error."""
+        handle = self.handle
+        deadline = handle.now() + self.binding_timeout
+        while True:
+            try:
+                if self._pod_ready_for_binding(st):
+                    return None
+            except BindingFailedError as err:
+                return str(err)
+            if handle.now() + POLL_SECONDS > deadline:
+                return f"{ERR_TIMEOUT}: context deadline exceeded"
+            handle.sleep(POLL_SECONDS)
+
+    def _pod_ready_for_binding(self, st: _State) -> bool:
+        """``isPodReadyForBinding``, on the claims as the DRA manager has them now."""
+        for index, claim in enumerate(st.claims):
+            current = self.handle.dra.claim(claim.namespace, claim.name)
+            if current is None:
+                raise BindingFailedError(
+                    f'could not find ResourceClaim "{claim.namespace}/{claim.name}"')
+            st.claims[index] = current
+            if not ready_for_binding(current):
+                if timed_out(current, self.binding_timeout, self.handle.wall_clock()):
+                    raise BindingFailedError(f"{ERR_TIMEOUT}: claim={current.name}")
+                return False
+        return True
 
     # -- requeueing -----------------------------------------------------------------------
     def events_to_register(self) -> Sequence[Any]:

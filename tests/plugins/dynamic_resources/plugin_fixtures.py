@@ -123,8 +123,12 @@ class Run:
                  classes: Sequence[Mapping[str, Any]] = (),
                  objs: Sequence[Mapping[str, Any]] = (),
                  nodes: Sequence[Mapping[str, Any]] = (WORKER,),
-                 in_flight: Sequence[Mapping[str, Any]] = ()) -> None:
-        self.s, self.ports = scheduler_of(nodes=nodes, storage=[*claims, *classes, *objs])
+                 in_flight: Sequence[Mapping[str, Any]] = (),
+                 args: Mapping[str, Any] | None = None) -> None:
+        config = None if args is None else {"profiles": [{"pluginConfig": [
+            {"name": "DynamicResources", "args": dict(args)}]}]}
+        self.s, self.ports = scheduler_of(config, nodes=nodes,
+                                          storage=[*claims, *classes, *objs])
         plugin = self.s.profiles["secondary-scheduler"].instances["DynamicResources"]
         assert isinstance(plugin, DynamicResources)
         self.plugin = plugin

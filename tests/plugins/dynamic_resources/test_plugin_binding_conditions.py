@@ -1,0 +1,92 @@
+"""Devices with binding conditions (DRADeviceBindingConditions): upstream's TestPlugin cases
+``bind-claim-with-binding-conditions``, ``bound-claim-with-succeeded-binding-conditions``,
+``bound-claim-with-failed-binding`` and ``bound-claim-with-timed-out-binding``."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from scheduler.framework.interface import Code
+from tests.plugins.dynamic_resources.plugin_fixtures import (
+    DEVICE_CLASS,
+    DRIVER,
+    NODE_NAME,
+    PENDING_CLAIM,
+    Run,
+    allocated,
+    pod_with_claim_name,
+    resource_slice,
+)
+
+UU = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+FIELD_SELECTOR = {"nodeSelectorTerms": [{"matchFields": [
+    {"key": "metadata.name", "operator": "In", "values": [NODE_NAME]}]}]}
+
+
+def _fabric_slice() -> dict[str, Any]:
+    out = resource_slice(NODE_NAME, {
+        "name": "instance-1", "bindsToNode": True, "bindingConditions": ["condition"],
+        "bindingFailureConditions": ["failed"]})
+    del out["spec"]["nodeName"]
+    out["spec"]["nodeSelector"] = FIELD_SELECTOR
+    return out
+
+
+def _bound(condition: str, failed: str, timestamp: str = "2026-01-01T00:00:00Z"
+           ) -> dict[str, Any]:
+    claim = allocated(PENDING_CLAIM, {
+        "allocationTimestamp": timestamp,
+        "devices": {"results": [{
+            "request": "req-1", "driver": DRIVER, "pool": NODE_NAME, "device": "instance-1",
+            "bindingConditions": ["condition"], "bindingFailureConditions": ["failed"]}]},
+        "nodeSelector": FIELD_SELECTOR})
+    claim["status"]["devices"] = [{"driver": DRIVER, "pool": NODE_NAME, "device": "instance-1",
+                                   "conditions": [{"type": "condition", "status": condition},
+                                                  {"type": "failed", "status": failed}]}]
+    return claim
+
+
+def test_bind_claim_with_binding_conditions() -> None:
+    """Nobody reports the condition within the binding timeout (1 s)."""
+    run = Run(pod_with_claim_name(), claims=[PENDING_CLAIM], classes=[DEVICE_CLASS],
+              objs=[_fabric_slice()], args={"bindingTimeout": "1s"})
+    assert run.pre_filter().is_success()
+    assert run.filter()[NODE_NAME] == (Code.SUCCESS, "")
+    assert run.plugin.reserve(run.state, run.pod, NODE_NAME).is_success()
+    status = run.plugin.pre_bind(run.state, run.pod, NODE_NAME)
+    assert (status.code, status.message) == (
+        Code.ERROR, "device binding timeout: context deadline exceeded")
+    (_, written), = [w for w in run.ports.written if w[0].endswith("/status")]
+    result = written["status"]["allocation"]["devices"]["results"][0]
+    assert result["bindingConditions"] == ["condition"]
+    # Still in flight: Unreserve drops it.
+    assert run.in_flight(PENDING_CLAIM)
+
+
+def test_bound_claim_with_succeeded_binding_conditions() -> None:
+    run = Run(pod_with_claim_name(), claims=[_bound("True", "False")])
+    assert run.pre_filter().is_success()
+    assert run.filter()[NODE_NAME] == (Code.SUCCESS, "")
+    assert run.plugin.reserve(run.state, run.pod, NODE_NAME).is_success()
+    assert run.plugin.pre_bind(run.state, run.pod, NODE_NAME).is_success()
+
+
+def test_bound_claim_with_failed_binding() -> None:
+    run = Run(pod_with_claim_name(), claims=[_bound("False", "True")],
+              objs=[resource_slice(NODE_NAME, "instance-1")])
+    assert run.pre_filter().is_success()
+    assert run.filter() == {NODE_NAME: (UU, "resourceclaim not available on the node")}
+    status = run.post_filter()
+    assert status.message == "deallocation of ResourceClaim completed"
+    (_, written), = run.ports.written
+    assert "devices" not in written["status"] and "allocation" not in written["status"]
+
+
+def test_bound_claim_with_timed_out_binding() -> None:
+    claim = _bound("False", "False", timestamp="2025-12-31T23:49:59Z")
+    del claim["status"]["devices"][0]["conditions"]
+    run = Run(pod_with_claim_name(), claims=[copy.deepcopy(claim)])
+    assert run.pre_filter().is_success()
+    assert run.filter() == {NODE_NAME: (UU, "resourceclaim not available on the node")}
+    assert run.post_filter().message == "deallocation of ResourceClaim completed"
