@@ -22,6 +22,8 @@ from tests.plugins.dynamic_resources.plugin_fixtures import (
     PENDING_CLAIM,
     POD_NAME,
     POD_UID,
+    WORKER,
+    WORKER2,
     WORKER_NODE_SLICE,
     Run,
     allocated,
@@ -312,3 +314,103 @@ def test_post_filter_without_pre_filter_state_is_an_error_not_found() -> None:
     run = Run(pod_with_claim_name())
     status = run.post_filter()
     assert (status.code, status.message) == (Code.ERROR, "not found")
+
+
+# -- more of TestPlugin ----------------------------------------------------------------------
+def _admin_access(claim: dict[str, Any]) -> dict[str, Any]:
+    """``adminAccess``: the request asks for it, the allocation's results have it."""
+    out = copy.deepcopy(claim)
+    for r in out["spec"]["devices"]["requests"]:
+        r["exactly"]["adminAccess"] = True
+    for r in (out.get("status", {}).get("allocation") or {}).get("devices", {}).get(
+            "results", []):
+        r["adminAccess"] = True
+    return out
+
+
+def test_tainted_device_enabled() -> None:
+    tainted = resource_slice(NODE_NAME, {"name": "instance-1", "taints": [
+        {"key": "taint-key", "value": "taint-value", "effect": "NoSchedule"}]})
+    run = Run(pod_with_claim_name(), claims=[PENDING_CLAIM], classes=[DEVICE_CLASS],
+              objs=[tainted])
+    assert run.pre_filter().is_success()
+    assert run.filter() == {NODE_NAME: (UU, "cannot allocate all claims")}
+    assert run.post_filter().code is Code.UNSCHEDULABLE
+
+
+def test_request_admin_access_with_dra_admin_access_featuregate() -> None:
+    """Admin access takes a device another claim holds."""
+    run = Run(pod_with_claim_name(), claims=[_admin_access(PENDING_CLAIM), OTHER_ALLOCATED_CLAIM],
+              classes=[DEVICE_CLASS], objs=[WORKER_NODE_SLICE])
+    _through_reserve(run)
+    assert run.plugin.pre_bind(run.state, run.pod, NODE_NAME).is_success()
+    result, = _status_write(run)["status"]["allocation"]["devices"]["results"]
+    assert (result["device"], result["adminAccess"]) == ("instance-1", True)
+
+
+def test_structured_ignore_allocated_admin_access() -> None:
+    """A device held with admin access is free for others."""
+    run = Run(pod_with_claim_name(),
+              claims=[PENDING_CLAIM, _admin_access(OTHER_ALLOCATED_CLAIM)],
+              classes=[DEVICE_CLASS], objs=[WORKER_NODE_SLICE])
+    _through_reserve(run)
+    assert run.plugin.pre_bind(run.state, run.pod, NODE_NAME).is_success()
+    assert _status_write(run)["status"]["reservedFor"] == RESERVED_FOR_POD
+
+
+def test_cel_runtime_error_for_one_of_two_nodes() -> None:
+    """A CEL runtime error on one node fails the attempt: the pod stays pending rather than
+    going where the broken selector happened to pass."""
+    claim = resource_claim(CLAIM_NAME, request(1, selectors=[{"cel": {
+        "expression": f'device.attributes["{DRIVER}"].healthy'}}]))
+    healthy = resource_slice("worker-2", {"name": "instance-1",
+                                          "attributes": {"healthy": {"bool": True}}})
+    run = Run(pod_with_claim_name(), claims=[claim], classes=[DEVICE_CLASS],
+              objs=[WORKER_NODE_SLICE, healthy], nodes=[WORKER, WORKER2])
+    assert run.pre_filter().is_success()
+    verdicts = run.filter()
+    assert verdicts[NODE_NAME][0] is Code.ERROR
+    assert verdicts[NODE_NAME][1].startswith(
+        "claim default/my-pod-my-resource: selector #0 on device some-driver/worker/instance-1")
+
+
+def test_with_resources_finalizer_gets_removed() -> None:
+    """The finalizer was set, then removed before PreBind: the status write conflicts, the
+    claim is read again and gets the finalizer back first."""
+    claim = copy.deepcopy(PENDING_CLAIM)
+    claim["metadata"]["finalizers"] = [FINALIZER]
+    run = Run(pod_with_claim_name(), claims=[claim], classes=[DEVICE_CLASS],
+              objs=[WORKER_NODE_SLICE])
+    _through_reserve(run)
+    fresh = copy.deepcopy(PENDING_CLAIM)
+    fresh["metadata"]["resourceVersion"] = "2"
+    run.ports.objects[CLAIM_PATH] = fresh
+    run.ports.conflicts.add(STATUS_PATH)
+    assert run.plugin.pre_bind(run.state, run.pod, NODE_NAME).is_success()
+    (path1, first), (path2, second) = run.ports.written
+    assert (path1, path2) == (CLAIM_PATH, STATUS_PATH)
+    assert first["metadata"]["finalizers"] == [FINALIZER]
+    assert second["status"]["reservedFor"] == RESERVED_FOR_POD
+
+
+def test_with_resources_finalizer_gets_added() -> None:
+    """No finalizer at PreFilter, one added meanwhile: the finalizer write conflicts, the
+    fresh claim has it, only the status is written then."""
+    run = Run(pod_with_claim_name(), claims=[PENDING_CLAIM], classes=[DEVICE_CLASS],
+              objs=[WORKER_NODE_SLICE])
+    _through_reserve(run)
+    fresh = copy.deepcopy(PENDING_CLAIM)
+    fresh["metadata"].update(finalizers=[FINALIZER], resourceVersion="2")
+    run.ports.objects[CLAIM_PATH] = fresh
+    run.ports.conflicts.add(CLAIM_PATH)
+    assert run.plugin.pre_bind(run.state, run.pod, NODE_NAME).is_success()
+    assert [path for path, _ in run.ports.written] == [STATUS_PATH]
+
+
+def test_add_allocation_timestamp() -> None:
+    """DRADeviceBindingConditions on: an allocated claim without a timestamp gets one."""
+    run = Run(pod_with_claim_name(), claims=[ALLOCATED_CLAIM])
+    _through_reserve(run)
+    assert run.plugin.pre_bind(run.state, run.pod, NODE_NAME).is_success()
+    assert _status_write(run)["status"]["allocation"]["allocationTimestamp"] == (
+        "2026-01-01T00:00:00Z")
