@@ -245,12 +245,15 @@ class DynamicResources:
         st: _State = state.read(STATE_KEY)
         result = FilterResult.all_pass(len(nodes))
         table = nodes.snapshot.nodes
+        rejected: dict[tuple[Code, str], list[int]] = {}
         for pos, row in enumerate(nodes.idx.tolist()):
             status = self._filter_node(st, table.names[row], table.labels[row])
             if status is not None:
-                mask = np.zeros(len(nodes), dtype=np.bool_)
-                mask[pos] = True
-                result.reject(mask, status.code, status.message)
+                rejected.setdefault((status.code, status.message), []).append(pos)
+        for (code, message), positions in rejected.items():
+            mask = np.zeros(len(nodes), dtype=np.bool_)
+            mask[positions] = True
+            result.reject(mask, code, message)
         return result
 
     def _filter_node(self, st: _State, node: str, labels: Mapping[str, str]) -> Status | None:
