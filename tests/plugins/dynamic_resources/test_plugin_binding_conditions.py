@@ -8,14 +8,18 @@ import copy
 from typing import Any
 
 from scheduler.framework.interface import Code
+from scheduler.testing import pod
 from tests.plugins.dynamic_resources.plugin_fixtures import (
+    ALLOCATED_CLAIM,
     DEVICE_CLASS,
     DRIVER,
     NODE_NAME,
+    OTHER_CLAIM,
     PENDING_CLAIM,
     Run,
     allocated,
     pod_with_claim_name,
+    pod_with_claim_template,
     resource_slice,
 )
 
@@ -90,3 +94,59 @@ def test_bound_claim_with_timed_out_binding() -> None:
     assert run.pre_filter().is_success()
     assert run.filter() == {NODE_NAME: (UU, "resourceclaim not available on the node")}
     assert run.post_filter().message == "deallocation of ResourceClaim completed"
+
+
+def _bound2(condition: str, failed: str) -> dict[str, Any]:
+    """``boundClaim2`` / ``failedBindingClaim2``: driver 2's instance-2, request req-2."""
+    claim = _bound(condition, failed)
+    claim["metadata"].update(name="my-pod-my-resource-2", uid="uid-my-pod-my-resource-2")
+    result = claim["status"]["allocation"]["devices"]["results"][0]
+    result.update(driver="some-driver-2", device="instance-2", request="req-2")
+    claim["status"]["devices"][0].update(driver="some-driver-2", device="instance-2")
+    return claim
+
+
+def _pod_with_two_claim_names() -> dict[str, Any]:
+    return pod("my-pod", uid="1234", spec={"resourceClaims": [
+        {"name": "my-resource", "resourceClaimName": "my-pod-my-resource"},
+        {"name": "my-resource-2", "resourceClaimName": "my-pod-my-resource-2"}]})
+
+
+def test_bound_claim_with_mixed_binding_conditions() -> None:
+    claim = _bound("True", "False", timestamp="2025-12-31T23:49:59Z")
+    claim["status"]["devices"][0]["conditions"] = [
+        {"type": "condition1", "status": "True"}, {"type": "condition2", "status": "False"}]
+    run = Run(pod_with_claim_name(), claims=[claim])
+    assert run.pre_filter().is_success()
+    assert run.filter() == {NODE_NAME: (UU, "resourceclaim not available on the node")}
+    assert run.post_filter().message == "deallocation of ResourceClaim completed"
+
+
+def test_bound_claim_without_binding_conditions() -> None:
+    run = Run(pod_with_claim_template(in_status=True), claims=[ALLOCATED_CLAIM, OTHER_CLAIM])
+    assert run.pre_filter().is_success()
+    assert run.filter()[NODE_NAME] == (Code.SUCCESS, "")
+    assert run.plugin.reserve(run.state, run.pod, NODE_NAME).is_success()
+    assert run.plugin.pre_bind(run.state, run.pod, NODE_NAME).is_success()
+
+
+def test_multi_claims_binding_conditions_all_success() -> None:
+    run = Run(_pod_with_two_claim_names(), claims=[_bound("True", "False"),
+                                                    _bound2("True", "False")],
+              classes=[DEVICE_CLASS])
+    assert run.pre_filter().is_success()
+    assert run.filter()[NODE_NAME] == (Code.SUCCESS, "")
+    assert run.plugin.reserve(run.state, run.pod, NODE_NAME).is_success()
+    assert run.plugin.pre_bind(run.state, run.pod, NODE_NAME).is_success()
+    assert len(run.ports.written) == 2
+
+
+def test_multi_claims_binding_conditions_one_fail() -> None:
+    run = Run(_pod_with_two_claim_names(), claims=[_bound("True", "False"),
+                                                    _bound2("False", "True")],
+              classes=[DEVICE_CLASS])
+    assert run.pre_filter().is_success()
+    assert run.filter() == {NODE_NAME: (UU, "resourceclaim not available on the node")}
+    assert run.post_filter().message == "deallocation of ResourceClaim completed"
+    (path, _), = run.ports.written
+    assert path.endswith("/my-pod-my-resource-2/status")
