@@ -15,9 +15,17 @@ DEFAULT_ARGS: Mapping[str, Any] = {"filterTimeout": "10s", "bindingTimeout": "10
 
 def seconds(value: Any) -> float:
     """A validated duration's seconds."""
-    parsed = parse_duration(value)
+    parsed = _signed_duration(value)
     assert parsed is not None, value
     return parsed
+
+
+def _signed_duration(value: Any) -> float | None:
+    """Go's time.ParseDuration, sign included ("-1s")."""
+    if isinstance(value, str) and value[:1] in ("-", "+"):
+        parsed = parse_duration(value[1:])
+        return None if parsed is None else (-parsed if value[0] == "-" else parsed)
+    return parse_duration(value)
 
 
 def validate_args(args: Mapping[str, Any], path: str) -> None:
@@ -28,7 +36,7 @@ def validate_args(args: Mapping[str, Any], path: str) -> None:
     checks = (("filterTimeout", 0.0, "must be zero or positive"),
               ("bindingTimeout", 1.0, "must be at least 1 second"))
     for key, minimum, message in checks:
-        value = parse_duration(merged[key])
+        value = _signed_duration(merged[key])
         if value is None:
             errors.append(f"{path}.{key}: Invalid value: {merged[key]!r}: "
                           "must be a duration such as 10s")

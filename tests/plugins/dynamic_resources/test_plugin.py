@@ -7,7 +7,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
+from scheduler.framework.errors import ConfigError
 from scheduler.framework.interface import Code
+from scheduler.plugins.dynamic_resources.args import validate_args
 from scheduler.plugins.dynamic_resources.claim_writes import FINALIZER, claim_path
 from scheduler.testing import pod
 from tests.plugins.dynamic_resources.plugin_fixtures import (
@@ -414,3 +418,37 @@ def test_add_allocation_timestamp() -> None:
     assert run.plugin.pre_bind(run.state, run.pod, NODE_NAME).is_success()
     assert _status_write(run)["status"]["allocation"]["allocationTimestamp"] == (
         "2026-01-01T00:00:00Z")
+
+
+def _large() -> tuple[dict[str, Any], dict[str, Any]]:
+    """``largeClaim`` (five requests) and ``largeWorkerNodeSlice`` (four devices)."""
+    claim = resource_claim(CLAIM_NAME, *(request(i) for i in range(1, 6)))
+    return claim, resource_slice(NODE_NAME, *(f"instance-{i}" for i in range(1, 5)))
+
+
+def test_timeout() -> None:
+    """filterTimeout 1ns: no search ends that fast. Python cannot stop the search midway;
+    the node's allocation is judged when it ends."""
+    claim, large_slice = _large()
+    run = Run(pod_with_claim_name(), claims=[claim], classes=[DEVICE_CLASS],
+              objs=[large_slice], args={"filterTimeout": "1ns"})
+    assert run.pre_filter().is_success()
+    assert run.filter() == {
+        NODE_NAME: (Code.ERROR, "node worker: timed out trying to allocate devices")}
+
+
+def test_timeout_zero() -> None:
+    run = Run(pod_with_claim_name(), claims=[PENDING_CLAIM], classes=[DEVICE_CLASS],
+              objs=[WORKER_NODE_SLICE], args={"filterTimeout": "0s"})
+    _through_reserve(run)
+    assert run.plugin.pre_bind(run.state, run.pod, NODE_NAME).is_success()
+
+
+def test_args_are_validated_as_upstreams_validate_dynamic_resources_args() -> None:
+    with pytest.raises(ConfigError) as err:
+        validate_args({"filterTimeout": "-1s", "bindingTimeout": "500ms", "nope": 1}, "args")
+    assert str(err.value) == (
+        "args.nope: Invalid value: unknown field; "
+        'args.filterTimeout: Invalid value: "-1s": must be zero or positive; '
+        'args.bindingTimeout: Invalid value: "500ms": must be at least 1 second')
+    validate_args({"filterTimeout": "0s", "bindingTimeout": "1s"}, "args")
