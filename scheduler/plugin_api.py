@@ -20,8 +20,9 @@ point and per optional hook (``ScorePlugin``, ``SortKeyHook``...), ``Plugin``,
 ``ResourceSlice``...) with the DRA CEL environment (``SelectorCache``). 2.1 added
 ``Handle.dra`` (a :class:`DraManager`: the DRA objects and the claims allocated in flight),
 ``AllocatedDevices`` and ``DeviceID``. 2.2 added ``Action.UPDATE_POD_GENERATED_RESOURCE_CLAIM``,
-``ObjectWriter.get`` and ``patch``, ``WriteResult.conflict`` and ``obj``, and
-``parse_duration`` (a Go duration string in plugin arguments).
+``ObjectWriter.get``, ``patch``, ``create`` and ``delete_object``, ``WriteResult.conflict`` and
+``obj``, ``parse_duration`` (a Go duration string in plugin arguments),
+``DEVICE_CLASS_RESOURCE_PREFIX`` and ``is_dra_extended_resource_name``.
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
@@ -106,6 +107,7 @@ from scheduler.model.disruption import DisruptionBudget
 from scheduler.model.dra import (
     ALL,
     ALLOCATION_RESULTS_MAX_SIZE,
+    DEVICE_CLASS_RESOURCE_PREFIX,
     TAINT_NO_EXECUTE,
     TAINT_NO_SCHEDULE,
     AllocationConfiguration,
@@ -125,6 +127,7 @@ from scheduler.model.dra import (
     ResourceClaim,
     ResourceClaimTemplate,
     ResourceSlice,
+    is_dra_extended_resource_name,
 )
 from scheduler.model.dra_cel import CELError, DeviceInput, SelectorCache, enhance_runtime_error
 from scheduler.model.errors import InvalidSpecError
@@ -184,6 +187,7 @@ __all__ = [
     "ANN_SELECTED_NODE",
     "API_VERSION",
     "CPU",
+    "DEVICE_CLASS_RESOURCE_PREFIX",
     "EPHEMERAL_STORAGE",
     "IN",
     "MAX_NODE_SCORE",
@@ -289,6 +293,7 @@ __all__ = [
     "WaitForActuationsHook",
     "enhance_runtime_error",
     "fit_error_message",
+    "is_dra_extended_resource_name",
     "is_extended_resource_name",
     "is_scalar_resource",
     "label_key_error",

@@ -437,6 +437,12 @@ class _NoWriter:
     def patch(self, path: str, patch: Mapping[str, Any]) -> WriteResult:
         return WriteResult(False, "this scheduler writes no API objects")
 
+    def create(self, path: str, obj: Mapping[str, Any]) -> WriteResult:
+        return WriteResult(False, "this scheduler writes no API objects")
+
+    def delete_object(self, path: str) -> WriteResult:
+        return WriteResult(False, "this scheduler writes no API objects")
+
 
 def _profile_of(pod: PodInfo) -> str:
     return pod.scheduler_name

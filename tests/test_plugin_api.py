@@ -54,7 +54,7 @@ API_2_DRA = {
 # 2.1: the DRA manager a plugin reads through Handle.dra.
 API_2_1 = {"AllocatedDevices", "DeviceID", "DraManager"}
 # 2.2: Go durations in plugin arguments (DynamicResources' filterTimeout, bindingTimeout).
-API_2_2 = {"parse_duration"}
+API_2_2 = {"parse_duration", "DEVICE_CLASS_RESOURCE_PREFIX", "is_dra_extended_resource_name"}
 
 
 def test_the_api_keeps_every_name_of_its_major_version() -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from scheduler.framework.dra import AllocatedDevices
 from scheduler.model.dra import (
+    DEVICE_CLASS_RESOURCE_PREFIX,
     AllocationResult,
     DeviceClass,
     DeviceID,
@@ -35,8 +36,6 @@ PARSERS: Mapping[str, Callable[[Mapping[str, Any]], Parsed]] = {
     DEVICE_CLASSES: DeviceClass.parse, DEVICE_TAINT_RULES: DeviceTaintRule.parse,
 }
 
-# The implicit extended resource of every DeviceClass (resourceapi.ResourceDeviceClassPrefix).
-DEVICE_CLASS_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 
 def _version(resource_version: str) -> int:

@@ -125,6 +125,14 @@ class ObjectWriter(Protocol):
         """A strategic merge patch of the object at ``path``."""
         ...
 
+    def create(self, path: str, obj: Mapping[str, Any]) -> WriteResult:
+        """POST ``obj`` to the collection at ``path`` (``obj``: the object created)."""
+        ...
+
+    def delete_object(self, path: str) -> WriteResult:
+        """DELETE the object at ``path``; one already gone counts as deleted."""
+        ...
+
 
 class NullPorts:
     """Ports that record calls and touch nothing: for the benchmark and unit tests."""
@@ -140,6 +148,8 @@ class NullPorts:
         self.written = []
         self.expected = []
         self.patched: list[tuple[str, Mapping[str, Any]]] = []
+        self.created: list[tuple[str, Mapping[str, Any]]] = []
+        self.deleted: list[str] = []
         # What ``get`` answers, by path; a test puts the API server's objects here, and
         # paths in ``conflicts`` answer their next write with 409 (once each).
         self.objects: dict[str, Mapping[str, Any]] = {}
@@ -170,6 +180,20 @@ class NullPorts:
 
     def patch(self, path: str, patch: Mapping[str, Any]) -> WriteResult:
         self.patched.append((path, patch))
+        return WriteResult(True)
+
+    def create(self, path: str, obj: Mapping[str, Any]) -> WriteResult:
+        """Accepted: a ``generateName`` gets the suffix ``x<n>``, the object a uid."""
+        meta = dict(obj.get("metadata") or {})
+        if not meta.get("name"):
+            meta["name"] = f"{meta.get('generateName', '')}x{len(self.created)}"
+        meta.update(uid=f"uid-{meta['name']}", resourceVersion="1")
+        created = {**obj, "metadata": meta}
+        self.created.append((path, created))
+        return WriteResult(True, resource_version="1", obj=created)
+
+    def delete_object(self, path: str) -> WriteResult:
+        self.deleted.append(path)
         return WriteResult(True)
 
     def scheduled(self, pod: PodInfo, node: str) -> None:

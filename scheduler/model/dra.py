@@ -17,6 +17,7 @@ from scheduler.model.dra_cel import DeviceInput, parse_semver, quantity_value, s
 from scheduler.model.dra_cel import split_qualified_name as _split
 from scheduler.model.errors import InvalidSpecError
 from scheduler.model.quantity import parse_nanos
+from scheduler.model.resources import is_extended_resource_name
 from scheduler.model.selectors import NodeSelector, parse_node_selector
 from scheduler.model.validation import is_list, is_mapping
 
@@ -30,6 +31,16 @@ TOLERATION_EQUAL = "Equal"
 TOLERATION_EXISTS = "Exists"
 # resourceapi.AllocationResultsMaxSize
 ALLOCATION_RESULTS_MAX_SIZE = 32
+
+# The implicit extended resource of every DeviceClass (resourceapi.ResourceDeviceClassPrefix).
+DEVICE_CLASS_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
+def is_dra_extended_resource_name(name: str) -> bool:
+    """``schedutil.IsDRAExtendedResourceName``: an extended resource, or a DeviceClass's
+    implicit one."""
+    return is_extended_resource_name(name) or name.startswith(DEVICE_CLASS_RESOURCE_PREFIX)
+
 
 # A device by (driver, pool, device name), as upstream's structured.DeviceID.
 DeviceID = tuple[str, str, str]

@@ -305,6 +305,15 @@ class ApiPorts:
         return _write_result(
             self.api.request("PATCH", path, body=patch, content_type=STRATEGIC_MERGE))
 
+    def create(self, path: str, obj: Mapping[str, Any]) -> WriteResult:
+        return _write_result(self.api.request("POST", path, body=obj))
+
+    def delete_object(self, path: str) -> WriteResult:
+        response = self.api.request("DELETE", path)
+        if response.status == 404:
+            return WriteResult(True)
+        return _write_result(response)
+
     # -- Evictor --------------------------------------------------------------------------
     def mark_disruption_target(self, victim: PodInfo, message: str) -> bool:
         condition = {

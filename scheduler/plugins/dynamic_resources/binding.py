@@ -112,3 +112,62 @@ def _put(handle: Handle, path: str, raw: dict[str, Any], wrap: Callable[[str], s
     if not result.ok:
         raise BindError(wrap(result.message))
     return dict(result.obj) if result.obj is not None else raw
+
+
+def create_extended_claim(handle: Handle, node_claim: ResourceClaim) -> ResourceClaim:
+    """``createExtendedResourceClaimInAPI``: the in-memory claim, with this node's requests,
+    created under its ``generateName``."""
+    raw = mutable_copy(node_claim)
+    raw.pop("status", None)
+    meta = raw["metadata"]
+    meta.pop("name", None)
+    meta.pop("uid", None)
+    namespace = meta.get("namespace", "")
+    created = handle.writer.create(
+        f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims", raw)
+    if not created.ok or created.obj is None:
+        # klog.KObj of a claim without a name.
+        raise BindError(f"create claim for extended resources {namespace}/: {created.message}")
+    return ResourceClaim.parse(created.obj)
+
+
+def record_extended_claim(
+    handle: Handle, pod: PodInfo, claim: ResourceClaim, mappings: list[dict[str, str]]
+) -> None:
+    """``patchPodExtendedResourceClaimStatus``: the pod's
+    ``status.extendedResourceClaimStatus`` names the claim and which request serves which
+    container's resource."""
+    where = f"{pod.namespace}/{pod.name}"
+    if not mappings:
+        raise BindError(f"nil or empty request mappings, no update of pod {where} "
+                        "ExtendedResourceClaimStatus")
+    patched = handle.writer.patch(
+        f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status",
+        {"status": {"extendedResourceClaimStatus": {
+            "requestMappings": mappings, "resourceClaimName": claim.name}}})
+    if not patched.ok:
+        raise BindError(f"update pod {where} ExtendedResourceClaimStatus: {patched.message}")
+
+
+def delete_claim(handle: Handle, claim: ResourceClaim) -> None:
+    """``deleteClaim``: the finalizer removed (retried on conflicts as ``bindClaim``), then
+    the claim deleted; one already gone is fine."""
+    path = claim_path(claim.namespace, claim.name)
+    raw = mutable_copy(claim)
+    for step in range(RETRY_STEPS):
+        if step:
+            handle.sleep(RETRY_SECONDS)
+            fetched = handle.writer.get(path)
+            if not fetched.ok or fetched.obj is None:
+                raise BindError(f"get resourceclaim {claim_ref(claim)}: {fetched.message}")
+            raw = dict(fetched.obj)
+        meta = raw.setdefault("metadata", {})
+        meta["finalizers"] = [f for f in meta.get("finalizers") or [] if f != FINALIZER]
+        result = handle.writer.replace(path, raw)
+        if result.ok:
+            break
+        if not result.conflict or step == RETRY_STEPS - 1:
+            raise BindError(f"update resourceclaim {claim_ref(claim)}: {result.message}")
+    deleted = handle.writer.delete_object(path)
+    if not deleted.ok:
+        raise BindError(deleted.message)

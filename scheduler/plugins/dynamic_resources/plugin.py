@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,7 +71,13 @@ from scheduler.plugins.dynamic_resources.allocator import (
     claim_ref,
 )
 from scheduler.plugins.dynamic_resources.args import DEFAULT_ARGS, seconds, validate_args
-from scheduler.plugins.dynamic_resources.binding import BindError, bind_claim
+from scheduler.plugins.dynamic_resources.binding import (
+    BindError,
+    bind_claim,
+    create_extended_claim,
+    delete_claim,
+    record_extended_claim,
+)
 from scheduler.plugins.dynamic_resources.binding_conditions import (
     ERR_TIMEOUT,
     POLL_SECONDS,
@@ -91,6 +98,13 @@ from scheduler.plugins.dynamic_resources.explain import (
     combination_line,
     request_lines,
 )
+from scheduler.plugins.dynamic_resources.extended_resources import (
+    IN_MEMORY_NAME,
+    claim_for_node,
+    dra_backed_requests,
+    find_extended_claim,
+    in_memory_claim,
+)
 from scheduler.plugins.dynamic_resources.hints import register_events
 from scheduler.plugins.dynamic_resources.pod_claims import (
     ClaimLookupError,
@@ -108,6 +122,7 @@ STATE_KEY = NAME
 NOT_AVAILABLE = "resourceclaim not available on the node"
 CANNOT_ALLOCATE = "cannot allocate all claims"
 DEALLOCATED = "deallocation of ResourceClaim completed"
+DELETED = "deletion of ResourceClaim completed"
 # fwk.ErrNotFound: what CycleState.Read answers when PreFilter never wrote the state.
 STATE_NOT_FOUND = "not found"
 
@@ -135,9 +150,21 @@ class _State:
     not_ready: frozenset[int] = frozenset()
     node_allocations: dict[str, list[AllocationResult]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # DRA-backed extended resources: the index in ``claims`` of the claim for them (the
+    # last), its first UID (the in-flight allocation's key), the pod's requests, and per
+    # node the claim with that node's requests and the pod's request mappings.
+    extended_index: int | None = None
+    extended_uid: str = ""
+    extended_requests: Mapping[str, int] = field(default_factory=dict)
+    node_extended: dict[str, tuple[ResourceClaim, list[dict[str, str]]]] = field(
+        default_factory=dict)
+    pod: PodInfo | None = None
 
     def to_allocate(self) -> list[int]:
         return [i for i, c in enumerate(self.claims) if c.allocation is None]
+
+    def user_claims(self) -> list[ResourceClaim]:
+        return self.claims if self.extended_index is None else self.claims[:self.extended_index]
 
 
 # Pods without claims share one state: PostFilter tells it from a PreFilter that never ran.
@@ -171,24 +198,32 @@ class DynamicResources:
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot
     ) -> tuple[PreFilterResult | None, Status]:
-        if not pod_claim_entries(pod):
+        dra = self.handle.dra
+        entries = pod_claim_entries(pod)
+        extended_requests = dra_backed_requests(pod, dra)
+        if not entries and not extended_requests:
             state.write(STATE_KEY, _NO_CLAIMS)
             return None, SKIP
-        st = _State()
+        st = _State(pod=pod)
         state.write(STATE_KEY, st)
-        dra = self.handle.dra
         try:
             claims = pod_claims(pod, dra)
         except ClaimLookupError as err:
             return None, Status.unschedulable(str(err), resolvable=False)
+        if extended_requests:
+            extended = find_extended_claim(pod, dra.claims()) or in_memory_claim(
+                pod, str(uuid.uuid4()))
+            st.extended_index, st.extended_uid = len(claims), extended.uid
+            st.extended_requests = extended_requests
+            claims.append(extended)
         if not claims:
             return None, SKIP
-        for claim in claims:
+        for index, claim in enumerate(claims):
             if claim.allocation is not None:
                 st.available_on.append(claim.allocation.node_selector)
                 continue
             st.available_on.append(None)
-            problem = self._not_allocatable(claim)
+            problem = self._not_allocatable(claim, index != st.extended_index)
             if problem is not None:
                 return None, problem
         st.claims = claims
@@ -201,7 +236,7 @@ class DynamicResources:
             self._prepare_allocator(st)
         return None, SUCCESS
 
-    def _not_allocatable(self, claim: ResourceClaim) -> Status | None:
+    def _not_allocatable(self, claim: ResourceClaim, check_classes: bool) -> Status | None:
         """An unallocated claim that cannot be allocated in this cycle: in flight for
         another pod, or a request naming a class that does not exist."""
         dra = self.handle.dra
@@ -209,7 +244,7 @@ class DynamicResources:
             return Status.unschedulable(
                 f"resource claim {claim_ref(claim)} is in the process of being allocated",
                 resolvable=False)
-        for request in claim.spec.requests:
+        for request in claim.spec.requests if check_classes else ():
             subs = ((request.exactly, request.name),) if request.exactly is not None else (
                 (sub, f"{request.name}/{sub.name}") for sub in request.first_available)
             for sub, qualified in subs:
@@ -245,10 +280,9 @@ class DynamicResources:
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> FilterResult:
         st: _State = state.read(STATE_KEY)
         result = FilterResult.all_pass(len(nodes))
-        table = nodes.snapshot.nodes
         rejected: dict[tuple[Code, str], list[int]] = {}
         for pos, row in enumerate(nodes.idx.tolist()):
-            status = self._filter_node(st, table.names[row], table.labels[row])
+            status = self._filter_node(st, nodes.snapshot, row)
             if status is not None:
                 rejected.setdefault((status.code, status.message), []).append(pos)
         for (code, message), positions in rejected.items():
@@ -257,15 +291,25 @@ class DynamicResources:
             result.reject(mask, code, message)
         return result
 
-    def _filter_node(self, st: _State, node: str, labels: Mapping[str, str]) -> Status | None:
+    def _filter_node(self, st: _State, snapshot: ClusterSnapshot, row: int) -> Status | None:
         """Upstream's Filter for one node: None when the pod's claims fit there."""
+        node, labels = snapshot.nodes.names[row], snapshot.nodes.labels[row]
+        node_extended: ResourceClaim | None = None
+        if st.extended_index is not None:
+            outcome = self._extended_for_node(st, snapshot, row)
+            if isinstance(outcome, Status):
+                return outcome
+            if outcome is None and not st.user_claims():
+                return None
+            node_extended = None if outcome is None else outcome[0]
         unavailable = [i for i, selector in enumerate(st.available_on)
                        if i in st.not_ready or (
                            selector is not None and st.claims[i].allocation is not None
                            and not selector.matches(labels, node))]
         allocations: list[AllocationResult] = []
         if st.allocator is not None:
-            claims = [st.claims[i] for i in st.to_allocate()]
+            claims = [node_extended if i == st.extended_index and node_extended is not None
+                      else st.claims[i] for i in st.to_allocate()]
             try:
                 found = self._allocate(st, node, labels, claims)
             except FailedOnNodeError as err:
@@ -282,6 +326,33 @@ class DynamicResources:
             if st.allocator is not None:
                 st.node_allocations[node] = allocations
         return None
+
+    def _extended_for_node(
+        self, st: _State, snapshot: ClusterSnapshot, row: int
+    ) -> Status | tuple[ResourceClaim, list[dict[str, str]]] | None:
+        """``filterExtendedResources``: the extended claim with this node's requests (None
+        when the node needs none), or why the node cannot serve the pod's resources."""
+        claim = st.claims[st.extended_index or 0]
+        if claim.spec.requests:
+            return Status.unschedulable("cannot schedule extended resource claim",
+                                        resolvable=False)
+        dra = self.handle.dra
+        needed: dict[str, int] = {}
+        for name, quantity in st.extended_requests.items():
+            column = snapshot.resources.column.get(name)
+            allocatable = None if column is None or column >= snapshot.nodes.allocatable.shape[
+                1] else int(snapshot.nodes.allocatable[row, column])
+            if dra.class_for_extended_resource(name) is not None and not allocatable:
+                needed[name] = quantity
+            elif allocatable is None:
+                return Status.unschedulable("cannot fit resource", resolvable=False)
+        if (not needed and not st.user_claims()) or claim.allocation is not None:
+            return None
+        assert st.pod is not None
+        node_claim = claim_for_node(claim, st.pod, needed, dra)
+        with st.lock:
+            st.node_extended[snapshot.nodes.names[row]] = node_claim
+        return node_claim
 
     def _allocate(
         self, st: _State, node: str, labels: Mapping[str, str], claims: Sequence[ResourceClaim]
@@ -336,6 +407,8 @@ class DynamicResources:
             return None, Status(Code.UNSCHEDULABLE)
         for index in sorted(st.unavailable):
             claim = st.claims[index]
+            if index == st.extended_index:
+                continue
             users = claim.reserved_for
             if not users or (len(users) == 1 and users[0].uid == pod.uid):
                 written = self.handle.writer.replace(
@@ -344,6 +417,12 @@ class DynamicResources:
                     return None, Status.error(written.message)
                 log.info("claim deallocated", pod=pod.key, claim=claim.key)
                 return None, Status(Code.UNSCHEDULABLE, (DEALLOCATED,))
+        if st.extended_index is not None and st.claims[st.extended_index].name != IN_MEMORY_NAME:
+            try:
+                delete_claim(self.handle, st.claims[st.extended_index])
+            except BindError as err:
+                return None, Status.error(str(err))
+            return None, Status(Code.UNSCHEDULABLE, (DELETED,))
         return None, Status(Code.UNSCHEDULABLE)
 
     # -- Score ----------------------------------------------------------------------------
@@ -374,6 +453,8 @@ class DynamicResources:
             return SUCCESS
         allocations = st.node_allocations.get(node)
         if not allocations:
+            if all(i == st.extended_index for i in pending):
+                return SUCCESS
             return Status.error("claim allocation not found for node")
         if len(allocations) != len(pending):
             return Status.error(
@@ -383,6 +464,8 @@ class DynamicResources:
         for index, allocation in zip(pending, allocations, strict=True):
             st.allocations[index] = allocation
             claim = st.claims[index]
+            if index == st.extended_index and node in st.node_extended:
+                claim = st.node_extended[node][0]
             finalizers = claim.finalizers if FINALIZER in claim.finalizers else (
                 *claim.finalizers, FINALIZER)
             dra.signal_pending_allocation(
@@ -394,7 +477,7 @@ class DynamicResources:
         if st is None or not st.claims:
             return
         dra = self.handle.dra
-        for claim in st.claims:
+        for claim in st.user_claims():
             if dra.remove_pending_allocation(claim.uid):
                 dra.restore_assumed(claim.namespace, claim.name)
             if claim.allocation is not None and is_reserved_for(pod, claim):
@@ -404,6 +487,21 @@ class DynamicResources:
                 if not written.ok:
                     log.error("unreserve", claim=claim.key, pod=pod.key,
                               reason=written.message)
+        if st.extended_index is not None:
+            self._unreserve_extended(st, pod)
+
+    def _unreserve_extended(self, st: _State, pod: PodInfo) -> None:
+        """``unreserveExtendedResourceClaim``: the in-flight allocation goes, and a claim
+        PreBind already created is deleted."""
+        dra = self.handle.dra
+        claim = st.claims[st.extended_index or 0]
+        if dra.remove_pending_allocation(st.extended_uid):
+            dra.restore_assumed(claim.namespace, claim.name)
+        if claim.name != IN_MEMORY_NAME:
+            try:
+                delete_claim(self.handle, claim)
+            except BindError as err:
+                log.error("delete", claim=claim.key, pod=pod.key, reason=str(err))
 
     # -- PreBind --------------------------------------------------------------------------
     def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node: str) -> Status:
@@ -420,7 +518,11 @@ class DynamicResources:
             if is_reserved_for(pod, claim):
                 continue
             try:
-                st.claims[index] = bind_claim(self.handle, claim, st.allocations[index], pod)
+                if index == st.extended_index:
+                    self._bind_extended(st, pod, node)
+                else:
+                    st.claims[index] = bind_claim(
+                        self.handle, claim, st.allocations[index], pod)
             except BindError as err:
                 return Status.error(str(err))
         if has_binding_conditions(st.claims):
@@ -430,8 +532,24 @@ class DynamicResources:
         dra = self.handle.dra
         for index, claim in enumerate(st.claims):
             if st.allocations[index] is not None:
-                dra.remove_pending_allocation(claim.uid, force=True)
+                dra.remove_pending_allocation(
+                    st.extended_uid if index == st.extended_index else claim.uid, force=True)
         return SUCCESS
+
+    def _bind_extended(self, st: _State, pod: PodInfo, node: str) -> None:
+        """``bindClaim`` for the extended claim: created first when it is still in memory,
+        then written as any claim, then named in the pod's status."""
+        index = st.extended_index or 0
+        allocation = st.allocations[index]
+        if allocation is None and not st.claims[index].spec.requests:
+            return
+        node_claim, mappings = st.node_extended.get(node, (None, []))
+        if st.claims[index].name == IN_MEMORY_NAME:
+            if node_claim is None:
+                raise BindError(f"extended resource claim not found for node {node}")
+            st.claims[index] = create_extended_claim(self.handle, node_claim)
+        st.claims[index] = bind_claim(self.handle, st.claims[index], allocation, pod)
+        record_extended_claim(self.handle, pod, st.claims[index], mappings)
 
     def _wait_for_binding_conditions(self, st: _State) -> str | None:
         """Polls the claims every 5 s (the first time at once) until every device's binding

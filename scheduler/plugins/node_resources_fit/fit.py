@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,7 @@ from scheduler.plugin_api import (
     ClusterSnapshot,
     Code,
     CycleState,
+    DraManager,
     FilterResult,
     Handle,
     IntArray,
@@ -35,6 +36,7 @@ from scheduler.plugin_api import (
     QueueingHint,
     Resource,
     Status,
+    is_dra_extended_resource_name,
     is_extended_resource_name,
     is_scalar_resource,
 )
@@ -101,6 +103,9 @@ class PodResourceRequest:
 
     checks: Checks
     any_request: bool
+    # Extended resources a DeviceClass serves (DRAExtendedResource): on a node that does
+    # not offer them itself (allocatable 0), DynamicResources decides, not this plugin.
+    delegable: frozenset[str] = frozenset()
 
 
 def compute_pod_resource_request(
@@ -137,7 +142,8 @@ class NodeResourcesFit:
     # Filter needs only the NodeView's numbers, not its hypothetical pod lists.
     filter_reads_pod_lists = False
 
-    def __init__(self, args: Mapping[str, Any]) -> None:
+    def __init__(self, args: Mapping[str, Any], dra: DraManager | None = None) -> None:
+        self.dra = dra
         args = defaulted_args(args)
         self.ignored_resources = frozenset(args["ignoredResources"])
         self.ignored_resource_groups = frozenset(args["ignoredResourceGroups"])
@@ -149,13 +155,18 @@ class NodeResourcesFit:
             self.shape = build_shape(strategy["requestedToCapacityRatio"]["shape"])
         self._weights = weights_column(self.resources)
         self._scores: RowMemo[tuple[int, ...]] = RowMemo(self._score_rows)
-        self._misfits: RowMemo[Checks] = RowMemo(self._misfit_rows)
+        self._misfits: RowMemo[tuple[Checks, frozenset[str]]] = RowMemo(self._misfit_rows)
 
     # -- PreFilter / Filter ---------------------------------------------------------------
     def _request(self, pod: PodInfo) -> PodResourceRequest:
-        return compute_pod_resource_request(
+        request = compute_pod_resource_request(
             pod, self.ignored_resources, self.ignored_resource_groups
         )
+        if self.dra is None:
+            return request
+        delegable = frozenset(name for name, _ in request.checks
+                              if delegable_to_dra(name, self.dra))
+        return replace(request, delegable=delegable) if delegable else request
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot
@@ -171,7 +182,7 @@ class NodeResourcesFit:
             return self._judge(nodes, request)
         # Which rows cannot take the pod is kept between cycles; only those rows are judged
         # again for their reasons, and usually there are none.
-        misfits = self._misfits.values(nodes, request.checks)
+        misfits = self._misfits.values(nodes, (request.checks, request.delegable))
         n = len(nodes)
         if not np.count_nonzero(misfits):
             return FilterResult.all_pass(n)
@@ -187,16 +198,20 @@ class NodeResourcesFit:
             result.reasons.append((rows, reason))
         return result
 
-    def _misfit_rows(self, nodes: NodeView, checks: Checks) -> IntArray:
+    def _misfit_rows(self, nodes: NodeView, key: tuple[Checks, frozenset[str]]) -> IntArray:
         """Per row of the view: 1 where Filter rejects a pod that requests ``checks``."""
+        checks, delegable = key
         table = nodes.snapshot.nodes
         misfit = nodes.pod_count + 1 > table.allowed_pods.take(nodes.idx)
         for name, q in checks:
             col = _column(nodes, name)
             if col is None:
-                misfit |= q > 0
-            else:
-                misfit |= q > table.allocatable[nodes.idx, col] - nodes.requested[:, col]
+                if name not in delegable:
+                    misfit |= q > 0
+                continue
+            allocatable = table.allocatable[nodes.idx, col]
+            short = q > allocatable - nodes.requested[:, col]
+            misfit |= short & (allocatable > 0) if name in delegable else short
         return misfit.astype(np.int64)
 
     def _judge(self, nodes: NodeView, request: PodResourceRequest) -> FilterResult:
@@ -217,6 +232,8 @@ class NodeResourcesFit:
                 allocatable = table.allocatable[nodes.idx, col]
                 used = nodes.requested[:, col]
             short = q > allocatable - used
+            if name in request.delegable:
+                short &= allocatable > 0  # shouldDelegateResourceToDRA
             if not np.count_nonzero(short):
                 continue
             result.add_reason(short, Code.UNSCHEDULABLE, insufficient_reason(name))
@@ -385,8 +402,14 @@ def _pods_fit(nodes: NodeView, row: int) -> bool:
     return int(table.pod_count[row]) + 1 <= int(table.allowed_pods[row])
 
 
+def delegable_to_dra(name: str, dra: DraManager) -> bool:
+    """``shouldDelegateResourceToDRA`` without the node: a DeviceClass serves it."""
+    return is_dra_extended_resource_name(name) and dra.class_for_extended_resource(name) is not None
+
+
 def new(args: Mapping[str, Any], handle: Handle) -> NodeResourcesFit:
-    return NodeResourcesFit(args)
+    # The registry builds one without a scheduler (handle None) to find its points.
+    return NodeResourcesFit(args, handle.dra if handle is not None else None)
 
 
 SPEC = PluginSpec(name=NAME, factory=new, default_args=DEFAULT_ARGS, validate=validate_args)
