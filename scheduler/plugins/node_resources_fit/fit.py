@@ -13,6 +13,7 @@ import numpy as np
 
 from scheduler.plugin_api import (
     CPU,
+    DEVICE_CLASS_RESOURCE_PREFIX,
     EPHEMERAL_STORAGE,
     MEMORY,
     PODS,
@@ -24,6 +25,7 @@ from scheduler.plugin_api import (
     ClusterSnapshot,
     Code,
     CycleState,
+    DeviceClass,
     DraManager,
     FilterResult,
     Handle,
@@ -339,10 +341,33 @@ class NodeResourcesFit:
             ClusterEventWithHint(
                 ClusterEvent(Resource.UNSCHEDULED_POD, Action.UPDATE_POD_SCALE_DOWN)
             ),
+            # DRAExtendedResource: a class that comes to serve a resource the pod asks for.
+            ClusterEventWithHint(
+                ClusterEvent(Resource.DEVICE_CLASS, Action.ADD | Action.UPDATE),
+                _after_device_class_change,
+            ),
         ]
 
 
 # -- queueing hints -------------------------------------------------------------------------
+def _after_device_class_change(
+    pod: PodInfo, old: DeviceClass | None, new: DeviceClass | None
+) -> QueueingHint:
+    """upstream's isSchedulableAfterDeviceClassEvent: a class added for the pod's implicit
+    ``deviceclass.resource.kubernetes.io/<class>`` request, or one whose extended resource
+    name changed to one the pod requests."""
+    if new is None:
+        return QueueingHint.SKIP
+    if old is not None:
+        if old.extended_resource_name == new.extended_resource_name:
+            return QueueingHint.SKIP
+    elif DEVICE_CLASS_RESOURCE_PREFIX + new.name in pod.requests:
+        return QueueingHint.QUEUE
+    if new.extended_resource_name is not None and new.extended_resource_name in pod.requests:
+        return QueueingHint.QUEUE
+    return QueueingHint.SKIP
+
+
 def _after_assigned_pod_delete(
     pod: PodInfo, old: PodInfo | None, new: PodInfo | None
 ) -> QueueingHint:

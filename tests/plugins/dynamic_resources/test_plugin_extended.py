@@ -6,8 +6,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduler.framework.events import QueueingHint
 from scheduler.framework.interface import Code
-from scheduler.testing import container, node, pod, run_cycles, scheduler_of
+from scheduler.model.dra import DeviceClass
+from scheduler.model.pod import PodInfo
+from scheduler.plugins.node_resources_fit.fit import _after_device_class_change
+from scheduler.testing import (
+    container,
+    node,
+    pod,
+    run_cycles,
+    scheduler_of,
+    set_storage_object,
+)
 from tests.plugins.dynamic_resources.plugin_fixtures import (
     CLASS_NAME,
     DEVICE_CLASS,
@@ -143,3 +154,33 @@ def test_a_pod_asking_for_a_dra_backed_extended_resource_is_scheduled_by_the_pro
     finally:
         s.stop(timeout=5)
     assert ports.bound == [("default/my-pod", NODE_NAME)]
+
+
+def test_a_pod_waiting_for_a_class_serving_its_resource_is_retried_when_it_comes() -> None:
+    """NodeResourcesFit's isSchedulableAfterDeviceClassEvent: before the class exists the
+    pod is Insufficient example.com/gpu; the class's creation sends it back to be tried."""
+    s, ports = scheduler_of(nodes=[node(NODE_NAME)], pods=[_pod({GPU: "1"})],
+                            storage=[WORKER_NODE_SLICE])
+    try:
+        run_cycles(s)
+        assert ports.bound == []
+        assert next(m for _, _, m in ports.failures).startswith(
+            "0/1 nodes are available: 1 Insufficient example.com/gpu.")
+        set_storage_object(s, CLASS_WITH_NAME)
+        run_cycles(s)
+    finally:
+        s.stop(timeout=5)
+    assert ports.bound == [("default/my-pod", NODE_NAME)]
+
+
+def test_the_device_class_hint_of_node_resources_fit() -> None:
+    incoming = PodInfo.from_pod(_pod({GPU: "1", IMPLICIT: "1"}))
+    other = DeviceClass.parse(device_class("other", extendedResourceName="example.com/x"))
+    named = DeviceClass.parse(CLASS_WITH_NAME)
+    plain = DeviceClass.parse(DEVICE_CLASS)
+    assert _after_device_class_change(incoming, None, plain) is QueueingHint.QUEUE
+    assert _after_device_class_change(incoming, None, named) is QueueingHint.QUEUE
+    assert _after_device_class_change(incoming, None, other) is QueueingHint.SKIP
+    assert _after_device_class_change(incoming, plain, plain) is QueueingHint.SKIP
+    assert _after_device_class_change(incoming, other, DeviceClass.parse(
+        device_class("other", extendedResourceName=GPU))) is QueueingHint.QUEUE
