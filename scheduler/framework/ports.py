@@ -154,6 +154,8 @@ class NullPorts:
         # paths in ``conflicts`` answer their next write with 409 (once each).
         self.objects: dict[str, Mapping[str, Any]] = {}
         self.conflicts: set[str] = set()
+        # Paths whose writes the API server refuses, with its message.
+        self.refused: dict[str, str] = {}
 
     def bind(self, pod: PodInfo, node: str) -> BindResult:
         self.bound.append((pod.key, node))
@@ -165,6 +167,8 @@ class NullPorts:
         if path in self.conflicts:
             self.conflicts.discard(path)
             return WriteResult(False, "the object has been modified", conflict=True)
+        if path in self.refused:
+            return WriteResult(False, self.refused[path])
         self.written.append((path, obj))
         version = str((obj.get("metadata") or {}).get("resourceVersion") or "0")
         written = str(int(version) + 1) if version.isdigit() else version
@@ -179,11 +183,15 @@ class NullPorts:
         return WriteResult(True, resource_version=version, obj=found)
 
     def patch(self, path: str, patch: Mapping[str, Any]) -> WriteResult:
+        if path in self.refused:
+            return WriteResult(False, self.refused[path])
         self.patched.append((path, patch))
         return WriteResult(True)
 
     def create(self, path: str, obj: Mapping[str, Any]) -> WriteResult:
         """Accepted: a ``generateName`` gets the suffix ``x<n>``, the object a uid."""
+        if path in self.refused:
+            return WriteResult(False, self.refused[path])
         meta = dict(obj.get("metadata") or {})
         if not meta.get("name"):
             meta["name"] = f"{meta.get('generateName', '')}x{len(self.created)}"

@@ -184,3 +184,82 @@ def test_the_device_class_hint_of_node_resources_fit() -> None:
     assert _after_device_class_change(incoming, plain, plain) is QueueingHint.SKIP
     assert _after_device_class_change(incoming, other, DeviceClass.parse(
         device_class("other", extendedResourceName=GPU))) is QueueingHint.QUEUE
+
+
+def _created_requests(run: Run) -> list[tuple[str, str, int]]:
+    (_, created), = run.ports.created
+    return [(r["name"], r["exactly"]["deviceClassName"], r["exactly"]["count"])
+            for r in created["spec"]["devices"]["requests"]]
+
+
+def test_empty_with_extended_resources_enabled() -> None:
+    run = Run(pod("foo"), classes=[CLASS_WITH_NAME])
+    assert run.pre_filter().is_skip()
+    assert run.post_filter().code is Code.UNSCHEDULABLE
+
+
+def test_extended_resource_name_with_zero_allocatable() -> None:
+    run = Run(_pod({GPU: "1"}), classes=[CLASS_WITH_NAME], objs=[WORKER_NODE_SLICE],
+              nodes=[node(NODE_NAME, extra={GPU: "0"})])
+    _through_reserve(run)
+    assert run.plugin.pre_bind(run.state, run.pod, NODE_NAME).is_success()
+    assert _created_requests(run) == [("container-0-request-0", CLASS_NAME, 1)]
+
+
+def test_extended_resource_one_device_plugin_one_dra() -> None:
+    second = device_class(f"{CLASS_NAME}2", extendedResourceName=f"{GPU}2")
+    run = Run(_pod({GPU: "1", f"{GPU}2": "1"}), classes=[CLASS_WITH_NAME, second],
+              objs=[WORKER_NODE_SLICE], nodes=[node(NODE_NAME, extra={GPU: "1"})])
+    _through_reserve(run)
+    assert run.plugin.pre_bind(run.state, run.pod, NODE_NAME).is_success()
+    assert _created_requests(run) == [("container-0-request-1", f"{CLASS_NAME}2", 1)]
+
+
+def test_implicit_extended_resource_name_two_containers_with_resources() -> None:
+    run = Run(_pod({IMPLICIT: "1"}, {GPU: "2"}), classes=[CLASS_WITH_NAME],
+              objs=[resource_slice(NODE_NAME, *(f"instance-{i}" for i in range(1, 5)))])
+    _through_reserve(run)
+    assert run.plugin.pre_bind(run.state, run.pod, NODE_NAME).is_success()
+    assert _created_requests(run) == [("container-0-request-0", CLASS_NAME, 1),
+                                      ("container-1-request-0", CLASS_NAME, 2)]
+    (_, patch), = run.ports.patched
+    assert patch["status"]["extendedResourceClaimStatus"]["requestMappings"] == [
+        {"containerName": "c0", "resourceName": IMPLICIT,
+         "requestName": "container-0-request-0"},
+        {"containerName": "c1", "resourceName": GPU, "requestName": "container-1-request-0"}]
+
+
+def test_extended_resource_name_skip_bind() -> None:
+    run = Run(_pod({GPU: "1"}), classes=[CLASS_WITH_NAME], objs=[WORKER_NODE_SLICE])
+    _through_reserve(run)
+    uid = run.state.read("DynamicResources").extended_uid
+    assert run.s.dra.pending_allocation(uid) is not None
+    run.plugin.unreserve(run.state, run.pod, NODE_NAME)
+    assert run.s.dra.pending_allocation(uid) is None
+    assert run.ports.created == [] and run.ports.deleted == []
+
+
+CLAIMS_PATH = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
+
+
+def test_extended_resource_name_with_resources_fail_patch() -> None:
+    run = Run(_pod({GPU: "1"}), classes=[CLASS_WITH_NAME], objs=[WORKER_NODE_SLICE])
+    run.ports.refused["/api/v1/namespaces/default/pods/my-pod/status"] = "patch error"
+    _through_reserve(run)
+    status = run.plugin.pre_bind(run.state, run.pod, NODE_NAME)
+    assert (status.code, status.message) == (
+        Code.ERROR, "update pod default/my-pod ExtendedResourceClaimStatus: patch error")
+    # Unreserve deletes the claim PreBind created.
+    run.plugin.unreserve(run.state, run.pod, NODE_NAME)
+    (_, created), = run.ports.created
+    assert run.ports.deleted == [f"{CLAIMS_PATH}/{created['metadata']['name']}"]
+
+
+def test_extended_resource_name_claim_creation_failure() -> None:
+    run = Run(_pod({GPU: "1"}), classes=[CLASS_WITH_NAME], objs=[WORKER_NODE_SLICE])
+    run.ports.refused[CLAIMS_PATH] = "create error"
+    _through_reserve(run)
+    status = run.plugin.pre_bind(run.state, run.pod, NODE_NAME)
+    assert status.message == "create claim for extended resources default/: create error"
+    run.plugin.unreserve(run.state, run.pod, NODE_NAME)
+    assert run.ports.deleted == []
