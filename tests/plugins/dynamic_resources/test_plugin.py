@@ -452,3 +452,32 @@ def test_args_are_validated_as_upstreams_validate_dynamic_resources_args() -> No
         'args.filterTimeout: Invalid value: "-1s": must be zero or positive; '
         'args.bindingTimeout: Invalid value: "500ms": must be at least 1 second')
     validate_args({"filterTimeout": "0s", "bindingTimeout": "1s"}, "args")
+
+
+def test_bind_failure_preserves_inflight_until_unreserve() -> None:
+    """The API refuses the write: the allocation stays in flight (no other pod gets the
+    device) until Unreserve."""
+    run = Run(pod_with_claim_name(), claims=[PENDING_CLAIM], classes=[DEVICE_CLASS],
+              objs=[WORKER_NODE_SLICE])
+    run.ports.refused[CLAIM_PATH] = "claim bind error"
+    _through_reserve(run)
+    status = run.plugin.pre_bind(run.state, run.pod, NODE_NAME)
+    assert (status.code, status.message) == (
+        Code.ERROR, "add finalizer to claim default/my-pod-my-resource: claim bind error")
+    assert run.in_flight(PENDING_CLAIM)
+    run.plugin.unreserve(run.state, run.pod, NODE_NAME)
+    assert not run.in_flight(PENDING_CLAIM)
+
+
+def test_add_allocation_timestamp_failure() -> None:
+    """The claim was deallocated before PreBind: the write conflicts, the fresh claim has no
+    allocation to stamp."""
+    run = Run(pod_with_claim_name(), claims=[ALLOCATED_CLAIM])
+    _through_reserve(run)
+    fresh = copy.deepcopy(PENDING_CLAIM)
+    fresh["metadata"].update(finalizers=[FINALIZER], resourceVersion="2")
+    run.ports.objects[CLAIM_PATH] = fresh
+    run.ports.conflicts.add(STATUS_PATH)
+    status = run.plugin.pre_bind(run.state, run.pod, NODE_NAME)
+    assert status.message == (
+        "claim default/my-pod-my-resource got deallocated elsewhere in the meantime")

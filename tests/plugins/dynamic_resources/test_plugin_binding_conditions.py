@@ -150,3 +150,17 @@ def test_multi_claims_binding_conditions_one_fail() -> None:
     assert run.post_filter().message == "deallocation of ResourceClaim completed"
     (path, _), = run.ports.written
     assert path.endswith("/my-pod-my-resource-2/status")
+
+
+def test_prebind_fail_with_binding_timeout() -> None:
+    """Allocated 590 s before a 600 s binding timeout, never ready: PreBind polls every
+    5 s until the claim times out."""
+    claim = _bound("False", "False", timestamp="2025-12-31T23:50:10Z")
+    del claim["status"]["devices"][0]["conditions"]
+    run = Run(pod_with_claim_name(), claims=[claim], args={"bindingTimeout": "600s"})
+    assert run.pre_filter().is_success()
+    assert run.filter()[NODE_NAME] == (Code.SUCCESS, "")
+    assert run.plugin.reserve(run.state, run.pod, NODE_NAME).is_success()
+    status = run.plugin.pre_bind(run.state, run.pod, NODE_NAME)
+    assert (status.code, status.message) == (
+        Code.ERROR, "device binding timeout: claim=my-pod-my-resource")
