@@ -448,8 +448,10 @@ class DynamicResources:
     # -- Reserve / Unreserve --------------------------------------------------------------
     def reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         st: _State = state.read(STATE_KEY)
+        if st.allocator is None:
+            return SUCCESS
         pending = st.to_allocate()
-        if not pending or st.allocator is None:
+        if not pending:
             return SUCCESS
         allocations = st.node_allocations.get(node)
         if not allocations:

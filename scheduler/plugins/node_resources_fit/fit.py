@@ -164,7 +164,8 @@ class NodeResourcesFit:
         request = compute_pod_resource_request(
             pod, self.ignored_resources, self.ignored_resource_groups
         )
-        if self.dra is None:
+        # Extended resources have a domain ("example.com/gpu"): most pods ask for none.
+        if self.dra is None or not any("/" in name for name, _ in request.checks):
             return request
         delegable = frozenset(name for name, _ in request.checks
                               if delegable_to_dra(name, self.dra))
