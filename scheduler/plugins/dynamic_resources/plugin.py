@@ -386,7 +386,8 @@ class DynamicResources:
             return lines
         offered = NodeDevices.of(st.slices, node, labels)
         short = False
-        pending = [st.claims[i] for i in st.to_allocate()]
+        pending = [st.node_extended[node][0] if i == st.extended_index and node in
+                   st.node_extended else st.claims[i] for i in st.to_allocate()]
         for claim in pending:
             claim_lines, claim_short = request_lines(
                 claim, offered, st.classes, st.allocated, self.cel_cache)

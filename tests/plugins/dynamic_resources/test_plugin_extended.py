@@ -13,6 +13,7 @@ from scheduler.model.pod import PodInfo
 from scheduler.plugins.node_resources_fit.fit import _after_device_class_change
 from scheduler.testing import (
     container,
+    full_view,
     node,
     pod,
     run_cycles,
@@ -263,3 +264,14 @@ def test_extended_resource_name_claim_creation_failure() -> None:
     assert status.message == "create claim for extended resources default/: create error"
     run.plugin.unreserve(run.state, run.pod, NODE_NAME)
     assert run.ports.deleted == []
+
+
+def test_the_explanation_counts_the_devices_of_the_extended_resource_claim() -> None:
+    run = Run(_pod({GPU: "2"}), classes=[CLASS_WITH_NAME], objs=[WORKER_NODE_SLICE])
+    assert run.pre_filter().is_success()
+    assert run.filter() == {NODE_NAME: (UU, "cannot allocate all claims")}
+    lines = run.plugin.explain_nodes(run.state, run.pod, full_view(run.s.snapshot))
+    assert lines == [[
+        "claim default/<extended-resources>, request container-0-request-0 (class "
+        "my-resource-class): wants 2; 1 device(s) on the node, 1 of the class, 1 match the "
+        "request's selectors, 1 without an untolerated taint, 1 free"]]
