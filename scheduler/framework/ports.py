@@ -53,6 +53,11 @@ class Reporter(Protocol):
         """``nominated_node``: a node to write, ``""`` to clear it, ``None`` to leave it."""
         ...
 
+    def note(self, pod: PodInfo, reason: str, message: str) -> None:
+        """A Normal Event about the pod with action Scheduling, as a plugin records one
+        (DynamicResources' ``BindingConditionsPending``)."""
+        ...
+
 
 class EvictionOutcome(enum.Enum):
     EVICTED = "Evicted"
@@ -148,6 +153,7 @@ class NullPorts:
         self.written = []
         self.expected = []
         self.patched: list[tuple[str, Mapping[str, Any]]] = []
+        self.notes: list[tuple[str, str, str]] = []
         self.created: list[tuple[str, Mapping[str, Any]]] = []
         self.deleted: list[str] = []
         # What ``get`` answers, by path; a test puts the API server's objects here, and
@@ -214,4 +220,7 @@ class NullPorts:
         self, pod: PodInfo, reason: str, message: str, nominated_node: str | None
     ) -> None:
         self.failures.append((pod.key, reason, message))
+
+    def note(self, pod: PodInfo, reason: str, message: str) -> None:
+        self.notes.append((pod.key, reason, message))
 

@@ -205,6 +205,9 @@ class ApiPorts:
 
         self._background(pod, run, "failed")
 
+    def note(self, pod: PodInfo, reason: str, message: str) -> None:
+        self._event(pod, "Normal", reason, "Scheduling", message)
+
     def _patch_scheduled_condition(
         self, pod: PodInfo, reason: str, message: str, nominated_node: str | None
     ) -> None:

@@ -19,10 +19,13 @@
   devices); **Unreserve** drops them and takes the pod out of ``reservedFor``.
 - **PreBind** writes each claim: finalizer, allocation, the pod in ``reservedFor``
   (``binding.py``), then waits for the binding conditions of the devices that have some
-  (``binding_conditions.py``); Filter leaves out claims whose conditions failed or timed out.
+  (``binding_conditions.py``, with the Event ``BindingConditionsPending``); Filter leaves out
+  claims whose conditions failed or timed out.
+- **DRA-backed extended resources** (``extended_resources.py``): the claim the scheduler
+  makes for a pod's ``example.com/gpu: 1``, created in PreBind, named in the pod's status.
 
-Not done, unlike upstream: DRA-backed extended resources (DRAExtendedResource), the Event
-``BindingConditionsPending`` and the binding-conditions metrics.
+Not done, unlike upstream: NodeResourcesFit's scoring of DRA-backed extended resources and
+the DRA metrics.
 """
 
 from __future__ import annotations
@@ -529,6 +532,8 @@ class DynamicResources:
             except BindError as err:
                 return Status.error(str(err))
         if has_binding_conditions(st.claims):
+            self.handle.reporter.note(pod, "BindingConditionsPending",
+                                      f"waiting for binding conditions for device on node {node}")
             problem = self._wait_for_binding_conditions(st)
             if problem is not None:
                 return Status.error(problem)

@@ -61,6 +61,8 @@ def test_bind_claim_with_binding_conditions() -> None:
     status = run.plugin.pre_bind(run.state, run.pod, NODE_NAME)
     assert (status.code, status.message) == (
         Code.ERROR, "device binding timeout: context deadline exceeded")
+    assert run.ports.notes == [("default/my-pod", "BindingConditionsPending",
+                                "waiting for binding conditions for device on node worker")]
     (_, written), = [w for w in run.ports.written if w[0].endswith("/status")]
     result = written["status"]["allocation"]["devices"]["results"][0]
     assert result["bindingConditions"] == ["condition"]
