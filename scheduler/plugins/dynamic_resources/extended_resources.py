@@ -26,7 +26,8 @@ EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 # specialClaimInMemName
 IN_MEMORY_NAME = "<extended-resources>"
 
-Mapping_ = dict[str, str]
+# One entry of status.extendedResourceClaimStatus.requestMappings.
+RequestMapping = dict[str, str]
 
 
 def dra_backed_requests(pod: PodInfo, dra: DraManager) -> dict[str, int]:
@@ -64,7 +65,7 @@ def in_memory_claim(pod: PodInfo, uid: str) -> ResourceClaim:
 
 def claim_for_node(
     claim: ResourceClaim, pod: PodInfo, needed: Mapping[str, int], dra: DraManager
-) -> tuple[ResourceClaim, list[Mapping_]]:
+) -> tuple[ResourceClaim, list[RequestMapping]]:
     """The claim with the requests this node needs, and the pod's request mappings."""
     requests, mappings = requests_and_mappings(pod, needed, dra)
     raw = copy.deepcopy(dict(claim.raw))
@@ -90,12 +91,12 @@ def _count(container: Mapping[str, Any], name: str) -> int:
 def _container_request(
     index: int, container: Mapping[str, Any], name: str, class_name: str,
     reusable: Sequence[dict[str, Any] | None],
-) -> tuple[dict[str, Any] | None, list[Mapping_]]:
+) -> tuple[dict[str, Any] | None, list[RequestMapping]]:
     """``createResourceRequestAndMappings``."""
     wanted = _count(container, name)
     if wanted == 0:
         return None, []
-    mappings: list[Mapping_] = []
+    mappings: list[RequestMapping] = []
     total = 0
     for request in reusable:
         if request is not None:
@@ -115,7 +116,7 @@ def _container_request(
 
 def requests_and_mappings(
     pod: PodInfo, needed: Mapping[str, int], dra: DraManager
-) -> tuple[list[dict[str, Any]], list[Mapping_]]:
+) -> tuple[list[dict[str, Any]], list[RequestMapping]]:
     """``createRequestsAndMappings``: app containers and sidecars each get their devices;
     init containers reuse them where they suffice, and share the largest extra request."""
     containers, n_init = _containers(pod)
@@ -123,20 +124,20 @@ def requests_and_mappings(
     long_lived = [i for i in range(len(containers)) if i >= n_init or restartable[i]]
     short_lived = [i for i in range(n_init) if not restartable[i]]
     requests: list[dict[str, Any]] = []
-    mappings: list[Mapping_] = []
+    mappings: list[RequestMapping] = []
     for name in sorted(needed):
         device_class = dra.class_for_extended_resource(name)
         if device_class is None:
             continue
         long_requests: list[dict[str, Any] | None] = [None] * len(containers)
-        long_mappings: list[Mapping_] = []
+        long_mappings: list[RequestMapping] = []
         for i in long_lived:
             long_requests[i], found = _container_request(
                 i, containers[i], name, device_class.name, ())
             long_mappings.extend(found)
         largest: dict[str, Any] | None = None
         short_names: set[str] = set()
-        short_mappings: list[Mapping_] = []
+        short_mappings: list[RequestMapping] = []
         for i in short_lived:
             request, found = _container_request(
                 i, containers[i], name, device_class.name, long_requests[i:])
