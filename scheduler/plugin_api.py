@@ -17,7 +17,10 @@ signals (``row_generation``, ``labels_generation``, ``taints_generation``,
 point and per optional hook (``ScorePlugin``, ``SortKeyHook``...), ``Plugin``,
 ``PermitDecision``, ``Handle.wall_clock``, ``Action.UPDATE_NODE_ANNOTATION`` and
 ``NodeSummary.annotations``, and the Dynamic Resource Allocation objects (``ResourceClaim``,
-``ResourceSlice``...) with the DRA CEL environment (``SelectorCache``).
+``ResourceSlice``...) with the DRA CEL environment (``SelectorCache``). 2.1 added node
+declared features: ``NodeSummary.declared_features``, ``NodeTableView.declared_features``,
+``Action.UPDATE_NODE_DECLARED_FEATURE`` and the feature registry (``DEFAULT_FEATURES``,
+``FeatureRegistry``, ``Version``).
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
@@ -96,6 +99,7 @@ from scheduler.framework.ports import BindOutcome, EvictionOutcome, Evictor
 from scheduler.framework.registry import POINT_METHODS, ConfigError, PluginSpec, Registry
 from scheduler.framework.snapshot import ClusterSnapshot, NodeTableView
 from scheduler.metrics import Metrics
+from scheduler.model.declared_features import DEFAULT_FEATURES, FeatureRegistry, Version
 from scheduler.model.disruption import DisruptionBudget
 from scheduler.model.dra import (
     ALL,
@@ -168,7 +172,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "2.0"
+API_VERSION = "2.1"
 
 __all__ = [
     "ALL",
@@ -178,6 +182,7 @@ __all__ = [
     "ANN_SELECTED_NODE",
     "API_VERSION",
     "CPU",
+    "DEFAULT_FEATURES",
     "EPHEMERAL_STORAGE",
     "IN",
     "MAX_NODE_SCORE",
@@ -228,6 +233,7 @@ __all__ = [
     "EvictionOutcome",
     "Evictor",
     "ExtenderError",
+    "FeatureRegistry",
     "FilterPlugin",
     "FilterPodListsHook",
     "FilterResult",
@@ -276,6 +282,7 @@ __all__ = [
     "StorageClassInfo",
     "Taint",
     "Toleration",
+    "Version",
     "Victims",
     "VolumeInfo",
     "WaitForActuationsHook",
