@@ -17,8 +17,10 @@ signals (``row_generation``, ``labels_generation``, ``taints_generation``,
 point and per optional hook (``ScorePlugin``, ``SortKeyHook``...), ``Plugin``,
 ``PermitDecision``, ``Handle.wall_clock``, ``Action.UPDATE_NODE_ANNOTATION`` and
 ``NodeSummary.annotations``, and the Dynamic Resource Allocation objects (``ResourceClaim``,
-``ResourceSlice``...) with the DRA CEL environment (``SelectorCache``). 2.1 added node
-declared features: ``NodeSummary.declared_features``, ``NodeTableView.declared_features``,
+``ResourceSlice``...) with the DRA CEL environment (``SelectorCache``). 2.1 added
+``Handle.dra`` (a :class:`DraManager`: the DRA objects and the claims allocated in flight),
+``AllocatedDevices`` and ``DeviceID``. 2.2 added node declared features:
+``NodeSummary.declared_features``, ``NodeTableView.declared_features``,
 ``Action.UPDATE_NODE_DECLARED_FEATURE`` and the feature registry (``DEFAULT_FEATURES``,
 ``FeatureRegistry``, ``Version``).
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
@@ -50,6 +52,7 @@ What is here, by topic:
 
 from __future__ import annotations
 
+from scheduler.framework.dra import AllocatedDevices, DraManager
 from scheduler.framework.events import (
     Action,
     ClusterEvent,
@@ -172,7 +175,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "2.1"
+API_VERSION = "2.2"
 
 __all__ = [
     "ALL",
@@ -199,6 +202,7 @@ __all__ = [
     "ZONE_KEYS",
     "Action",
     "AffinityTerm",
+    "AllocatedDevices",
     "AllocationConfiguration",
     "AllocationResult",
     "BindOutcome",
@@ -229,6 +233,7 @@ __all__ = [
     "DeviceTaintRule",
     "Diagnosis",
     "DisruptionBudget",
+    "DraManager",
     "EnqueueExtensions",
     "EvictionOutcome",
     "Evictor",

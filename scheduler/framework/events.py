@@ -31,6 +31,9 @@ class Resource(enum.Enum):
     CSI_NODE = "CSINode"
     CSI_DRIVER = "CSIDriver"
     CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
+    RESOURCE_CLAIM = "ResourceClaim"
+    RESOURCE_SLICE = "ResourceSlice"
+    DEVICE_CLASS = "DeviceClass"
     WILDCARD = "*"
 
 
@@ -43,7 +46,7 @@ class Action(enum.Flag):
     UPDATE_NODE_CONDITION = enum.auto()
     # API 1.6, upstream's UpdateNodeAnnotation: a node update that changes its annotations.
     UPDATE_NODE_ANNOTATION = enum.auto()
-    # API 2.1, upstream's UpdateNodeDeclaredFeature: its status.declaredFeatures changed.
+    # API 2.2, upstream's UpdateNodeDeclaredFeature: its status.declaredFeatures changed.
     UPDATE_NODE_DECLARED_FEATURE = enum.auto()
     UPDATE_POD_LABEL = enum.auto()
     UPDATE_POD_SCALE_DOWN = enum.auto()

@@ -87,7 +87,7 @@ class NodeTableView(Protocol):
     @property
     def declared_features(self) -> IntArray:
         """Per row, the node's ``status.declaredFeatures`` known to the feature registry,
-        as a bitmask (API 2.1)."""
+        as a bitmask (API 2.2)."""
         ...
 
     @property

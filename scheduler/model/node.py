@@ -21,7 +21,7 @@ class NodeSummary:
     unschedulable: bool
     # API 1.6: a change of these alone is its own event (Action.UPDATE_NODE_ANNOTATION).
     annotations: Mapping[str, str]
-    # API 2.1: status.declaredFeatures, sorted; a change is Action.UPDATE_NODE_DECLARED_FEATURE.
+    # API 2.2: status.declaredFeatures, sorted; a change is Action.UPDATE_NODE_DECLARED_FEATURE.
     declared_features: tuple[str, ...] = ()
 
     @classmethod
