@@ -65,7 +65,8 @@ class DeclaredFeature:
     """One entry of the registry: upstream's ``types.Feature`` as far as scheduling reads it."""
 
     name: str
-    infer_for_scheduling: Callable[[PodSpec], bool]
+    # None: the feature matters to the kubelet or to pod updates, never to where a pod goes.
+    infer_for_scheduling: Callable[[PodSpec], bool] | None
     max_version: Version | None = None
 
 
@@ -78,6 +79,10 @@ class FeatureRegistry:
         if len(self.features) > 63:
             raise ValueError("a feature set is one int64: at most 63 features")
         self._bit = {f.name: 1 << i for i, f in enumerate(self.features)}
+        # Every pod is asked: only the features scheduling may need, each once.
+        self._inferring: list[tuple[int, Callable[[PodSpec], bool], Version | None]] = [
+            (1 << i, infer, f.max_version) for i, f in enumerate(self.features)
+            if (infer := f.infer_for_scheduling) is not None]
 
     def try_map(self, names: Iterable[str]) -> int:
         """The set of the known features among ``names`` (upstream's ``TryMap``)."""
@@ -95,32 +100,24 @@ class FeatureRegistry:
         """The features scheduling the pod needs on a node (``InferForPodScheduling``): those
         whose maximum version, if any, the target version has not passed."""
         mask = 0
-        for i, feature in enumerate(self.features):
-            if feature.max_version is not None and target > feature.max_version:
+        for bit, infer, max_version in self._inferring:
+            if max_version is not None and target > max_version:
                 continue
-            if feature.infer_for_scheduling(spec):
-                mask |= 1 << i
+            if infer(spec):
+                mask |= bit
         return mask
 
 
-def _never(spec: PodSpec) -> bool:
-    """The feature matters to the kubelet or to updates, never to where a pod goes."""
-    return False
-
-
-def _containers(spec: PodSpec, *fields: str) -> Iterable[Mapping[str, Any]]:
-    for field in fields:
-        yield from spec.get(field) or ()
-
-
+# The two below run for every pod scheduled: plain loops, a generator costs several times more.
 def needs_restart_all_containers(spec: PodSpec) -> bool:
     """``restartallcontainers``: a container or init container with a restart rule whose
     action is RestartAllContainers."""
-    return any(
-        rule.get("action") == "RestartAllContainers"
-        for c in _containers(spec, "containers", "initContainers")
-        for rule in c.get("restartPolicyRules") or ()
-    )
+    for field in ("containers", "initContainers"):
+        for c in spec.get(field) or ():
+            for rule in c.get("restartPolicyRules") or ():
+                if rule.get("action") == "RestartAllContainers":
+                    return True
+    return False
 
 
 def needs_user_namespaces_host_network(spec: PodSpec) -> bool:
@@ -131,25 +128,26 @@ def needs_user_namespaces_host_network(spec: PodSpec) -> bool:
 def needs_volume_bind_mount_options(spec: PodSpec) -> bool:
     """``volumebindmountoptions``: a volume mount of any container, init or ephemeral
     container with bindMountOptions."""
-    return any(
-        m.get("bindMountOptions")
-        for c in _containers(spec, "containers", "initContainers", "ephemeralContainers")
-        for m in c.get("volumeMounts") or ()
-    )
+    for field in ("containers", "initContainers", "ephemeralContainers"):
+        for c in spec.get(field) or ():
+            for mount in c.get("volumeMounts") or ():
+                if mount.get("bindMountOptions"):
+                    return True
+    return False
 
 
 # features/registry.go AllFeatures (v0.37.2), by declared name.
 ALL_FEATURES: Sequence[DeclaredFeature] = (
     DeclaredFeature("RestartAllContainersOnContainerExits", needs_restart_all_containers),
-    DeclaredFeature("InPlacePodLevelResourcesVerticalScaling", _never),
-    DeclaredFeature("ExtendWebSocketsToKubelet", _never),
-    DeclaredFeature("InPlacePodVerticalScalingInitContainers", _never),
-    DeclaredFeature("InPlacePodVerticalScalingMemoryBackedVolumes", _never),
+    DeclaredFeature("InPlacePodLevelResourcesVerticalScaling", None),
+    DeclaredFeature("ExtendWebSocketsToKubelet", None),
+    DeclaredFeature("InPlacePodVerticalScalingInitContainers", None),
+    DeclaredFeature("InPlacePodVerticalScalingMemoryBackedVolumes", None),
     DeclaredFeature("UserNamespacesHostNetworkSupport", needs_user_namespaces_host_network),
-    DeclaredFeature("DRANodeAllocatableResources", _never),
+    DeclaredFeature("DRANodeAllocatableResources", None),
     DeclaredFeature("VolumeBindMountOptions", needs_volume_bind_mount_options),
     # Its claims are checked by DynamicResources: an allocation is not known at PreFilter.
-    DeclaredFeature("DRAOptionalNodeOperations", _never),
+    DeclaredFeature("DRAOptionalNodeOperations", None),
 )
 
 # Upstream's DefaultFramework: what node tables map declared features with.

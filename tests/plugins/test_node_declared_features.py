@@ -310,14 +310,15 @@ UPDATE_ONLY = ["InPlacePodLevelResourcesVerticalScaling", "ExtendWebSocketsToKub
                "DRAOptionalNodeOperations"]
 
 
-@pytest.mark.parametrize("name", UPDATE_ONLY)
-def test_features_that_never_matter_to_scheduling(name: str) -> None:
-    """Their TestInferForScheduling*: false whatever the pod (here one needing every other)."""
-    registered = {f.name: f for f in ALL_FEATURES}[name]
+def test_features_that_never_matter_to_scheduling() -> None:
+    """Their TestInferForScheduling*: false whatever the pod; a pod needing every feature
+    scheduling can need needs just the three."""
     spec = {"hostNetwork": True, "hostUsers": False, "resources": {"requests": {"cpu": "1"}},
             "containers": [_restart_all_container(), _mounting(["nosuid"])],
             "volumes": [{"name": "v", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}]}
-    assert registered.infer_for_scheduling(spec) is False
+    required = DEFAULT_FEATURES.infer_for_pod_scheduling(spec, Version.parse("1.37.2"))
+    assert DEFAULT_FEATURES.unmap(required) == sorted([A, B, C])
+    assert all(f.infer_for_scheduling is None for f in ALL_FEATURES if f.name in UPDATE_ONLY)
 
 
 def test_the_registry_is_upstreams() -> None:
