@@ -28,10 +28,12 @@ def declare(env: Env, node: str, *features: str) -> None:
     assert kept == sorted(features), f"the API server kept {kept!r} of {node}'s declaredFeatures"
 
 
-def restart_all_pod(env: Env, name: str, group: str | None = None) -> dict[str, Any]:
+def restart_all_pod(
+    env: Env, name: str, group: str | None = None, cpu: str = "100m"
+) -> dict[str, Any]:
     """A pod needing the feature (a restart rule whose action is RestartAllContainers) that
     selects this test's nodes (``group``: one group of them)."""
-    manifest = pod_manifest(name, cpu="100m", node_selector=env.selector(group))
+    manifest = pod_manifest(name, cpu=cpu, node_selector=env.selector(group))
     container = manifest["spec"]["containers"][0]
     container["restartPolicy"] = "Never"
     container["restartPolicyRules"] = [{
@@ -44,12 +46,15 @@ def test_a_pod_goes_only_where_its_required_feature_is_declared(env: Env) -> Non
     env.nodes("plain", 2, cpu="8")
     declare(env, declaring, FEATURE, "SomeFeatureNoSchedulerKnows")
 
-    created = restart_all_pod(env, "needs-it")
-    assert created["spec"]["containers"][0]["restartPolicyRules"], "the API dropped the rule"
-    # Only the node that declares the feature passes, though the plain ones have more room
-    # (and the feature the registry does not know is ignored).
-    assert env.wait_bound("needs-it", timeout=30) == declaring
-    assert not env.rec.events_for("needs-it", "FailedScheduling")
+    names = ["needs-it-0", "needs-it-1"]
+    for name in names:
+        created = restart_all_pod(env, name, cpu="1")
+        assert created["spec"]["containers"][0]["restartPolicyRules"], "the API dropped it"
+    # Only the node that declares the feature passes, though LeastAllocated would rather
+    # have the plain ones, with twice its room (a feature the registry does not know is
+    # ignored).
+    assert env.wait_all_bound(names) == dict.fromkeys(names, declaring)
+    assert not any(env.rec.events_for(name, "FailedScheduling") for name in names)
 
 
 def test_a_pod_waits_explained_until_a_node_declares_the_feature(env: Env) -> None:
