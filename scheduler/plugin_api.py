@@ -19,9 +19,12 @@ point and per optional hook (``ScorePlugin``, ``SortKeyHook``...), ``Plugin``,
 ``NodeSummary.annotations``, and the Dynamic Resource Allocation objects (``ResourceClaim``,
 ``ResourceSlice``...) with the DRA CEL environment (``SelectorCache``). 2.1 added
 ``Handle.dra`` (a :class:`DraManager`: the DRA objects and the claims allocated in flight),
-``AllocatedDevices`` and ``DeviceID``. 2.2 added ``Action.UPDATE_POD_GENERATED_RESOURCE_CLAIM``,
+``AllocatedDevices`` and ``DeviceID``. 2.2 added node declared features:
+``NodeSummary.declared_features``, ``NodeTableView.declared_features``,
+``Action.UPDATE_NODE_DECLARED_FEATURE`` and the feature registry (``DEFAULT_FEATURES``,
+``FeatureRegistry``, ``Version``). 2.3 added ``Action.UPDATE_POD_GENERATED_RESOURCE_CLAIM``,
 ``ObjectWriter.get``, ``patch``, ``create`` and ``delete_object``, ``WriteResult.conflict`` and
-``obj``, ``parse_duration`` (a Go duration string in plugin arguments),
+``obj``, ``Reporter.note``, ``parse_duration`` (a Go duration string in plugin arguments),
 ``DEVICE_CLASS_RESOURCE_PREFIX`` and ``is_dra_extended_resource_name``.
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
@@ -103,6 +106,7 @@ from scheduler.framework.ports import BindOutcome, EvictionOutcome, Evictor
 from scheduler.framework.registry import POINT_METHODS, ConfigError, PluginSpec, Registry
 from scheduler.framework.snapshot import ClusterSnapshot, NodeTableView
 from scheduler.metrics import Metrics
+from scheduler.model.declared_features import DEFAULT_FEATURES, FeatureRegistry, Version
 from scheduler.model.disruption import DisruptionBudget
 from scheduler.model.dra import (
     ALL,
@@ -177,7 +181,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "2.2"
+API_VERSION = "2.3"
 
 __all__ = [
     "ALL",
@@ -187,6 +191,7 @@ __all__ = [
     "ANN_SELECTED_NODE",
     "API_VERSION",
     "CPU",
+    "DEFAULT_FEATURES",
     "DEVICE_CLASS_RESOURCE_PREFIX",
     "EPHEMERAL_STORAGE",
     "IN",
@@ -240,6 +245,7 @@ __all__ = [
     "EvictionOutcome",
     "Evictor",
     "ExtenderError",
+    "FeatureRegistry",
     "FilterPlugin",
     "FilterPodListsHook",
     "FilterResult",
@@ -288,6 +294,7 @@ __all__ = [
     "StorageClassInfo",
     "Taint",
     "Toleration",
+    "Version",
     "Victims",
     "VolumeInfo",
     "WaitForActuationsHook",

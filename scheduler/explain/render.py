@@ -20,7 +20,8 @@ from scheduler.explain.core import (
 )
 
 WIDTH = 100
-NODE_COLUMN = 30
+# 26: the node name, then 15 filter plugins of 5 columns each within WIDTH.
+NODE_COLUMN = 26
 # Column headings of the in-tree plugins; any other plugin is headed by its first letters.
 SHORT = {
     "NodeName": "Name",
@@ -38,6 +39,8 @@ SHORT = {
     "NodeResourcesBalancedAllocation": "Bal",
     "ImageLocality": "Img",
     "AvoidBounceBack": "Avoid",
+    "NodeDeclaredFeatures": "Feat",
+    "DynamicResources": "DRA",
 }
 _RED, _YELLOW, _GREEN, _BOLD, _RESET = "\033[31m", "\033[33m", "\033[32m", "\033[1m", "\033[0m"
 
