@@ -1,0 +1,190 @@
+"""The fast path for simple claims: the devices the full search would give, found greedily.
+
+A claim set is *simple* when every request is ``exactly`` one class, ``ExactCount``, without
+admin access or capacity requests, and no claim has constraints (what scheduler_perf's DRA
+workloads and most pods ask). On a node whose candidates for each such request
+(``NodeView.candidates_for``: selectable, untainted, fitting, neither shareable nor
+consuming counters) are known, whether a device is acceptable no longer depends on the
+other devices chosen, only on whether it is already allocated or taken by an earlier
+request of this call. Then upstream's depth-first search takes, at every step, the first
+free acceptable device in search order, and its first complete solution is exactly the
+greedy one. A greedy dead end is the search's answer too when every request has the same
+selection (any solution needs that many distinct free devices); otherwise, and whenever a
+device needs what the fast path does not model, the caller runs the full search.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from scheduler.plugin_api import (
+    ALL,
+    ALLOCATION_RESULTS_MAX_SIZE,
+    AllocationConfiguration,
+    AllocationResult,
+    DeviceClass,
+    DeviceID,
+    DeviceSubRequest,
+    ResourceClaim,
+    SelectorCache,
+)
+from scheduler.plugins.dynamic_resources.results import claim_configs
+from scheduler.plugins.dynamic_resources.view import (
+    Candidate,
+    NodeView,
+    Selection,
+    SliceView,
+    node_selector,
+)
+
+
+class Outcome(enum.Enum):
+    SEARCH = "the full search must decide"
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleRequest:
+    request: DeviceSubRequest
+    selection: Selection
+    selection_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class SimplePlan:
+    """The simple requests per claim and each claim's configs (they do not depend on the
+    node). ``claims`` keeps the claims alive: plans are found by the claims' ids."""
+
+    claims: tuple[ResourceClaim, ...]
+    requests: tuple[tuple[SimpleRequest, ...], ...]
+    configs: tuple[tuple[AllocationConfiguration, ...], ...]
+    definitive: bool
+    # The one request of a plan of one claim without configs asking for one device.
+    single: SimpleRequest | None = None
+
+
+def _simple_request(
+    request: DeviceSubRequest | None, classes: Mapping[str, DeviceClass]
+) -> DeviceClass | None:
+    """The request's class when the request is simple (and valid: the full search reports
+    what is wrong with it)."""
+    if (
+        request is None
+        or request.allocation_mode == ALL
+        or request.admin_access
+        or request.capacity_requests is not None
+        or any(s is None for s in request.selectors)
+    ):
+        return None
+    device_class = classes.get(request.device_class_name)
+    if device_class is None or any(s is None for s in device_class.selectors):
+        return None
+    return device_class
+
+
+def simple_plan(
+    claims: Sequence[ResourceClaim], classes: Mapping[str, DeviceClass], view: SliceView
+) -> SimplePlan | None:
+    """The plan for these claims, or None when one of them is not simple."""
+    requests: list[tuple[SimpleRequest, ...]] = []
+    configs = []
+    for claim in claims:
+        if claim.spec.constraints:
+            return None
+        mine = []
+        used_classes = []
+        for request in claim.spec.requests:
+            device_class = _simple_request(request.exactly, classes)
+            if device_class is None or request.exactly is None:
+                return None
+            selection = Selection.of(device_class, request.exactly)
+            mine.append(SimpleRequest(request.exactly, selection, view.selection_id(selection)))
+            used_classes.append(device_class)
+        if sum(r.request.count for r in mine) > ALLOCATION_RESULTS_MAX_SIZE:
+            return None
+        requests.append(tuple(mine))
+        configs.append(claim_configs(claim, [r.name for r in claim.spec.requests], used_classes))
+    selections = {r.selection_id for mine in requests for r in mine}
+    single = None
+    if len(requests) == 1 and len(requests[0]) == 1 and not configs[0]:
+        single = requests[0][0] if requests[0][0].request.count == 1 else None
+    return SimplePlan(
+        tuple(claims), tuple(requests), tuple(configs), len(selections) <= 1, single
+    )
+
+
+def allocate_simple(
+    plan: SimplePlan,
+    node: NodeView,
+    allocated: tuple[frozenset[DeviceID], Mapping[DeviceID, object]],
+    cel_cache: SelectorCache,
+) -> list[AllocationResult] | Outcome | None:
+    """The greedy allocation; ``allocated`` is the devices in use and those with consumed
+    capacity (``AllocatedState``)."""
+    if plan.single is not None:
+        return _allocate_single(plan.single, node, allocated, cel_cache)
+    in_use, with_capacity = allocated
+    taken: set[DeviceID] = set()
+    picks_per_claim: list[list[tuple[DeviceSubRequest, Candidate]]] = []
+    for requests in plan.requests:
+        picks: list[tuple[DeviceSubRequest, Candidate]] = []
+        for r in requests:
+            candidates = node.candidates_for(r.selection_id, r.selection, cel_cache)
+            if candidates is None:
+                return Outcome.SEARCH
+            need = r.request.count
+            for candidate in candidates:
+                device_id = candidate.device_id
+                if device_id in in_use or device_id in taken:
+                    continue
+                if device_id in with_capacity:
+                    return Outcome.SEARCH
+                taken.add(device_id)
+                picks.append((r.request, candidate))
+                need -= 1
+                if not need:
+                    break
+            if need:
+                return None if plan.definitive else Outcome.SEARCH
+        picks_per_claim.append(picks)
+    return [
+        _claim_result(node, picks, configs)
+        for picks, configs in zip(picks_per_claim, plan.configs, strict=True)
+    ]
+
+
+def _allocate_single(
+    r: SimpleRequest,
+    node: NodeView,
+    allocated: tuple[frozenset[DeviceID], Mapping[DeviceID, object]],
+    cel_cache: SelectorCache,
+) -> list[AllocationResult] | Outcome | None:
+    """``allocate_simple`` for the commonest claim set: one claim without configs, one
+    request for one device."""
+    candidates = node.candidates_for(r.selection_id, r.selection, cel_cache)
+    if candidates is None:
+        return Outcome.SEARCH
+    in_use, with_capacity = allocated
+    for candidate in candidates:
+        if candidate.device_id in in_use:
+            continue
+        if candidate.device_id in with_capacity:
+            return Outcome.SEARCH
+        return [candidate.alone_result(r.request, node)]
+    return None
+
+
+def _claim_result(
+    node: NodeView,
+    picks: list[tuple[DeviceSubRequest, Candidate]],
+    configs: tuple[AllocationConfiguration, ...],
+) -> AllocationResult:
+    if len(picks) == 1 and not configs:
+        request, candidate = picks[0]
+        return candidate.alone_result(request, node)
+    return AllocationResult(
+        results=tuple(c.simple_result(request) for request, c in picks),
+        config=configs,
+        node_selector=node_selector(node, [(request.name, c) for request, c in picks]),
+    )

@@ -1,0 +1,306 @@
+"""What the allocator knows of the slices, kept between scheduling cycles while they do not change.
+
+Upstream recomputes a node's pools (``GatherPools``) and every device's selector verdicts on
+each ``Allocate`` call; in Go that is cheap, in Python it was most of a Filter call. The
+slices change far less often than pods are scheduled, so ``SliceView`` keeps, per node:
+
+- the node's pools in allocation order (``gather_pools``), and
+- per *selection* (a class's selectors, a request's selectors and tolerations), the devices
+  of those pools that the selection can take, in upstream's search order, with nothing
+  allocated: selectable (CEL, per-device node selection), not tainted against the
+  tolerations, their capacity fitting a request for none. ``None`` when some device of the
+  node needs the full search for this selection (a CEL or capacity error to report, a
+  shareable device, a device consuming counters).
+
+A view is valid for one set of slices (with DeviceTaintRules applied): the owner builds a new
+one when a slice or rule changes. Device classes may change freely: a selection holds the
+class's selectors themselves, not its name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from scheduler.plugin_api import (
+    TAINT_NO_EXECUTE,
+    TAINT_NO_SCHEDULE,
+    AllocationResult,
+    CELError,
+    Device,
+    DeviceClass,
+    DeviceID,
+    DeviceRequestAllocationResult,
+    DeviceSubRequest,
+    NodeSelector,
+    NodeSelectorTerm,
+    Requirement,
+    ResourceClaim,
+    ResourceSlice,
+    SelectorCache,
+    enhance_runtime_error,
+)
+from scheduler.plugins.dynamic_resources import capacity as cap
+from scheduler.plugins.dynamic_resources.pools import Pool, gather_pools, node_matches
+
+# A node view per node (and label set, where slices select nodes by label); far more than a
+# cluster's nodes means labels keep changing, and the memo starts over.
+_MAX_NODE_VIEWS = 50_000
+
+
+class AllocationError(Exception):
+    """Allocation cannot proceed (upstream returns an error): the pod's attempt fails."""
+
+
+class FailedOnNodeError(AllocationError):
+    """``ErrFailedAllocationOnNode``: only this node is unsuitable (a UU status there)."""
+
+
+def device_id_str(device_id: DeviceID) -> str:
+    return "/".join(device_id)
+
+
+def claim_ref(claim: ResourceClaim) -> str:
+    """``klog.KObj(claim)``."""
+    return f"{claim.namespace}/{claim.name}" if claim.namespace else claim.name
+
+
+@dataclass(slots=True)
+class Candidate:
+    device_id: DeviceID
+    device: Device
+    slice: ResourceSlice
+    pool: Pool
+    # For the fast path, whose candidates belong to one node and one selection (so the
+    # tolerations are fixed) and are neither shared nor admin-accessed: the device's result
+    # per request name, and the whole AllocationResult of a claim that gets only this device
+    # and has no configs (frozen dataclasses are slow to build; both are immutable).
+    results: dict[str, DeviceRequestAllocationResult] | None = None
+    claim_results: dict[str, AllocationResult] | None = None
+
+    def simple_result(self, request: DeviceSubRequest) -> DeviceRequestAllocationResult:
+        if self.results is None:
+            self.results = {}
+        found = self.results.get(request.name)
+        if found is None:
+            found = DeviceRequestAllocationResult(
+                request=request.name,
+                driver=self.device_id[0],
+                pool=self.device_id[1],
+                device=self.device_id[2],
+                tolerations=request.tolerations,
+                binding_conditions=self.device.binding_conditions,
+                binding_failure_conditions=self.device.binding_failure_conditions,
+            )
+            self.results[request.name] = found
+        return found
+
+    def alone_result(self, request: DeviceSubRequest, node: NodeView) -> AllocationResult:
+        """The AllocationResult of a claim without configs that gets only this device."""
+        if self.claim_results is None:
+            self.claim_results = {}
+        found = self.claim_results.get(request.name)
+        if found is None:
+            found = AllocationResult(
+                results=(self.simple_result(request),),
+                node_selector=node_selector(node, [(request.name, self)]),
+            )
+            self.claim_results[request.name] = found
+        return found
+
+
+def taint_prevents(device: Device, request: DeviceSubRequest) -> bool:
+    """``taintPreventsAllocation``: a NoSchedule/NoExecute taint the request does not
+    tolerate."""
+    return any(
+        taint.effect in (TAINT_NO_SCHEDULE, TAINT_NO_EXECUTE)
+        and not any(t.tolerates(taint) for t in request.tolerations)
+        for taint in device.taints
+    )
+
+
+def selectors_match(
+    cel_cache: SelectorCache, owner: str, candidate: Candidate, selectors: Sequence[str | None]
+) -> bool:
+    """``selectorsMatch``: every CEL selector; compile and runtime errors are errors."""
+    for i, expression in enumerate(selectors):
+        compiled = cel_cache.get_or_compile(expression or "")
+        if compiled.error is not None:
+            raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
+        try:
+            matched = compiled.matches(candidate.device.cel_input(candidate.slice.driver))
+        except CELError as err:
+            raise AllocationError(
+                f"{owner}: selector #{i} on device {device_id_str(candidate.device_id)}: "
+                f"CEL runtime error: {enhance_runtime_error(str(err))}"
+            ) from err
+        if not matched:
+            return False
+    return True
+
+
+def selectable(
+    cel_cache: SelectorCache,
+    owners: tuple[str, str],
+    selectors: tuple[Sequence[str | None], Sequence[str | None]],
+    candidate: Candidate,
+    node: tuple[str, Mapping[str, str]],
+) -> bool:
+    """``isSelectable``: class selectors, request selectors, per-device node selection;
+    ``owners`` name the class and the claim in error messages."""
+    device = candidate.device
+    return (
+        selectors_match(cel_cache, owners[0], candidate, selectors[0])
+        and selectors_match(cel_cache, owners[1], candidate, selectors[1])
+        and (
+            not candidate.slice.per_device_node_selection
+            or node_matches(
+                node[0], node[1], device.node_name, device.all_nodes, device.node_selector
+            )
+        )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What decides, nothing being allocated, whether a request may take a device: the
+    class's selectors and the request without what does not (name, count, class name).
+    Only requests without capacity requests have one (they must be hashable)."""
+
+    class_selectors: tuple[str | None, ...]
+    request: DeviceSubRequest
+
+    @classmethod
+    def of(cls, device_class: DeviceClass, request: DeviceSubRequest) -> Selection:
+        return cls(device_class.selectors, replace(request, name="", count=1,
+                                                   device_class_name=""))
+
+
+class NodeView:
+    """One node's pools and, per selection, the devices it may take (see module docstring)."""
+
+    def __init__(self, node_name: str, labels: Mapping[str, str], pools: list[Pool]) -> None:
+        self.node = (node_name, labels)
+        self.pools = pools
+        self.any_invalid = any(p.invalid for p in pools)
+        self.candidates: dict[int, tuple[Candidate, ...] | None] = {}
+        self._node_local: NodeSelector | None = None
+
+    def node_local_selector(self) -> NodeSelector:
+        """``createNodeSelector``'s selector for a node-local device: this node by name."""
+        if self._node_local is None:
+            self._node_local = NodeSelector((NodeSelectorTerm((), (Requirement(
+                "metadata.name", "In", (self.node[0],)),)),))
+        return self._node_local
+
+    def candidates_for(
+        self, selection_id: int, selection: Selection, cel_cache: SelectorCache
+    ) -> tuple[Candidate, ...] | None:
+        try:
+            return self.candidates[selection_id]
+        except KeyError:
+            pass
+        try:
+            found = self._simple_candidates(selection, cel_cache)
+        except AllocationError:
+            found = None
+        self.candidates[selection_id] = found
+        return found
+
+    def _simple_candidates(
+        self, selection: Selection, cel_cache: SelectorCache
+    ) -> tuple[Candidate, ...] | None:
+        selectors = (selection.class_selectors, selection.request.selectors)
+        found = []
+        for pool in self.pools:
+            if pool.incomplete or pool.invalid:
+                continue
+            for s in pool.slices:
+                for device in s.devices:
+                    candidate = Candidate((pool.driver, pool.name, device.name), device, s, pool)
+                    if not selectable(cel_cache, ("", ""), selectors, candidate, self.node):
+                        continue
+                    if device.allow_multiple_allocations or device.consumes_counters:
+                        return None
+                    if taint_prevents(device, selection.request):
+                        continue
+                    try:
+                        if not cap.fits({}, None, device.capacity, {}):
+                            continue
+                    except cap.CapacityError:
+                        return None
+                    found.append(candidate)
+        return tuple(found)
+
+
+def node_selector(
+    node: NodeView, picks: Sequence[tuple[str, Candidate]]
+) -> NodeSelector | None:
+    """``createNodeSelector``: the node itself for node-local devices, else the union of the
+    single-term selectors, None for devices usable on all nodes. ``picks`` are (request
+    name, device) in the claim's result order. Shared by the full search and the fast path."""
+    expressions: list[Requirement] = []
+    fields: list[Requirement] = []
+    for request_name, candidate in picks:
+        s, device = candidate.slice, candidate.device
+        node_name, selector = (
+            (device.node_name, device.node_selector)
+            if s.per_device_node_selection
+            else (s.node_name, s.node_selector)
+        )
+        if node_name or device.binds_to_node:
+            return node.node_local_selector()
+        if selector is None or not selector.terms:
+            continue
+        if len(selector.terms) > 1:
+            raise AllocationError(
+                f"create NodeSelector for claim {request_name}: unsupported "
+                f"ResourceSlice.NodeSelector with {len(selector.terms)} terms"
+            )
+        term = selector.terms[0]
+        fields.extend(x for x in term.match_fields if x not in fields)
+        expressions.extend(x for x in term.match_expressions if x not in expressions)
+    if not expressions and not fields:
+        return None
+    return NodeSelector((NodeSelectorTerm(tuple(expressions), tuple(fields)),))
+
+
+class SliceView:
+    """The slices of one generation, indexed by node, with a ``NodeView`` memo per node."""
+
+    def __init__(self, slices: Sequence[ResourceSlice]) -> None:
+        self.all_slices = list(slices)
+        self.slices_on_node: dict[str, list[ResourceSlice]] = {}
+        self.slices_shared: list[ResourceSlice] = []
+        for s in slices:
+            if s.node_name:
+                self.slices_on_node.setdefault(s.node_name, []).append(s)
+            else:
+                self.slices_shared.append(s)
+        # Whether a node's pools or devices depend on its labels, not only on its name.
+        self.by_labels = any(
+            s.node_selector is not None
+            or (s.per_device_node_selection and any(d.node_selector for d in s.devices))
+            for s in self.slices_shared
+        )
+        self._nodes: dict[Hashable, NodeView] = {}
+        self._selections: dict[Selection, int] = {}
+
+    def node(self, node_name: str, labels: Mapping[str, str]) -> NodeView:
+        key: Hashable = (node_name, frozenset(labels.items())) if self.by_labels else node_name
+        found = self._nodes.get(key)
+        if found is None:
+            slices = self.slices_on_node.get(node_name, []) + self.slices_shared
+            found = NodeView(node_name, labels,
+                             gather_pools(slices, node_name, labels, self.all_slices))
+            if len(self._nodes) >= _MAX_NODE_VIEWS:
+                self._nodes.clear()
+            self._nodes[key] = found
+        return found
+
+    def selection_id(self, selection: Selection) -> int:
+        """A small number naming the selection in every ``NodeView`` of this view."""
+        found = self._selections.get(selection)
+        if found is None:
+            found = self._selections[selection] = len(self._selections)
+        return found
