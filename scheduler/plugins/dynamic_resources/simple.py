@@ -8,9 +8,10 @@ consuming counters) are known, whether a device is acceptable no longer depends 
 other devices chosen, only on whether it is already allocated or taken by an earlier
 request of this call. Then upstream's depth-first search takes, at every step, the first
 free acceptable device in search order, and its first complete solution is exactly the
-greedy one. A greedy dead end is the search's answer too when every request has the same
-selection (any solution needs that many distinct free devices); otherwise, and whenever a
-device needs what the fast path does not model, the caller runs the full search.
+greedy one. At a greedy dead end the claims are a bipartite matching of request slots to
+free devices, which the search (trying every combination) solves exactly when one exists:
+when Hall's condition fails there is none and the answer is no solution; otherwise, and
+whenever a device needs what the fast path does not model, the caller runs the full search.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ from scheduler.plugins.dynamic_resources.view import (
     node_selector,
 )
 
+# Hall's condition is checked over every subset of a claim set's distinct selections.
+_MAX_HALL_SELECTIONS = 6
+
 
 class Outcome(enum.Enum):
     SEARCH = "the full search must decide"
@@ -59,7 +63,6 @@ class SimplePlan:
     claims: tuple[ResourceClaim, ...]
     requests: tuple[tuple[SimpleRequest, ...], ...]
     configs: tuple[tuple[AllocationConfiguration, ...], ...]
-    definitive: bool
     # The one request of a plan of one claim without configs asking for one device.
     single: SimpleRequest | None = None
 
@@ -105,13 +108,10 @@ def simple_plan(
             return None
         requests.append(tuple(mine))
         configs.append(claim_configs(claim, [r.name for r in claim.spec.requests], used_classes))
-    selections = {r.selection_id for mine in requests for r in mine}
     single = None
     if len(requests) == 1 and len(requests[0]) == 1 and not configs[0]:
         single = requests[0][0] if requests[0][0].request.count == 1 else None
-    return SimplePlan(
-        tuple(claims), tuple(requests), tuple(configs), len(selections) <= 1, single
-    )
+    return SimplePlan(tuple(claims), tuple(requests), tuple(configs), single)
 
 
 def allocate_simple(
@@ -146,12 +146,39 @@ def allocate_simple(
                 if not need:
                     break
             if need:
-                return None if plan.definitive else Outcome.SEARCH
+                return None if _infeasible(plan, node, in_use, cel_cache) else Outcome.SEARCH
         picks_per_claim.append(picks)
     return [
         _claim_result(node, picks, configs)
         for picks, configs in zip(picks_per_claim, plan.configs, strict=True)
     ]
+
+
+def _infeasible(
+    plan: SimplePlan, node: NodeView, in_use: frozenset[DeviceID], cel_cache: SelectorCache
+) -> bool:
+    """Hall's condition fails: some set of selections needs more devices than their free
+    candidates together hold, so no assignment exists and the search would find none (it
+    tries every combination). The free candidates over-count (a device with consumed
+    capacity counts as free), which keeps the answer sound."""
+    need: dict[int, int] = {}
+    free: dict[int, frozenset[DeviceID]] = {}
+    for requests in plan.requests:
+        for r in requests:
+            need[r.selection_id] = need.get(r.selection_id, 0) + r.request.count
+            if r.selection_id not in free:
+                candidates = node.candidates_for(r.selection_id, r.selection, cel_cache) or ()
+                free[r.selection_id] = frozenset(
+                    c.device_id for c in candidates if c.device_id not in in_use
+                )
+    ids = list(need)
+    if len(ids) > _MAX_HALL_SELECTIONS:
+        return False
+    for mask in range(1, 1 << len(ids)):
+        chosen = [i for bit, i in enumerate(ids) if mask >> bit & 1]
+        if len(frozenset().union(*(free[i] for i in chosen))) < sum(need[i] for i in chosen):
+            return True
+    return False
 
 
 def _allocate_single(

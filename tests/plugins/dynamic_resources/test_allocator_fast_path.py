@@ -1,0 +1,193 @@
+"""The fast path and the kept node views give what upstream's search gives (``Allocate`` in
+``allocator_incubating.go``), on random slices, classes, claims and allocated devices.
+
+Each seed builds a small cluster (node-local pools, pools for all nodes or by label, tainted,
+shareable and attribute-less devices), classes with CEL selectors (one fails at run time on
+devices without the attribute), claims mixing simple requests with tolerations, selectors,
+``All``, constraints, and a set of allocated devices; on every node, ``allocate`` (fast path
+where it applies) and ``search`` (the full search alone) must agree: the same results, or the
+same error."""
+
+from __future__ import annotations
+
+import random
+from functools import partial
+from typing import Any
+
+import pytest
+
+from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceSlice
+from scheduler.plugins.dynamic_resources.allocator import (
+    AllocatedState,
+    AllocationError,
+    Allocator,
+    AllocatorCache,
+)
+from scheduler.plugins.dynamic_resources.simple import Outcome, allocate_simple
+
+DRIVERS = ("driver-a", "driver-b")
+NODES = ("node-1", "node-2", "node-3")
+REGIONS = ("region-1", "region-2")
+SHARE_ID = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+CLASSES = {
+    "class-a": 'device.driver == "driver-a"',
+    "class-b": 'device.driver == "driver-b"',
+    "class-numa": 'device.driver == "driver-a" && device.attributes["driver-a"].numa >= 1',
+    "class-any": "true",
+}
+REQUEST_SELECTORS = (
+    'device.attributes["driver-a"].?model.orValue("") == "big"',
+    'device.capacity["driver-a"].?memory.orValue(quantity("0")).isGreaterThan(quantity("1Gi"))',
+    'device.attributes["driver-b"].model == "small"',  # an error on devices without it
+)
+TAINT = {"key": "k", "value": "v", "effect": "NoSchedule"}
+
+
+def _device(rng: random.Random, name: str) -> dict[str, Any]:
+    device: dict[str, Any] = {"name": name, "attributes": {}}
+    if rng.random() < 0.95:
+        device["attributes"]["numa"] = {"int": rng.randrange(3)}
+    if rng.random() < 0.6:
+        device["attributes"]["model"] = {"string": rng.choice(("big", "small"))}
+    if rng.random() < 0.5:
+        device["capacity"] = {"memory": {"value": rng.choice(("1Gi", "2Gi", "4Gi"))}}
+    if rng.random() < 0.15:
+        device["taints"] = [dict(TAINT, effect=rng.choice(("NoSchedule", "NoExecute", "None")))]
+    if rng.random() < 0.05:
+        device["allowMultipleAllocations"] = True
+        device["capacity"] = {"memory": {"value": "4Gi"}}
+    return device
+
+
+def _slice(rng: random.Random, pool: str, selection: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"name": f"{pool}-slice"}, "spec": {
+        "driver": rng.choice(DRIVERS), **selection,
+        "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
+        "devices": [_device(rng, f"dev-{i}") for i in range(rng.randrange(6))]}}
+
+
+def _slices(rng: random.Random) -> list[ResourceSlice]:
+    raw = [
+        _slice(rng, f"{node}-p{k}", {"nodeName": node})
+        for node in NODES for k in range(rng.randrange(3))
+    ]
+    if rng.random() < 0.3:
+        raw.append(_slice(rng, "everywhere", {"allNodes": True}))
+    if rng.random() < 0.3:
+        raw.append(_slice(rng, "regional", {"nodeSelector": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "region", "operator": "In",
+                                   "values": [rng.choice(REGIONS)]}]}]}}))
+    return [ResourceSlice.parse(s) for s in raw]
+
+
+def _request(rng: random.Random, name: str) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": rng.choice(list(CLASSES)),
+                               "count": rng.choice((1, 1, 1, 2, 3))}
+    if rng.random() < 0.15:
+        exactly["selectors"] = [{"cel": {"expression": rng.choice(REQUEST_SELECTORS)}}]
+    if rng.random() < 0.2:
+        exactly["tolerations"] = [{"operator": "Exists", "key": "k"}]
+    if rng.random() < 0.05:
+        exactly = {"deviceClassName": exactly["deviceClassName"], "allocationMode": "All"}
+    return {"name": name, "exactly": exactly}
+
+
+def _claims(rng: random.Random) -> list[ResourceClaim]:
+    claims = []
+    for c in range(rng.choice((1, 1, 1, 2))):
+        devices: dict[str, Any] = {
+            "requests": [_request(rng, f"req-{r}") for r in range(rng.choice((1, 1, 2, 3)))]}
+        if rng.random() < 0.1:
+            devices["constraints"] = [{"matchAttribute": "driver-a/numa"}]
+        claims.append(ResourceClaim.parse({
+            "metadata": {"namespace": "ns", "name": f"claim-{c}"}, "spec": {"devices": devices}}))
+    return claims
+
+
+def _classes() -> dict[str, DeviceClass]:
+    return {name: DeviceClass.parse({"metadata": {"name": name}, "spec": {
+        "selectors": [{"cel": {"expression": expression}}]}}) for name, expression in
+        CLASSES.items()}
+
+
+def _outcome(call: Any) -> Any:
+    try:
+        return call()
+    except AllocationError as err:
+        return (type(err).__name__, str(err))
+
+
+def _one_seed(seed: int) -> int:
+    """Compares both paths on every node; returns how many nodes the fast path decided."""
+    rng = random.Random(seed)
+    slices = _slices(rng)
+    device_ids = [(s.driver, s.pool, d.name) for s in slices for d in s.devices]
+    state = AllocatedState(devices=frozenset(d for d in device_ids if rng.random() < 0.3))
+    claims = _claims(rng)
+    cache = AllocatorCache()
+    decided = 0
+    for cycle in range(2):  # the second cycle reuses the first one's node views
+        allocator = cache.allocator(state, _classes(), slices, slices_key="one",
+                                    new_share_id=lambda: SHARE_ID)
+        for node in NODES:
+            labels = {"region": REGIONS[(seed + NODES.index(node)) % 2]}
+            fast = _outcome(partial(allocator.allocate, node, labels, claims))
+            full = _outcome(partial(allocator.search, allocator.view.node(node, labels), claims))
+            assert fast == full, (seed, cycle, node)
+            decided += cycle == 0 and _decided_by_fast_path(allocator, node, labels, claims)
+    return decided
+
+
+def _decided_by_fast_path(
+    allocator: Allocator, node: str, labels: dict[str, str], claims: list[ResourceClaim]
+) -> bool:
+    plan = allocator._plan(claims)
+    if plan is None:
+        return False
+    view = allocator.view.node(node, labels)
+    found = allocate_simple(plan, view, allocator._in_use, allocator.cel_cache)
+    return found is not Outcome.SEARCH
+
+
+@pytest.mark.parametrize("block", range(10))
+def test_the_fast_path_gives_what_the_search_gives(block: int) -> None:
+    decided = sum(_one_seed(seed) for seed in range(block * 40, block * 40 + 40))
+    # Not vacuous: most claims are simple, so the fast path decides on many nodes.
+    assert decided >= 40, decided
+
+
+def test_a_cache_keeps_its_view_while_the_slices_key_holds() -> None:
+    rng = random.Random(7)
+    slices = _slices(rng)
+    cache = AllocatorCache()
+    first = cache.allocator(AllocatedState(), _classes(), slices, slices_key=1)
+    again = cache.allocator(AllocatedState(), _classes(), slices, slices_key=1)
+    changed = cache.allocator(AllocatedState(), _classes(), slices, slices_key=2)
+    assert first.view is again.view
+    assert changed.view is not first.view
+
+
+def test_a_class_changed_under_the_same_slices_key_selects_anew() -> None:
+    """Node views keep selectable devices per class *selectors*, so a class edited in place
+    (same name, same slices) is seen at once."""
+    slices = [ResourceSlice.parse({"metadata": {"name": "s"}, "spec": {
+        "driver": "driver-a", "nodeName": "node-1",
+        "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "d0", "attributes": {"numa": {"int": 0}}},
+                    {"name": "d1", "attributes": {"numa": {"int": 1}}}]}})]
+    claims = [ResourceClaim.parse({"metadata": {"namespace": "ns", "name": "c"}, "spec": {
+        "devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}}})]
+
+    def gpu(expression: str) -> dict[str, DeviceClass]:
+        return {"gpu": DeviceClass.parse({"metadata": {"name": "gpu"}, "spec": {
+            "selectors": [{"cel": {"expression": expression}}]}})}
+
+    cache = AllocatorCache()
+    before = cache.allocator(AllocatedState(), gpu("true"), slices, slices_key=1)
+    after = cache.allocator(
+        AllocatedState(), gpu('device.attributes["driver-a"].numa == 1'), slices, slices_key=1)
+    got_before = before.allocate("node-1", {}, claims)
+    got_after = after.allocate("node-1", {}, claims)
+    assert got_before is not None and got_after is not None
+    assert [r.device for r in got_before[0].results] == ["d0"]
+    assert [r.device for r in got_after[0].results] == ["d1"]
