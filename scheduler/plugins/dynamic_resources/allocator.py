@@ -27,7 +27,9 @@ How a plugin should use it, for speed::
 
 ``slices_key`` must change whenever a slice or a DeviceTaintRule changes (``slices`` with the
 rules applied); while it does not, every node's pools and, per class and request selectors,
-its selectable devices (``view.SliceView``) are reused across cycles. Classes may change
+its selectable devices (``view.SliceView``) are reused across cycles. When it changes, a
+node whose slices are the same objects as before keeps them too, so pass unchanged slices
+as the same objects (as the DRA manager's store does). Classes may change
 without a new key. ``Allocator(allocated, classes, slices, cel_cache)`` alone still works and
 keeps those for the one cycle. Pass the same claim objects to every ``allocate`` of a cycle:
 the fast path's plan is found once per cycle by their identities.
@@ -254,7 +256,7 @@ class AllocatorCache:
         new_share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
     ) -> Allocator:
         if self._view is None or self._key != slices_key:
-            self._view = SliceView(slices)
+            self._view = SliceView(slices, self._view)
             self._key = slices_key
         return Allocator(allocated, classes, slices, self.cel_cache, new_share_id, self._view)
 

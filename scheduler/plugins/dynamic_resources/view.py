@@ -13,8 +13,9 @@ slices change far less often than pods are scheduled, so ``SliceView`` keeps, pe
   shareable device, a device consuming counters).
 
 A view is valid for one set of slices (with DeviceTaintRules applied): the owner builds a new
-one when a slice or rule changes. Device classes may change freely: a selection holds the
-class's selectors themselves, not its name.
+one when a slice or rule changes, from the previous one, which hands over the node views of
+nodes whose slices are the same objects. Device classes may change freely: a selection holds
+the class's selectors themselves, not its name.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ from scheduler.plugins.dynamic_resources.pools import Pool, gather_pools, node_m
 # A node view per node (and label set, where slices select nodes by label); far more than a
 # cluster's nodes means labels keep changing, and the memo starts over.
 _MAX_NODE_VIEWS = 50_000
+# Distinct selections (class and request selectors, tolerations) before the memo starts over.
+_MAX_SELECTIONS = 10_000
 
 
 class AllocationError(Exception):
@@ -179,12 +182,32 @@ class Selection:
 class NodeView:
     """One node's pools and, per selection, the devices it may take (see module docstring)."""
 
-    def __init__(self, node_name: str, labels: Mapping[str, str], pools: list[Pool]) -> None:
+    def __init__(
+        self,
+        node_name: str,
+        labels: Mapping[str, str],
+        pools: list[Pool],
+        slices: list[ResourceSlice],
+    ) -> None:
         self.node = (node_name, labels)
         self.pools = pools
+        # The slices the pools were gathered from (held, so their identities stay theirs),
+        # and whether the pools needed no other slice (a pool all of whose slices are here).
+        self.slices = slices
+        self.self_contained = all(s.resource_slice_count == 1 for s in slices) and len(
+            {(s.driver, s.pool) for s in slices}
+        ) == len(slices)
         self.any_invalid = any(p.invalid for p in pools)
         self.candidates: dict[int, tuple[Candidate, ...] | None] = {}
         self._node_local: NodeSelector | None = None
+
+    def built_from(self, slices: list[ResourceSlice]) -> bool:
+        """Whether this view holds for a node with these slices (the same objects)."""
+        return (
+            self.self_contained
+            and len(slices) == len(self.slices)
+            and all(a is b for a, b in zip(slices, self.slices, strict=True))
+        )
 
     def node_local_selector(self) -> NodeSelector:
         """``createNodeSelector``'s selector for a node-local device: this node by name."""
@@ -266,9 +289,15 @@ def node_selector(
 
 
 class SliceView:
-    """The slices of one generation, indexed by node, with a ``NodeView`` memo per node."""
+    """The slices of one generation, indexed by node, with a ``NodeView`` memo per node.
 
-    def __init__(self, slices: Sequence[ResourceSlice]) -> None:
+    ``previous`` is the view of the slices before the last change: a node whose slices are
+    the very same objects as then (and whose pools need no slice of another node) keeps its
+    ``NodeView``, so one changed slice costs one node's views, not the cluster's. Selection
+    numbers are shared with it for that reason.
+    """
+
+    def __init__(self, slices: Sequence[ResourceSlice], previous: SliceView | None = None) -> None:
         self.all_slices = list(slices)
         self.slices_on_node: dict[str, list[ResourceSlice]] = {}
         self.slices_shared: list[ResourceSlice] = []
@@ -284,15 +313,23 @@ class SliceView:
             for s in self.slices_shared
         )
         self._nodes: dict[Hashable, NodeView] = {}
+        self._earlier: dict[Hashable, NodeView] = {}
         self._selections: dict[Selection, int] = {}
+        if previous is not None:
+            self._earlier = {**previous._earlier, **previous._nodes}
+            self._selections = previous._selections
+            if len(self._earlier) >= _MAX_NODE_VIEWS:
+                self._earlier.clear()
 
     def node(self, node_name: str, labels: Mapping[str, str]) -> NodeView:
         key: Hashable = (node_name, frozenset(labels.items())) if self.by_labels else node_name
         found = self._nodes.get(key)
         if found is None:
             slices = self.slices_on_node.get(node_name, []) + self.slices_shared
-            found = NodeView(node_name, labels,
-                             gather_pools(slices, node_name, labels, self.all_slices))
+            found = self._earlier.pop(key, None)
+            if found is None or not found.built_from(slices):
+                found = NodeView(node_name, labels,
+                                 gather_pools(slices, node_name, labels, self.all_slices), slices)
             if len(self._nodes) >= _MAX_NODE_VIEWS:
                 self._nodes.clear()
             self._nodes[key] = found
@@ -302,5 +339,10 @@ class SliceView:
         """A small number naming the selection in every ``NodeView`` of this view."""
         found = self._selections.get(selection)
         if found is None:
+            if len(self._selections) >= _MAX_SELECTIONS:
+                # Node views name selections by number: they go with the numbers.
+                self._selections.clear()
+                self._nodes.clear()
+                self._earlier.clear()
             found = self._selections[selection] = len(self._selections)
         return found

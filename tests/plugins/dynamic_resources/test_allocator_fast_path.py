@@ -6,11 +6,12 @@ shareable and attribute-less devices), classes with CEL selectors (one fails at 
 devices without the attribute), claims mixing simple requests with tolerations, selectors,
 ``All``, constraints, and a set of allocated devices; on every node, ``allocate`` (fast path
 where it applies) and ``search`` (the full search alone) must agree: the same results, or the
-same error."""
+same error, also from node views kept across cycles and across a slice change."""
 
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -126,13 +127,20 @@ def _one_seed(seed: int) -> int:
     claims = _claims(rng)
     cache = AllocatorCache()
     decided = 0
-    for cycle in range(2):  # the second cycle reuses the first one's node views
-        allocator = cache.allocator(state, _classes(), slices, slices_key="one",
+    for cycle in range(3):
+        # The second cycle reuses the first one's node views; the third has one slice less
+        # a device under a new slices key, and keeps the views of the other nodes.
+        if cycle == 2 and slices:
+            i = rng.randrange(len(slices))
+            slices = [*slices[:i], replace(slices[i], devices=slices[i].devices[1:]),
+                      *slices[i + 1:]]
+        allocator = cache.allocator(state, _classes(), slices, slices_key=cycle // 2,
                                     new_share_id=lambda: SHARE_ID)
+        fresh = Allocator(state, _classes(), slices, cache.cel_cache, lambda: SHARE_ID)
         for node in NODES:
             labels = {"region": REGIONS[(seed + NODES.index(node)) % 2]}
             fast = _outcome(partial(allocator.allocate, node, labels, claims))
-            full = _outcome(partial(allocator.search, allocator.view.node(node, labels), claims))
+            full = _outcome(partial(fresh.search, fresh.view.node(node, labels), claims))
             assert fast == full, (seed, cycle, node)
             decided += cycle == 0 and _decided_by_fast_path(allocator, node, labels, claims)
     return decided
@@ -191,3 +199,25 @@ def test_a_class_changed_under_the_same_slices_key_selects_anew() -> None:
     assert got_before is not None and got_after is not None
     assert [r.device for r in got_before[0].results] == ["d0"]
     assert [r.device for r in got_after[0].results] == ["d1"]
+
+
+def test_a_new_slices_key_keeps_the_views_of_nodes_whose_slices_did_not_change() -> None:
+    def node_slice(node: str, device: str) -> ResourceSlice:
+        return ResourceSlice.parse({"metadata": {"name": node}, "spec": {
+            "driver": "driver-a", "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": device}]}})
+
+    claims = [ResourceClaim.parse({"metadata": {"namespace": "ns", "name": "c"}, "spec": {
+        "devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "class-a"}}]}}})]
+    kept, changed = node_slice("node-1", "d0"), node_slice("node-2", "d0")
+    cache = AllocatorCache()
+    before = cache.allocator(AllocatedState(), _classes(), [kept, changed], slices_key=1)
+    for node in ("node-1", "node-2"):
+        before.allocate(node, {}, claims)
+    after = cache.allocator(
+        AllocatedState(), _classes(), [kept, node_slice("node-2", "d1")], slices_key=2)
+    got = after.allocate("node-2", {}, claims)
+    assert got is not None and [r.device for r in got[0].results] == ["d1"]
+    assert after.view.node("node-1", {}) is before.view.node("node-1", {})
+    assert after.view.node("node-2", {}) is not before.view.node("node-2", {})
