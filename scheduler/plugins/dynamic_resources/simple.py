@@ -131,10 +131,8 @@ def allocate_simple(
         picks: list[tuple[DeviceSubRequest, Candidate]] = []
         for r in requests:
             candidates = node.candidates_for(r.selection_id, r.selection, cel_cache)
-            if candidates is None:
-                return Outcome.SEARCH
             need = r.request.count
-            for candidate in candidates:
+            for candidate in candidates.walk():
                 device_id = candidate.device_id
                 if device_id in in_use or device_id in taken:
                     continue
@@ -167,7 +165,9 @@ def _infeasible(
         for r in requests:
             need[r.selection_id] = need.get(r.selection_id, 0) + r.request.count
             if r.selection_id not in free:
-                candidates = node.candidates_for(r.selection_id, r.selection, cel_cache) or ()
+                candidates = node.candidates_for(r.selection_id, r.selection, cel_cache).every()
+                if candidates is None:
+                    return False
                 free[r.selection_id] = frozenset(
                     c.device_id for c in candidates if c.device_id not in in_use
                 )
@@ -190,16 +190,20 @@ def _allocate_single(
     """``allocate_simple`` for the commonest claim set: one claim without configs, one
     request for one device."""
     candidates = node.candidates_for(r.selection_id, r.selection, cel_cache)
-    if candidates is None:
-        return Outcome.SEARCH
     in_use, with_capacity = allocated
-    for candidate in candidates:
-        if candidate.device_id in in_use:
+    for known in candidates.found:
+        if known.device_id in in_use:
             continue
-        if candidate.device_id in with_capacity:
+        if known.device_id in with_capacity:
             return Outcome.SEARCH
-        return [candidate.alone_result(r.request, node)]
-    return None
+        return [known.alone_result(r.request, node)]
+    while (new := candidates.advance()) is not None:
+        if new.device_id in in_use:
+            continue
+        if new.device_id in with_capacity:
+            return Outcome.SEARCH
+        return [new.alone_result(r.request, node)]
+    return Outcome.SEARCH if candidates.needs_search else None
 
 
 def _claim_result(

@@ -20,7 +20,7 @@ the class's selectors themselves, not its name.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from scheduler.plugin_api import (
@@ -198,7 +198,7 @@ class NodeView:
             {(s.driver, s.pool) for s in slices}
         ) == len(slices)
         self.any_invalid = any(p.invalid for p in pools)
-        self.candidates: dict[int, tuple[Candidate, ...] | None] = {}
+        self.candidates: dict[int, Candidates] = {}
         self._node_local: NodeSelector | None = None
 
     def built_from(self, slices: list[ResourceSlice]) -> bool:
@@ -218,42 +218,86 @@ class NodeView:
 
     def candidates_for(
         self, selection_id: int, selection: Selection, cel_cache: SelectorCache
-    ) -> tuple[Candidate, ...] | None:
+    ) -> Candidates:
         try:
             return self.candidates[selection_id]
         except KeyError:
             pass
-        try:
-            found = self._simple_candidates(selection, cel_cache)
-        except AllocationError:
-            found = None
-        self.candidates[selection_id] = found
+        found = self.candidates[selection_id] = Candidates(
+            self._classify(selection, cel_cache)
+        )
         return found
 
-    def _simple_candidates(
-        self, selection: Selection, cel_cache: SelectorCache
-    ) -> tuple[Candidate, ...] | None:
+    def _classify(self, selection: Selection, cel_cache: SelectorCache) -> Iterator[Candidate]:
+        """The selection's candidates in search order; raises ``NeedsSearchError`` at a
+        device the fast path does not model."""
         selectors = (selection.class_selectors, selection.request.selectors)
-        found = []
         for pool in self.pools:
             if pool.incomplete or pool.invalid:
                 continue
             for s in pool.slices:
                 for device in s.devices:
                     candidate = Candidate((pool.driver, pool.name, device.name), device, s, pool)
-                    if not selectable(cel_cache, ("", ""), selectors, candidate, self.node):
-                        continue
-                    if device.allow_multiple_allocations or device.consumes_counters:
-                        return None
-                    if taint_prevents(device, selection.request):
-                        continue
                     try:
+                        if not selectable(cel_cache, ("", ""), selectors, candidate, self.node):
+                            continue
+                        if device.allow_multiple_allocations or device.consumes_counters:
+                            raise NeedsSearchError
+                        if taint_prevents(device, selection.request):
+                            continue
                         if not cap.fits({}, None, device.capacity, {}):
                             continue
-                    except cap.CapacityError:
-                        return None
-                    found.append(candidate)
-        return tuple(found)
+                    except (AllocationError, cap.CapacityError) as err:
+                        raise NeedsSearchError from err
+                    yield candidate
+
+
+class NeedsSearchError(Exception):
+    """A device needs the full search: an error to report, sharing, or counters."""
+
+
+class Candidates:
+    """One selection's candidates on one node, classified in search order only as far as a
+    caller has asked (a first visit of an empty node looks at one device, as the search
+    does). ``found`` is the classified part; once ``needs_search`` is set, the fast path
+    must not decide for this selection on this node. Decisions taken before that stay
+    right: they rested only on devices before the one that needs the search."""
+
+    __slots__ = ("_rest", "complete", "found", "needs_search")
+
+    def __init__(self, rest: Iterator[Candidate]) -> None:
+        self.found: list[Candidate] = []
+        self.complete = False
+        self.needs_search = False
+        self._rest = rest
+
+    def advance(self) -> Candidate | None:
+        """The next candidate, classified now; None when there is none (or the next
+        device needs the search)."""
+        if self.complete:
+            return None
+        try:
+            candidate = next(self._rest)
+        except StopIteration:
+            self.complete = True
+            return None
+        except NeedsSearchError:
+            self.complete = self.needs_search = True
+            return None
+        self.found.append(candidate)
+        return candidate
+
+    def walk(self) -> Iterator[Candidate]:
+        """Every candidate in order, classifying as the caller goes on."""
+        yield from self.found[:]
+        while (candidate := self.advance()) is not None:
+            yield candidate
+
+    def every(self) -> list[Candidate] | None:
+        """All of them, or None when the selection needs the search on this node."""
+        while self.advance() is not None:
+            pass
+        return None if self.needs_search else self.found
 
 
 def node_selector(
