@@ -1,17 +1,19 @@
 """The fast path for simple claims: the devices the full search would give, found greedily.
 
 A claim set is *simple* when every request is ``exactly`` one class, ``ExactCount``, without
-admin access or capacity requests, and no claim has constraints (what scheduler_perf's DRA
-workloads and most pods ask). On a node whose candidates for each such request
+admin access or capacity requests (what scheduler_perf's DRA workloads and most pods ask).
+On a node whose candidates for each such request
 (``NodeView.candidates_for``: selectable, untainted, fitting, neither shareable nor
-consuming counters) are known, whether a device is acceptable no longer depends on the
-other devices chosen, only on whether it is already allocated or taken by an earlier
-request of this call. Then upstream's depth-first search takes, at every step, the first
-free acceptable device in search order, and its first complete solution is exactly the
-greedy one. At a greedy dead end the claims are a bipartite matching of request slots to
+consuming counters) are known, whether a device is acceptable depends on the other devices
+only through whether it is already allocated or taken earlier in this call, and through the
+claim's constraints over the devices chosen before it.
+Then upstream's depth-first search takes, at every step, the first free acceptable device in
+search order, and when that never leads to a dead end its first complete solution is exactly
+the greedy one. At a greedy dead end the claims are a bipartite matching of request slots to
 free devices, which the search (trying every combination) solves exactly when one exists:
-when Hall's condition fails there is none and the answer is no solution; otherwise, and
-whenever a device needs what the fast path does not model, the caller runs the full search.
+when Hall's condition fails there is none (constraints only take solutions away) and the
+answer is no solution; otherwise (backtracking may find what greedy did not), and whenever
+a device needs what the fast path does not model, the caller runs the full search.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from scheduler.plugin_api import (
     ResourceClaim,
     SelectorCache,
 )
+from scheduler.plugins.dynamic_resources.constraints import Constraint, make_constraint
 from scheduler.plugins.dynamic_resources.results import claim_configs
 from scheduler.plugins.dynamic_resources.view import (
     Candidate,
@@ -63,7 +66,10 @@ class SimplePlan:
     claims: tuple[ResourceClaim, ...]
     requests: tuple[tuple[SimpleRequest, ...], ...]
     configs: tuple[tuple[AllocationConfiguration, ...], ...]
-    # The one request of a plan of one claim without configs asking for one device.
+    # Whether a claim has constraints (built anew per call: they keep state).
+    constrained: bool = False
+    # The one request of a plan of one claim without configs or constraints asking for one
+    # device.
     single: SimpleRequest | None = None
 
 
@@ -93,7 +99,7 @@ def simple_plan(
     requests: list[tuple[SimpleRequest, ...]] = []
     configs = []
     for claim in claims:
-        if claim.spec.constraints:
+        if any(make_constraint(c) is None for c in claim.spec.constraints):
             return None
         mine = []
         used_classes = []
@@ -108,10 +114,11 @@ def simple_plan(
             return None
         requests.append(tuple(mine))
         configs.append(claim_configs(claim, [r.name for r in claim.spec.requests], used_classes))
+    constrained = any(claim.spec.constraints for claim in claims)
     single = None
-    if len(requests) == 1 and len(requests[0]) == 1 and not configs[0]:
+    if len(requests) == 1 and len(requests[0]) == 1 and not configs[0] and not constrained:
         single = requests[0][0] if requests[0][0].request.count == 1 else None
-    return SimplePlan(tuple(claims), tuple(requests), tuple(configs), single)
+    return SimplePlan(tuple(claims), tuple(requests), tuple(configs), constrained, single)
 
 
 def allocate_simple(
@@ -127,8 +134,10 @@ def allocate_simple(
     in_use, with_capacity = allocated
     taken: set[DeviceID] = set()
     picks_per_claim: list[list[tuple[DeviceSubRequest, Candidate]]] = []
-    for requests in plan.requests:
+    for claim, requests in zip(plan.claims, plan.requests, strict=True):
         picks: list[tuple[DeviceSubRequest, Candidate]] = []
+        # simple_plan made sure every constraint is of a known kind.
+        constraints = [c for c in map(make_constraint, claim.spec.constraints) if c is not None]
         for r in requests:
             candidates = node.candidates_for(r.selection_id, r.selection, cel_cache)
             need = r.request.count
@@ -138,6 +147,8 @@ def allocate_simple(
                     continue
                 if device_id in with_capacity:
                     return Outcome.SEARCH
+                if constraints and not _constraints_admit(constraints, r.request, candidate):
+                    continue
                 taken.add(device_id)
                 picks.append((r.request, candidate))
                 need -= 1
@@ -150,6 +161,19 @@ def allocate_simple(
         _claim_result(node, picks, configs)
         for picks, configs in zip(picks_per_claim, plan.configs, strict=True)
     ]
+
+
+def _constraints_admit(
+    constraints: list[Constraint], request: DeviceSubRequest, candidate: Candidate
+) -> bool:
+    """Every constraint of the claim takes the device (``allocateDevice``'s loop); on a
+    refusal the ones that took it let it go again."""
+    for i, constraint in enumerate(constraints):
+        if not constraint.add(request.name, "", candidate.device, candidate.device_id):
+            for earlier in constraints[:i]:
+                earlier.remove(request.name, "")
+            return False
+    return True
 
 
 def _infeasible(

@@ -98,8 +98,10 @@ def _claims(rng: random.Random) -> list[ResourceClaim]:
     for c in range(rng.choice((1, 1, 1, 2))):
         devices: dict[str, Any] = {
             "requests": [_request(rng, f"req-{r}") for r in range(rng.choice((1, 1, 2, 3)))]}
-        if rng.random() < 0.1:
-            devices["constraints"] = [{"matchAttribute": "driver-a/numa"}]
+        if rng.random() < 0.3:
+            devices["constraints"] = [
+                {rng.choice(("matchAttribute", "distinctAttribute")): f"driver-a/{attribute}"}
+                for attribute in rng.sample(("numa", "model"), rng.choice((1, 2)))]
         claims.append(ResourceClaim.parse({
             "metadata": {"namespace": "ns", "name": f"claim-{c}"}, "spec": {"devices": devices}}))
     return claims
@@ -221,3 +223,27 @@ def test_a_new_slices_key_keeps_the_views_of_nodes_whose_slices_did_not_change()
     assert got is not None and [r.device for r in got[0].results] == ["d1"]
     assert after.view.node("node-1", {}) is before.view.node("node-1", {})
     assert after.view.node("node-2", {}) is not before.view.node("node-2", {})
+
+
+def test_a_device_one_constraint_refuses_leaves_no_trace_in_the_others() -> None:
+    """``allocateDevice`` removes the device from the constraints that took it when a later
+    one refuses it: d0 (no model) is taken by matchAttribute numa and refused by
+    distinctAttribute model; d1 must then be measured against no numa value at all."""
+    slices = [ResourceSlice.parse({"metadata": {"name": "s"}, "spec": {
+        "driver": "driver-a", "nodeName": "node-1",
+        "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "d0", "attributes": {"numa": {"int": 0}}},
+                    {"name": "d1", "attributes": {"numa": {"int": 1},
+                                                  "model": {"string": "big"}}}]}})]
+    claims = [ResourceClaim.parse({"metadata": {"namespace": "ns", "name": "c"}, "spec": {
+        "devices": {
+            "requests": [{"name": "r", "exactly": {"deviceClassName": "class-a"}}],
+            "constraints": [{"matchAttribute": "driver-a/numa"},
+                            {"distinctAttribute": "driver-a/model"}]}}})]
+    allocator = AllocatorCache().allocator(AllocatedState(), _classes(), slices, slices_key=1)
+    plan = allocator._plan(claims)
+    assert plan is not None
+    node = allocator.view.node("node-1", {})
+    fast = allocate_simple(plan, node, allocator._in_use, allocator.cel_cache)
+    assert fast == allocator.search(node, claims)
+    assert isinstance(fast, list) and [r.device for r in fast[0].results] == ["d1"]
