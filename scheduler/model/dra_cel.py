@@ -403,6 +403,13 @@ class CompiledSelector:
         device._verdicts[self.expression] = verdict
         return verdict
 
+    def driver_verdict(self, driver: str) -> bool | None:
+        """The verdict on a device of ``driver`` when the selector only compares the driver
+        (the device's conversion error still applies), else None."""
+        if self._driver_literal is None:
+            return None
+        return driver == self._driver_literal
+
     def _evaluate(self, device: DeviceInput) -> bool:
         if device.error is not None:
             raise CELError(device.error)

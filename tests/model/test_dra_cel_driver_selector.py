@@ -40,3 +40,17 @@ def test_a_device_that_cannot_be_converted_fails_the_driver_comparison_too() -> 
     device = Device("d", {"v": DeviceAttribute("version", "1.0")}).cel_input(DRIVER)
     with pytest.raises(CELError, match="attribute v: parse semantic version: "):
         compile_selector(f'device.driver == "{DRIVER}"').matches(device)
+
+
+@pytest.mark.parametrize("attributes", [
+    {},
+    {"v": DeviceAttribute("version", "1.2.3")},
+    {"v": DeviceAttribute("version", "1.0")},
+    {"a": DeviceAttribute("version", "x"), "b": DeviceAttribute("version", "01.0.0"),
+     "c": DeviceAttribute("string", "1.0")},
+])
+def test_the_conversion_error_without_converting_is_the_conversions(
+    attributes: dict[str, DeviceAttribute],
+) -> None:
+    device = Device("d", attributes)
+    assert device.cel_conversion_error() == Device("d", attributes).cel_input(DRIVER).error

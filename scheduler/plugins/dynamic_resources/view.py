@@ -131,7 +131,11 @@ def selectors_match(
         if compiled.error is not None:
             raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
         try:
-            matched = compiled.matches(candidate.device.cel_input(candidate.slice.driver))
+            matched = compiled.driver_verdict(candidate.slice.driver)
+            if matched is None:
+                matched = compiled.matches(candidate.device.cel_input(candidate.slice.driver))
+            elif (error := candidate.device.cel_conversion_error()) is not None:
+                raise CELError(error)
         except CELError as err:
             raise AllocationError(
                 f"{owner}: selector #{i} on device {device_id_str(candidate.device_id)}: "

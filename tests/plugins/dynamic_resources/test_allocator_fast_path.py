@@ -247,3 +247,19 @@ def test_a_device_one_constraint_refuses_leaves_no_trace_in_the_others() -> None
     fast = allocate_simple(plan, node, allocator._in_use, allocator.cel_cache)
     assert fast == allocator.search(node, claims)
     assert isinstance(fast, list) and [r.device for r in fast[0].results] == ["d1"]
+
+
+def test_a_device_that_cannot_be_converted_fails_a_driver_class_on_both_paths() -> None:
+    """``DeviceMatches`` converts the device before evaluating even ``device.driver == ...``;
+    a version that is not semver is a runtime error of the class's selector."""
+    slices = [ResourceSlice.parse({"metadata": {"name": "s"}, "spec": {
+        "driver": "driver-a", "nodeName": "node-1",
+        "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "d0", "attributes": {"v": {"version": "1.0"}}}]}})]
+    claims = [ResourceClaim.parse({"metadata": {"namespace": "ns", "name": "c"}, "spec": {
+        "devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "class-a"}}]}}})]
+    allocator = AllocatorCache().allocator(AllocatedState(), _classes(), slices, slices_key=1)
+    want = ("AllocationError", "class class-a: selector #0 on device driver-a/p/d0: CEL runtime "
+            'error: attribute v: parse semantic version: No Major.Minor.Patch elements found')
+    assert _outcome(partial(allocator.allocate, "node-1", {}, claims)) == want
+    assert _outcome(partial(allocator.search, allocator.view.node("node-1", {}), claims)) == want
