@@ -20,6 +20,7 @@ the class's selectors themselves, not its name.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -47,6 +48,8 @@ from scheduler.plugins.dynamic_resources.pools import Pool, gather_pools, node_m
 # A node view per node (and label set, where slices select nodes by label); far more than a
 # cluster's nodes means labels keep changing, and the memo starts over.
 _MAX_NODE_VIEWS = 50_000
+# Candidates are classified under this lock: the memo is shared by whoever holds the cache.
+_CLASSIFYING = threading.Lock()
 # Distinct selections (class and request selectors, tolerations) before the memo starts over.
 _MAX_SELECTIONS = 10_000
 
@@ -280,16 +283,17 @@ class Candidates:
         device needs the search)."""
         if self.complete:
             return None
-        try:
-            candidate = next(self._rest)
-        except StopIteration:
-            self.complete = True
-            return None
-        except NeedsSearchError:
-            self.complete = self.needs_search = True
-            return None
-        self.found.append(candidate)
-        return candidate
+        with _CLASSIFYING:  # a generator runs in one thread at a time
+            try:
+                candidate = next(self._rest)
+            except StopIteration:
+                self.complete = True
+                return None
+            except NeedsSearchError:
+                self.complete = self.needs_search = True
+                return None
+            self.found.append(candidate)
+            return candidate
 
     def walk(self) -> Iterator[Candidate]:
         """Every candidate in order, classifying as the caller goes on."""
