@@ -189,6 +189,10 @@ class Allocator:
         self.available_counters: dict[str, dict[str, dict[str, int]]] = {}
         self._in_use = (allocated.devices, allocated.aggregated_capacity)
         self._plans: dict[tuple[int, ...], SimplePlan | None] = {}
+        # Nodes the fast path rejected in this cycle, and then the devices in use per slice
+        # (by the slice's id), so that a full node is told by counting (``_all_in_use``).
+        self._rejections = 0
+        self._in_use_per_slice: dict[int, int] | None = None
 
     def allocate(
         self, node_name: str, labels: Mapping[str, str], claims: Sequence[ResourceClaim]
@@ -197,7 +201,12 @@ class Allocator:
         node = self.view.node(node_name, labels)
         plan = self._plan(claims)
         if plan is not None:
-            found = allocate_simple(plan, node, self._in_use, self.cel_cache)
+            if plan.requests_devices and self._all_in_use(node):
+                found: list[AllocationResult] | Outcome | None = None
+            else:
+                found = allocate_simple(plan, node, self._in_use, self.cel_cache)
+            if found is None:
+                self._rejections += 1
             if found is not Outcome.SEARCH:
                 if found is None and node.any_invalid:
                     raise FailedOnNodeError("invalid resource pools were encountered")
@@ -219,6 +228,17 @@ class Allocator:
                 raise FailedOnNodeError("invalid resource pools were encountered")
             return None
         return [run.result_for(i) for i in range(len(claims))]
+
+    def _all_in_use(self, node: NodeView) -> bool:
+        """Whether every device the search would look at on this node is in use, told by
+        counting, which a cycle starts once it has rejected enough nodes: a claim set that
+        asks for a device has no solution there (the search skips devices in use first)."""
+        if self._in_use_per_slice is None:
+            if self._rejections < _COUNT_AFTER_REJECTIONS:
+                return False
+            self._in_use_per_slice = self.view.in_use_per_slice(self.allocated.devices)
+        counts = self._in_use_per_slice
+        return sum(counts.get(id(s), 0) for s in node.usable_slices) >= node.usable_devices
 
     def _plan(self, claims: Sequence[ResourceClaim]) -> SimplePlan | None:
         """The claims' fast-path plan, found once per cycle (by the claims' identities)."""
@@ -266,6 +286,9 @@ class _MaxSizeExceededError(Exception):
 
 
 RequestKey = tuple[int, int, int]
+# Rejected nodes after which a cycle counts the devices in use per slice: counting costs a
+# pass over the allocated devices, checking a full node one by one costs ten look-ups.
+_COUNT_AFTER_REJECTIONS = 64
 # Fast-path plans kept per cycle; a cycle sees one pod's claims, so this bounds a misuse.
 _MAX_PLANS = 64
 Location = tuple[int, int, int]

@@ -72,6 +72,10 @@ class SimplePlan:
     # device.
     single: SimpleRequest | None = None
 
+    @property
+    def requests_devices(self) -> bool:
+        return any(self.requests)
+
 
 def _simple_request(
     request: DeviceSubRequest | None, classes: Mapping[str, DeviceClass]

@@ -21,7 +21,7 @@ the class's selectors themselves, not its name.
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from scheduler.plugin_api import (
@@ -205,6 +205,11 @@ class NodeView:
             {(s.driver, s.pool) for s in slices}
         ) == len(slices)
         self.any_invalid = any(p.invalid for p in pools)
+        # The slices the search looks at, and how many devices they hold.
+        self.usable_slices = [
+            s for p in pools if not (p.incomplete or p.invalid) for s in p.slices
+        ]
+        self.usable_devices = sum(len(s.devices) for s in self.usable_slices)
         self.candidates: dict[int, Candidates] = {}
         self._node_local: NodeSelector | None = None
 
@@ -366,6 +371,7 @@ class SliceView:
         )
         self._nodes: dict[Hashable, NodeView] = {}
         self._earlier: dict[Hashable, NodeView] = {}
+        self._slices_of_device: dict[DeviceID, list[int]] | None = None
         self._selections: dict[Selection, int] = {}
         if previous is not None:
             self._earlier = {**previous._earlier, **previous._nodes}
@@ -386,6 +392,20 @@ class SliceView:
                 self._nodes.clear()
             self._nodes[key] = found
         return found
+
+    def in_use_per_slice(self, in_use: Iterable[DeviceID]) -> dict[int, int]:
+        """How many of the devices in use each slice holds, by the slice's ``id``."""
+        if self._slices_of_device is None:
+            index: dict[DeviceID, list[int]] = {}
+            for s in self.all_slices:
+                for d in s.devices:
+                    index.setdefault((s.driver, s.pool, d.name), []).append(id(s))
+            self._slices_of_device = index
+        counts: dict[int, int] = {}
+        for device_id in in_use:
+            for slice_id in self._slices_of_device.get(device_id, ()):
+                counts[slice_id] = counts.get(slice_id, 0) + 1
+        return counts
 
     def selection_id(self, selection: Selection) -> int:
         """A small number naming the selection in every ``NodeView`` of this view."""

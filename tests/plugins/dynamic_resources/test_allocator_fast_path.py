@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceSlice
+from scheduler.plugins.dynamic_resources import allocator as allocator_module
 from scheduler.plugins.dynamic_resources.allocator import (
     AllocatedState,
     AllocationError,
@@ -159,8 +160,14 @@ def _decided_by_fast_path(
     return found is not Outcome.SEARCH
 
 
+@pytest.mark.parametrize("counting", [False, True])
 @pytest.mark.parametrize("block", range(10))
-def test_the_fast_path_gives_what_the_search_gives(block: int) -> None:
+def test_the_fast_path_gives_what_the_search_gives(
+    block: int, counting: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``counting``: full nodes are told by counting devices in use from the first one."""
+    if counting:
+        monkeypatch.setattr(allocator_module, "_COUNT_AFTER_REJECTIONS", 0)
     decided = sum(_one_seed(seed) for seed in range(block * 40, block * 40 + 40))
     # Not vacuous: most claims are simple, so the fast path decides on many nodes.
     assert decided >= 40, decided
@@ -263,3 +270,41 @@ def test_a_device_that_cannot_be_converted_fails_a_driver_class_on_both_paths() 
             'error: attribute v: parse semantic version: No Major.Minor.Patch elements found')
     assert _outcome(partial(allocator.allocate, "node-1", {}, claims)) == want
     assert _outcome(partial(allocator.search, allocator.view.node("node-1", {}), claims)) == want
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_a_full_node_told_by_counting_is_one_the_walk_rejects(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every device a candidate, many in use, allocated IDs of devices that do not exist
+    and pools of several slices: counting the devices in use per slice rejects exactly the
+    nodes the search rejects."""
+    monkeypatch.setattr(allocator_module, "_COUNT_AFTER_REJECTIONS", 0)
+    rng = random.Random(seed)
+    raw = []
+    for node in NODES:
+        for k in range(rng.randrange(3)):
+            count = rng.choice((1, 1, 2))
+            for part in range(count):
+                raw.append({"metadata": {"name": f"{node}-{k}-{part}"}, "spec": {
+                    "driver": "driver-a", "nodeName": node,
+                    "pool": {"name": f"{node}-{k}", "generation": 1,
+                             "resourceSliceCount": count},
+                    "devices": [{"name": f"d{part}-{i}"} for i in range(rng.randrange(4))]}})
+    slices = [ResourceSlice.parse(s) for s in raw]
+    ids = [(s.driver, s.pool, d.name) for s in slices for d in s.devices]
+    ghosts = [("driver-a", f"{node}-0", "gone") for node in NODES]
+    claims = [ResourceClaim.parse({"metadata": {"namespace": "ns", "name": "c"}, "spec": {
+        "devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "class-a"}}]}}})]
+    cache = AllocatorCache()
+    # The first cycle, with every device in use, classifies every node's devices; the next
+    # ones count against fewer.
+    for share in (1.0, 0.9, 0.7, 0.5):
+        state = AllocatedState(devices=frozenset(
+            d for d in ids + ghosts if rng.random() < share))
+        allocator = cache.allocator(state, _classes(), slices, slices_key=1)
+        fresh = Allocator(state, _classes(), slices, cache.cel_cache)
+        for node in NODES:
+            fast = _outcome(partial(allocator.allocate, node, {}, claims))
+            assert fast == _outcome(partial(fresh.search, fresh.view.node(node, {}), claims))
+    assert allocator._in_use_per_slice is not None
