@@ -297,14 +297,16 @@ def test_a_full_node_told_by_counting_is_one_the_walk_rejects(
     claims = [ResourceClaim.parse({"metadata": {"namespace": "ns", "name": "c"}, "spec": {
         "devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "class-a"}}]}}})]
     cache = AllocatorCache()
-    # The first cycle, with every device in use, classifies every node's devices; the next
-    # ones count against fewer.
-    for share in (1.0, 0.9, 0.7, 0.5):
-        state = AllocatedState(devices=frozenset(
-            d for d in ids + ghosts if rng.random() < share))
+    # The first cycle has every device in use; in each next one some are freed and some
+    # taken again, as pods come and go (counted from the last cycle's counts).
+    in_use = set(ids + ghosts)
+    for _ in range(5):
+        state = AllocatedState(devices=frozenset(in_use))
         allocator = cache.allocator(state, _classes(), slices, slices_key=1)
         fresh = Allocator(state, _classes(), slices, cache.cel_cache)
         for node in NODES:
             fast = _outcome(partial(allocator.allocate, node, {}, claims))
             assert fast == _outcome(partial(fresh.search, fresh.view.node(node, {}), claims))
+        in_use -= set(rng.sample(sorted(in_use), len(in_use) // 5))
+        in_use |= set(rng.sample(ids + ghosts, min(2, len(ids))))
     assert allocator._in_use_per_slice is not None
