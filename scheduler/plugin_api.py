@@ -19,7 +19,10 @@ point and per optional hook (``ScorePlugin``, ``SortKeyHook``...), ``Plugin``,
 ``NodeSummary.annotations``, and the Dynamic Resource Allocation objects (``ResourceClaim``,
 ``ResourceSlice``...) with the DRA CEL environment (``SelectorCache``). 2.1 added
 ``Handle.dra`` (a :class:`DraManager`: the DRA objects and the claims allocated in flight),
-``AllocatedDevices`` and ``DeviceID``.
+``AllocatedDevices`` and ``DeviceID``. 2.2 added node declared features:
+``NodeSummary.declared_features``, ``NodeTableView.declared_features``,
+``Action.UPDATE_NODE_DECLARED_FEATURE`` and the feature registry (``DEFAULT_FEATURES``,
+``FeatureRegistry``, ``Version``).
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
@@ -99,6 +102,7 @@ from scheduler.framework.ports import BindOutcome, EvictionOutcome, Evictor
 from scheduler.framework.registry import POINT_METHODS, ConfigError, PluginSpec, Registry
 from scheduler.framework.snapshot import ClusterSnapshot, NodeTableView
 from scheduler.metrics import Metrics
+from scheduler.model.declared_features import DEFAULT_FEATURES, FeatureRegistry, Version
 from scheduler.model.disruption import DisruptionBudget
 from scheduler.model.dra import (
     ALL,
@@ -171,7 +175,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "2.1"
+API_VERSION = "2.2"
 
 __all__ = [
     "ALL",
@@ -181,6 +185,7 @@ __all__ = [
     "ANN_SELECTED_NODE",
     "API_VERSION",
     "CPU",
+    "DEFAULT_FEATURES",
     "EPHEMERAL_STORAGE",
     "IN",
     "MAX_NODE_SCORE",
@@ -233,6 +238,7 @@ __all__ = [
     "EvictionOutcome",
     "Evictor",
     "ExtenderError",
+    "FeatureRegistry",
     "FilterPlugin",
     "FilterPodListsHook",
     "FilterResult",
@@ -281,6 +287,7 @@ __all__ = [
     "StorageClassInfo",
     "Taint",
     "Toleration",
+    "Version",
     "Victims",
     "VolumeInfo",
     "WaitForActuationsHook",
