@@ -8,9 +8,13 @@ slices change far less often than pods are scheduled, so ``SliceView`` keeps, pe
 - per *selection* (a class's selectors, a request's selectors and tolerations), the devices
   of those pools that the selection can take, in upstream's search order, with nothing
   allocated: selectable (CEL, per-device node selection), not tainted against the
-  tolerations, their capacity fitting a request for none. ``None`` when some device of the
-  node needs the full search for this selection (a CEL or capacity error to report, a
-  shareable device, a device consuming counters).
+  tolerations, their capacity fitting a request for none (``Candidates``, classified only
+  as far as a caller has asked). At a device that needs the full search (a CEL or capacity
+  error to report, a shareable device, a device consuming counters) the classification
+  stops and says so.
+
+It also counts, per cycle, the devices in use per slice (``in_use_per_slice``), so that the
+allocator can reject a node whose devices are all in use without looking at them.
 
 A view is valid for one set of slices (with DeviceTaintRules applied): the owner builds a new
 one when a slice or rule changes, from the previous one, which hands over the node views of
