@@ -303,7 +303,7 @@ class _Run:
         self.claims = claims
         self.pools = node.pools
         self.request_data: dict[RequestKey, _RequestData] = {}
-        self.matches: dict[tuple[DeviceID, RequestKey], bool] = {}
+        self.matches: dict[RequestKey, dict[DeviceID, bool]] = {}
         self.constraints: list[list[Constraint]] = []
         self.consumed_counters: dict[str, dict[str, dict[str, int]]] = {}
         self.allocating: dict[DeviceID, set[int]] = {}
@@ -625,9 +625,14 @@ class _Run:
                 self.allocating_capacity[device_id] = {}
 
     def _selectable(self, key: RequestKey, data: _RequestData, candidate: Candidate) -> bool:
-        """``isSelectable``, memoised per device and request for this call."""
-        memo = (candidate.device_id, key)
-        found = self.matches.get(memo)
+        """``isSelectable``, memoised per device and selectors on the node's view, so across
+        calls and cycles (an error is raised each time, never kept)."""
+        memo = self.matches.get(key)
+        if memo is None:
+            memo = self.matches[key] = self.node.verdicts_for(
+                (data.device_class.selectors, data.request.selectors)
+            )
+        found = memo.get(candidate.device_id)
         if found is None:
             found = selectable(
                 self.a.cel_cache,
@@ -636,7 +641,7 @@ class _Run:
                 candidate,
                 self.node.node,
             )
-            self.matches[memo] = found
+            memo[candidate.device_id] = found
         return found
 
     # --- counters (partitionable devices) ------------------------------------------------

@@ -52,6 +52,8 @@ from scheduler.plugins.dynamic_resources.pools import Pool, gather_pools, node_m
 # A node view per node (and label set, where slices select nodes by label); far more than a
 # cluster's nodes means labels keep changing, and the memo starts over.
 _MAX_NODE_VIEWS = 50_000
+# Sets of the full search's verdicts a node keeps (one per class and request selectors).
+_MAX_VERDICT_SETS = 256
 # Candidates are classified under this lock: the memo is shared by whoever holds the cache.
 _CLASSIFYING = threading.Lock()
 # Distinct selections (class and request selectors, tolerations) before the memo starts over.
@@ -215,6 +217,7 @@ class NodeView:
         ]
         self.usable_devices = sum(len(s.devices) for s in self.usable_slices)
         self.candidates: dict[int, Candidates] = {}
+        self._verdicts: dict[tuple[tuple[str | None, ...], ...], dict[DeviceID, bool]] = {}
         self._node_local: NodeSelector | None = None
 
     def built_from(self, slices: list[ResourceSlice]) -> bool:
@@ -224,6 +227,18 @@ class NodeView:
             and len(slices) == len(self.slices)
             and all(a is b for a, b in zip(slices, self.slices, strict=True))
         )
+
+    def verdicts_for(
+        self, selectors: tuple[tuple[str | None, ...], ...]
+    ) -> dict[DeviceID, bool]:
+        """The full search's ``isSelectable`` verdicts on this node's devices for these class
+        and request selectors, as it fills them in."""
+        found = self._verdicts.get(selectors)
+        if found is None:
+            if len(self._verdicts) >= _MAX_VERDICT_SETS:
+                self._verdicts.clear()
+            found = self._verdicts[selectors] = {}
+        return found
 
     def node_local_selector(self) -> NodeSelector:
         """``createNodeSelector``'s selector for a node-local device: this node by name."""
