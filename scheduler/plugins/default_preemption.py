@@ -120,10 +120,11 @@ def validate_args(args: Mapping[str, Any], path: str) -> None:
         if key not in known:
             raise ConfigError(f"{path}.{key}: unknown field")
     pct = args["minCandidateNodesPercentage"]
-    if not isinstance(pct, int) or not 0 <= pct <= 100:
+    # bool is an int to Python, not to YAML's reader upstream: true is refused.
+    if isinstance(pct, bool) or not isinstance(pct, int) or not 0 <= pct <= 100:
         raise ConfigError(f"{path}.minCandidateNodesPercentage: must be in [0, 100]")
     absolute = args["minCandidateNodesAbsolute"]
-    if not isinstance(absolute, int) or absolute < 0:
+    if isinstance(absolute, bool) or not isinstance(absolute, int) or absolute < 0:
         raise ConfigError(f"{path}.minCandidateNodesAbsolute: must be >= 0")
     if pct == 0 and absolute == 0:
         raise ConfigError(

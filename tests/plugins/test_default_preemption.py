@@ -1069,6 +1069,11 @@ def test_num_candidates(pct: int, absolute: int, num_nodes: int, want: int) -> N
         pytest.param({"pdbMode": "Sometimes"}, "pdbMode", id="unknown pdbMode is rejected"),
         pytest.param({"victimScope": "Mine"}, "victimScope", id="unknown victimScope is rejected"),
         pytest.param({"extra": 1}, "extra: unknown field", id="unknown field is rejected"),
+        # YAML's true is not the integer 1 (upstream decodes into int32 and refuses it).
+        pytest.param({"minCandidateNodesPercentage": True}, "minCandidateNodesPercentage",
+                     id="a boolean percentage is rejected"),
+        pytest.param({"minCandidateNodesAbsolute": True}, "minCandidateNodesAbsolute",
+                     id="a boolean absolute minimum is rejected"),
     ],
 )
 def test_validate_args(args: dict[str, Any], error: str) -> None:

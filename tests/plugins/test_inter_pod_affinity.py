@@ -804,6 +804,11 @@ def test_score_raw_values_are_sums_of_domain_weights() -> None:
         pytest.param({"ignorePreferredTermsOfExistingPods": "yes"},
                      "ignorePreferredTermsOfExistingPods",
                      id="ignorePreferredTermsOfExistingPods must be a boolean"),
+        pytest.param({"ignorePreferredTermsOfExistingPods": 1},
+                     "ignorePreferredTermsOfExistingPods",
+                     id="an integer ignorePreferredTermsOfExistingPods is not a boolean"),
+        pytest.param({"hardPodAffinityWeight": True}, "hardPodAffinityWeight",
+                     id="a boolean hardPodAffinityWeight is not an integer"),
     ],
 )
 def test_validate_args_names_the_field(args: dict[str, Any], field: str) -> None:
