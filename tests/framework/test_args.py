@@ -86,3 +86,66 @@ def test_a_field_without_default_is_required() -> None:
     with pytest.raises(ConfigError, match=r"^P\.label: Required value$"):
         decode_args(NeedsLabel, {}, "P")
     assert default_args(NeedsLabel) == {}
+
+
+def test_every_error_is_reported_not_only_the_first() -> None:
+    with pytest.raises(ConfigError) as excinfo:
+        decode_args(Args, {"zz": 1, "maxPerZone": "x", "strict": 1,
+                           "tiers": [{"name": 1}, {"weight": "w"}]}, "P")
+    assert str(excinfo.value).splitlines() == [
+        "P.zz: unknown field (known: caps, fallback, maxPerZone, mode, priceLabel, ratio, "
+        "strict, teams, tiers)",
+        "P.maxPerZone: Invalid value: 'x': must be an integer",
+        "P.strict: Invalid value: 1: must be true or false",
+        "P.tiers[0].name: Invalid value: 1: must be a string",
+        "P.tiers[1].name: Required value",
+        "P.tiers[1].weight: Invalid value: 'w': must be an integer",
+    ]
+
+
+@dataclass(frozen=True)
+class Point:
+    unknown_field_reason = "Invalid value: unknown field"
+
+    at: int = field(default=0, metadata={"type_error": "Invalid value: {value!r}: not in "
+                                                       "valid range [0, 100]"})
+
+    def problems(self) -> Iterator[tuple[str, str]]:
+        if not 0 <= self.at <= 100:
+            yield "at", "not in valid range [0, 100]"
+
+
+@dataclass(frozen=True)
+class Shape:
+    points: list[Point] = field(default_factory=list)
+
+    def field_errors(self, path: str) -> Iterator[str]:
+        if not self.points:
+            yield f"{path}.points: Required value: at least one point must be specified"
+        for i in range(1, len(self.points)):
+            if self.points[i].at <= self.points[i - 1].at:
+                yield f"{path}.points[{i}].at: Invalid value: {self.points[i].at}: unsorted"
+
+
+@pytest.mark.parametrize(
+    ("raw", "lines"),
+    [
+        pytest.param({}, ["S.points: Required value: at least one point must be specified"],
+                     id="field_errors words a whole line"),
+        pytest.param({"points": [{"at": 5}, {"at": 5}]},
+                     ["S.points[1].at: Invalid value: 5: unsorted"],
+                     id="field_errors sees the decoded nested values"),
+        pytest.param({"points": [{"at": 101}, {"at": True}, {"on": 1}]},
+                     ["S.points[0].at: Invalid value: 101: not in valid range [0, 100]",
+                      "S.points[1].at: Invalid value: True: not in valid range [0, 100]",
+                      "S.points[2].on: Invalid value: unknown field"],
+                     id="nested problems, type_error and unknown_field_reason"),
+        pytest.param({"points": ["x"]}, ["S.points[0]: Invalid value: 'x': must be a mapping"],
+                     id="a nested dataclass that is not a mapping"),
+    ],
+)
+def test_hooks_and_wording_of_nested_dataclasses(raw: dict[str, Any],
+                                                  lines: list[str]) -> None:
+    with pytest.raises(ConfigError) as excinfo:
+        decode_args(Shape, raw, "S")
+    assert str(excinfo.value).splitlines() == lines
