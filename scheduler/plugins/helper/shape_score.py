@@ -3,9 +3,10 @@ validation, shared by NodeResourcesFit's RequestedToCapacityRatio and VolumeBind
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeGuard
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeGuard
 
 import numpy as np
 
@@ -21,13 +22,36 @@ def is_int(value: Any) -> TypeGuard[int]:
 
 
 
+@dataclass(frozen=True)
+class ShapePoint:
+    """UtilizationShapePoint, typed (``scheduler.framework.args``); its ranges and order are
+    checked over the whole shape by :func:`shape_errors`, worded as upstream's."""
+
+    unknown_field_reason: ClassVar[str] = "Invalid value: unknown field"
+
+    utilization: int = field(default=0, metadata={
+        "type_error": f"Invalid value: {{value!r}}: not in valid range [0, {MAX_UTILIZATION}]"})
+    score: int = field(default=0, metadata={
+        "type_error": "Invalid value: {value!r}: "
+                      f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"})
+
+
+# A shape's type_error: what upstream says of an empty one.
+SHAPE_TYPE_ERROR = "Required value: at least one point must be specified"
+
+
+def _as_mapping(point: Any) -> Any:
+    """A typed ShapePoint as its configuration mapping; anything else as it is."""
+    return dataclasses.asdict(point) if isinstance(point, ShapePoint) else point
+
+
 def shape_errors(shape: Any, path: str) -> list[str]:
-    """validateFunctionShape."""
-    if not isinstance(shape, list) or not shape:
-        return [f"{path}: Required value: at least one point must be specified"]
+    """validateFunctionShape, over the configuration or typed ShapePoints."""
+    if not isinstance(shape, list | tuple) or not shape:
+        return [f"{path}: {SHAPE_TYPE_ERROR}"]
     errors: list[str] = []
     points: list[tuple[Any, Any] | None] = []
-    for i, point in enumerate(shape):
+    for i, point in enumerate(map(_as_mapping, shape)):
         if not isinstance(point, Mapping):
             errors.append(f"{path}[{i}]: Invalid value: {point!r}: must be a mapping")
             points.append(None)
@@ -92,8 +116,9 @@ class BrokenLinear:
         return out
 
 
-def build_shape(raw: Sequence[Mapping[str, Any]]) -> BrokenLinear:
+def build_shape(shape: Sequence[Mapping[str, Any]] | Sequence[ShapePoint]) -> BrokenLinear:
     scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+    raw = [_as_mapping(p) for p in shape]
     return BrokenLinear(
         tuple(int(p.get("utilization", 0)) for p in raw),
         tuple(int(p.get("score", 0)) * scale for p in raw),
