@@ -12,9 +12,10 @@ dataclass, nested ones too, once its fields have decoded.
 
 A field's ``metadata`` may carry ``type_error``: the reason (a format string of ``value``)
 given when the value is not of the field's type, where upstream words it as a range
-(``Invalid value: {value!r}: not in valid range [0, 100]``). A schema's class attribute
-``unknown_field_reason`` words an unknown key's error in place of ``unknown field (known:
-...)``.
+(``Invalid value: {value!r}: not in valid range [0, 100]``). A schema's class attributes
+``unknown_field_reason`` and ``mapping_reason`` word an unknown key's error in place of
+``unknown field (known: ...)``, and a value that is not a mapping's in place of ``must be a
+mapping``.
 
 Every error is a :class:`ConfigError` that names the field by its path in the file, e.g.
 ``profiles[0].pluginConfig[1].args.maxPerZone: Invalid value: -1: must be >= 0``; all of
@@ -75,7 +76,8 @@ def _field_named(schema: type, name: str, path: str) -> str:
 
 def _decode_dataclass(schema: type[T], raw: Any, path: str) -> T:
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"{path}: Invalid value: {raw!r}: must be a mapping")
+        reason = getattr(schema, "mapping_reason", None) or "must be a mapping"
+        raise ConfigError(f"{path}: Invalid value: {raw!r}: {reason}")
     fields = {camel(f.name): f for f in dataclasses.fields(typing.cast(Any, schema))}
     unknown = getattr(schema, "unknown_field_reason", None) or (
         f"unknown field (known: {', '.join(sorted(fields))})")
@@ -171,13 +173,13 @@ def _decode_union(kind: Any, value: Any, path: str) -> Any:
     options = get_args(kind)
     if value is None and type(None) in options:
         return None
-    errors = []
+    errors: list[ConfigError] = []
     for option in (o for o in options if o is not type(None)):
         try:
             return _decode(option, value, path)
         except ConfigError as exc:
-            errors.append(str(exc))
-    raise ConfigError(errors[0])
+            errors.append(exc)
+    raise errors[0]
 
 
 def _decode_literal(kind: Any, value: Any, path: str) -> Any:

@@ -626,7 +626,8 @@ SCORERS = [
     pytest.param(lambda: fit.new({**fit.DEFAULT_ARGS, **MOST}, None), id="MostAllocated"),
     pytest.param(lambda: fit.new({**fit.DEFAULT_ARGS, **RTCR_UP}, None),
                  id="RequestedToCapacityRatio"),
-    pytest.param(lambda: balanced.new({}, None), id="BalancedAllocation"),
+    pytest.param(lambda: balanced.new(balanced.BalancedAllocationArgs(), None),
+                 id="BalancedAllocation"),
 ]
 
 
@@ -695,7 +696,7 @@ def test_kept_scores_are_not_used_for_hypothetical_pods() -> None:
     # lists, covered above): a view with other numbers is scored from them.
     snapshot = snapshot_of([node("n1", cpu="4", memory="8Gi")])
     incoming = pod_info("incoming", cpu="1", memory="1Gi")
-    plugin = balanced.new({}, None)  # type: ignore[arg-type]
+    plugin = balanced.new(balanced.BalancedAllocationArgs(), None)  # type: ignore[arg-type]
     plain = plugin.score(CycleState(), incoming, full_view(snapshot))
     view = full_view(snapshot)
     requested = view.requested + snapshot.resources.vector({"cpu": 2000, "memory": 1 << 30})
