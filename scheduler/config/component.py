@@ -125,6 +125,9 @@ class ReschedulerConfig:
 
 
 # -- clientConnection ------------------------------------------------------------------------
+# Go's int32, the width of clientConnection.burst and of a Lease's leaseDurationSeconds.
+_MAX_INT32 = 2**31 - 1
+
 _CLIENT_FIELDS = ("qps", "burst", "kubeconfig", "contentType", "acceptContentTypes")
 
 
@@ -138,7 +141,7 @@ def parse_client_connection(top: Section) -> ClientConnection:
         section.problems.invalid(section.at("acceptContentTypes"), accept, PROTOBUF_REFUSED)
     return ClientConnection(
         qps=section.number("qps", 50.0, minimum=0),
-        burst=section.integer("burst", 100, minimum=0, maximum=2**31 - 1),
+        burst=section.integer("burst", 100, minimum=0, maximum=_MAX_INT32),
         kubeconfig=section.string("kubeconfig") or None,
     )
 
@@ -146,9 +149,6 @@ def parse_client_connection(top: Section) -> ClientConnection:
 # -- leaderElection --------------------------------------------------------------------------
 _LEADER_FIELDS = ("leaderElect", "leaseDuration", "renewDeadline", "retryPeriod",
                   "resourceLock", "resourceName", "resourceNamespace")
-
-
-_MAX_LEASE_SECONDS = 2**31 - 1
 
 
 def parse_leader_election(top: Section) -> LeaderElection:
@@ -170,11 +170,11 @@ def parse_leader_election(top: Section) -> LeaderElection:
         ("leaseDuration", default.lease_duration), ("renewDeadline", default.renew_deadline),
         ("retryPeriod", default.retry_period))}
     lease, renew, retry = durations.values()
-    if lease > _MAX_LEASE_SECONDS:
+    if lease > _MAX_INT32:
         # The Lease stores it in whole seconds as an int32: a longer one cannot be written,
         # and the elector would fail at its first step instead of here.
         section.problems.add(section.at("leaseDuration"),
-                             f"must be at most {_MAX_LEASE_SECONDS}s (the Lease's "
+                             f"must be at most {_MAX_INT32}s (the Lease's "
                              "leaseDurationSeconds is an int32)")
     # client-go's NewLeaderElector checks (made even when leaderElect is off, since the flag
     # may turn it on), so a replica gives up renewing before the others may take over; only

@@ -31,6 +31,9 @@ TOLERATION_EXISTS = "Exists"
 # resourceapi.AllocationResultsMaxSize
 ALLOCATION_RESULTS_MAX_SIZE = 32
 
+# A device by (driver, pool, device name), as upstream's structured.DeviceID.
+DeviceID = tuple[str, str, str]
+
 _EMPTY: Mapping[str, Any] = {}
 
 

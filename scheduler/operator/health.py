@@ -1,12 +1,13 @@
 """Liveness and readiness endpoints, the Prometheus ``/metrics``, and ``/debug/explain``.
 
 ``/healthz`` answers 200 while the scheduling thread and the watches are running, the
-scheduling loop keeps coming round, and a leader keeps renewing its lease (the checks are the
-app's: operator/liveness.py and the elector's watchdog). ``/readyz`` answers 200 once the
-initial listing of every watched resource has been applied to the cache, so a rollout does
-not route work to a scheduler that would decide on a partial view of the cluster; it runs the
-leader-election watchdog too, as kube-scheduler's. ``/metrics`` serves the text exposition format. ``/debug/explain``
-answers why a pod is pending (see explain_endpoint), to callers who may read the pod.
+scheduling loop keeps coming round, and a leader keeps renewing its lease (the app's checks:
+operator/liveness.py and the elector's watchdog). ``/readyz`` answers 200 once the initial
+listing of every watched resource has been applied to the cache, so a rollout does not route
+work to a scheduler that would decide on a partial view of the cluster; it runs the
+leader-election watchdog too, as kube-scheduler's. ``/metrics`` serves the text exposition
+format. ``/debug/explain`` answers why a pod is pending (see explain_endpoint), to callers
+who may read the pod.
 
 All of it is on the secure port (serving/): HTTPS, and every path but the always-allowed
 ones (``/healthz``, ``/readyz``, ``/livez`` by default) needs a caller the API server

@@ -35,6 +35,7 @@ from scheduler.plugin_api import (
     CELError,
     Device,
     DeviceClass,
+    DeviceID,
     DeviceRequest,
     DeviceRequestAllocationResult,
     DeviceSubRequest,
@@ -50,8 +51,6 @@ from scheduler.plugin_api import (
 from scheduler.plugins.dynamic_resources import capacity as cap
 from scheduler.plugins.dynamic_resources.constraints import Constraint, make_constraint
 from scheduler.plugins.dynamic_resources.pools import Pool, gather_pools, node_matches
-
-DeviceID = tuple[str, str, str]
 
 
 class AllocationError(Exception):

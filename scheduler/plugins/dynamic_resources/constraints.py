@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from scheduler.plugin_api import Device, DeviceAttribute, DeviceConstraint
-
-DeviceID = tuple[str, str, str]
+from scheduler.plugin_api import Device, DeviceAttribute, DeviceConstraint, DeviceID
 
 
 def lookup_attribute(device: Device, device_id: DeviceID, name: str) -> DeviceAttribute | None:
