@@ -46,7 +46,7 @@ API_2_PROTOCOLS = {
 API_2_DRA = {
     "ALL", "ALLOCATION_RESULTS_MAX_SIZE", "TAINT_NO_EXECUTE", "TAINT_NO_SCHEDULE",
     "AllocationConfiguration", "AllocationResult", "CapacityRequestPolicy", "CounterSet",
-    "Device", "DeviceAttribute", "DeviceCapacity", "DeviceClass", "DeviceConstraint",
+    "Device", "DeviceAttribute", "DeviceCapacity", "DeviceClass", "DeviceConstraint", "DeviceID",
     "DeviceRequest", "DeviceRequestAllocationResult", "DeviceSubRequest", "DeviceTaintRule",
     "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice", "CELError", "DeviceInput",
     "SelectorCache", "enhance_runtime_error", "Requirement",
