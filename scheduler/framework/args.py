@@ -15,7 +15,9 @@ given when the value is not of the field's type, where upstream words it as a ra
 (``Invalid value: {value!r}: not in valid range [0, 100]``). A schema's class attributes
 ``unknown_field_reason`` and ``mapping_reason`` word an unknown key's error in place of
 ``unknown field (known: ...)``, and a value that is not a mapping's in place of ``must be a
-mapping``.
+mapping``. A field whose ``metadata`` has ``omitempty`` is left out of a nested dataclass's
+defaults as configuration spells them while it is None, as Go's ``omitempty`` leaves a nil
+pointer out of upstream's written configuration.
 
 Every error is a :class:`ConfigError` that names the field by its path in the file, e.g.
 ``profiles[0].pluginConfig[1].args.maxPerZone: Invalid value: -1: must be >= 0``; all of
@@ -225,7 +227,8 @@ _SCALARS: dict[Any, Callable[[Any, str], Any]] = {
 def _plain(value: Any) -> Any:
     """A default or field value as configuration spells it."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {camel(f.name): _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {camel(f.name): _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if not (f.metadata.get("omitempty") and getattr(value, f.name) is None)}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     if isinstance(value, Mapping):
