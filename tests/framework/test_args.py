@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import pytest
 
+from scheduler.config import parse_config
 from scheduler.framework.args import decode_args, default_args
 from scheduler.framework.errors import ConfigError
+from scheduler.plugin_api import (
+    CycleState,
+    FilterResult,
+    Handle,
+    NodeView,
+    PluginSpec,
+    PodInfo,
+)
+from scheduler.plugins.registry import default_registry
 
 
 @dataclass(frozen=True)
@@ -149,3 +159,71 @@ def test_hooks_and_wording_of_nested_dataclasses(raw: dict[str, Any],
     with pytest.raises(ConfigError) as excinfo:
         decode_args(Shape, raw, "S")
     assert str(excinfo.value).splitlines() == lines
+
+
+@dataclass(frozen=True)
+class Strategy:
+    kind: str = "Least"
+    ratio: Shape | None = field(default=None, metadata={"omitempty": True})
+
+
+@dataclass(frozen=True)
+class WithStrategy:
+    added: Shape | None = None
+    strategy: Strategy = field(default_factory=Strategy)
+
+
+@dataclass(frozen=True)
+class WithRatio:
+    strategy: Strategy = field(default_factory=lambda: Strategy(ratio=Shape([Point(1)])))
+
+
+def test_omitempty_leaves_a_none_field_out_of_the_defaults() -> None:
+    """As Go's omitempty leaves a nil pointer out of the written configuration
+    (NodeResourcesFit's scoringStrategy.requestedToCapacityRatio); a None field without it
+    is written as null, and a field with it that has a value is written."""
+    assert default_args(WithStrategy) == {"added": None, "strategy": {"kind": "Least"}}
+    assert default_args(WithRatio) == {
+        "strategy": {"kind": "Least", "ratio": {"points": [{"at": 1}]}}}
+
+
+class Untyped:
+    """A plugin of the untyped form: its factory gets the merged mapping."""
+
+    name = "Untyped"
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        self.args = dict(args)
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> FilterResult:
+        return FilterResult.all_pass(len(nodes))
+
+
+def _check_limit(args: Mapping[str, Any], path: str) -> None:
+    if args["limit"] < 0:
+        raise ConfigError(f"{path}.limit: Invalid value: {args['limit']}: must be >= 0")
+
+
+def test_the_untyped_form_is_still_taken_for_plugins_written_against_it() -> None:
+    """PluginSpec's default_args + validate, part of plugin API 2.0 though no built-in uses
+    it: the given args merged over the defaults, validate's error reported with the others'."""
+    registry = default_registry()
+    registry.register(PluginSpec("Untyped", Untyped, default_args={"limit": 1, "mode": "a"},
+                                 validate=_check_limit, points=frozenset({"filter"})))
+
+    def profile(args: dict[str, Any]) -> dict[str, Any]:
+        return {"profiles": [{"plugins": {"filter": {"enabled": [{"name": "Untyped"}]}},
+                              "pluginConfig": [{"name": "Untyped", "args": args}]}]}
+
+    merged = parse_config(profile({"limit": 5}), registry).profiles[0].args["Untyped"]
+    assert merged == {"limit": 5, "mode": "a"}
+    spec = registry.get("Untyped")
+    assert spec is not None
+    plugin = spec.build(merged, cast(Handle, None))
+    assert isinstance(plugin, Untyped) and plugin.args == merged
+    with pytest.raises(ConfigError) as excinfo:
+        parse_config(profile({"limit": -1}) | {"parallelism": 0}, registry)
+    assert sorted(str(excinfo.value).splitlines()) == [
+        "parallelism: Invalid value: 0: must be >= 1",
+        "profiles[0].pluginConfig[0].args.limit: Invalid value: -1: must be >= 0",
+    ]
