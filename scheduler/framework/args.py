@@ -8,7 +8,8 @@ schema: ``str``, ``int``, ``float``, ``bool``, ``Literal[...]``, ``X | None``, `
 types cannot say in a ``problems()`` method yielding ``(field, problem)`` pairs, or, worded
 as upstream's field errors (``Required value``, ``Duplicate value``...) at any depth, in a
 ``field_errors(path)`` method yielding whole ``<path>...: <reason>`` lines. Both run on every
-dataclass, nested ones too, once its fields have decoded.
+dataclass, nested ones too, once its fields have decoded and their own hooks found nothing:
+a check to be reported beside the others' belongs to the outermost dataclass's hook.
 
 A field's ``metadata`` may carry ``type_error``: the reason (a format string of ``value``)
 given when the value is not of the field's type, where upstream words it as a range
