@@ -23,6 +23,7 @@ from scheduler.framework.interface import (
     SKIP,
     SUCCESS,
     BindPlugin,
+    BoolArray,
     Code,
     CodeArray,
     CycleState,
@@ -309,6 +310,30 @@ class Framework:
         plain = self.run_filters(state, pod, view)
         if plain.error is not None or not nominated:
             return plain
+        reserved = self._reserved_rows(view, pod, nominated)
+        if not reserved:
+            return plain
+        hits = np.flatnonzero(np.isin(view.idx, np.fromiter(reserved, dtype=np.int64)))
+        if hits.size == 0:
+            return plain
+        positions = hits.tolist()
+        added = [reserved[int(view.idx[p])] for p in positions]
+        rows = np.asarray(positions, dtype=np.int64)
+        with_nominated = view.subset(rows).with_added(added)
+        first = self.run_filters(state, pod, with_nominated)
+        if first.error is not None:
+            return first
+        failed = first.codes != np.uint8(Code.SUCCESS)
+        if failed.any():
+            self._replace_where_failed(plain, first, rows, failed)
+        return plain
+
+    @staticmethod
+    def _reserved_rows(
+        view: NodeView, pod: PodInfo, nominated: Mapping[str, Sequence[PodInfo]]
+    ) -> dict[int, list[PodInfo]]:
+        """The view's rows with nominated pods that ``pod`` must leave room for (others than
+        itself, of equal or higher priority), and those pods."""
         table = view.snapshot.nodes
         # From whichever is smaller: the view's nodes (a preemption dry run asks about one
         # node at a time) or the nominated ones; never every nomination for every view.
@@ -323,25 +348,17 @@ class Framework:
             keep = [p for p in pods if p.uid != pod.uid and p.priority >= pod.priority]
             if keep:
                 reserved[row] = keep
-        if not reserved:
-            return plain
-        hits = np.flatnonzero(np.isin(view.idx, np.fromiter(reserved, dtype=np.int64)))
-        if hits.size == 0:
-            return plain
-        positions = hits.tolist()
-        added = [reserved[int(view.idx[p])] for p in positions]
-        rows = np.asarray(positions, dtype=np.int64)
-        with_nominated = view.subset(rows).with_added(added)
-        first = self.run_filters(state, pod, with_nominated)
-        if first.error is not None:
-            return first
-        failed = first.codes != np.uint8(Code.SUCCESS)
-        if not failed.any():
-            return plain
-        # Where the first pass failed, its status replaces the plain one.
+        return reserved
+
+    @staticmethod
+    def _replace_where_failed(
+        plain: FilterOutcome, first: FilterOutcome, rows: IntArray, failed: BoolArray
+    ) -> None:
+        """Where the pass with nominated pods failed (``failed``, over ``rows`` of the view),
+        its codes and reasons replace the plain pass's, in ``plain``."""
         failed_positions = rows[failed]
         plain.codes[failed_positions] = first.codes[failed]
-        replaced = np.zeros(len(view), dtype=np.bool_)
+        replaced = np.zeros(len(plain.codes), dtype=np.bool_)
         replaced[failed_positions] = True
         plain.reasons = [
             (pos[~replaced[pos]], reason, plugin)
@@ -352,7 +369,6 @@ class Framework:
             keep = failed[pos]
             if keep.any():
                 plain.reasons.append((rows[pos[keep]], reason, plugin))
-        return plain
 
     def filters_read_pod_lists(self, state: CycleState) -> bool:
         """Whether any Filter active in this cycle reads a NodeView's hypothetical pod lists.

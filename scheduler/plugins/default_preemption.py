@@ -50,11 +50,11 @@ from __future__ import annotations
 
 import enum
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import ClassVar, Literal
 
 import numpy as np
 import structlog
@@ -66,7 +66,6 @@ from scheduler.plugin_api import (
     ClusterEventWithHint,
     ClusterSnapshot,
     Code,
-    ConfigError,
     CycleState,
     Diagnosis,
     DisruptionBudget,
@@ -106,33 +105,30 @@ REASON_UNSCHEDULABLE = "Unschedulable"
 PREEMPTION_REFUSED = ClusterEvent(Resource.WILDCARD, Action.ALL, "PreemptionRefused")
 MAX_INT32 = 2**31 - 1
 
-DEFAULT_ARGS: Mapping[str, Any] = {
-    "minCandidateNodesPercentage": 10,
-    "minCandidateNodesAbsolute": 100,
-    "pdbMode": "BestEffort",
-    "victimScope": "All",
-}
+@dataclass(frozen=True)
+class DefaultPreemptionArgs:
+    """DefaultPreemptionArgs with upstream's v1 defaults (10 %, 100 nodes), and this
+    scheduler's pdbMode and victimScope; ValidateDefaultPreemptionArgs through field_errors."""
 
+    unknown_field_reason: ClassVar[str] = "unknown field"
 
-def validate_args(args: Mapping[str, Any], path: str) -> None:
-    known = set(DEFAULT_ARGS)
-    for key in args:
-        if key not in known:
-            raise ConfigError(f"{path}.{key}: unknown field")
-    pct = args["minCandidateNodesPercentage"]
-    if not isinstance(pct, int) or not 0 <= pct <= 100:
-        raise ConfigError(f"{path}.minCandidateNodesPercentage: must be in [0, 100]")
-    absolute = args["minCandidateNodesAbsolute"]
-    if not isinstance(absolute, int) or absolute < 0:
-        raise ConfigError(f"{path}.minCandidateNodesAbsolute: must be >= 0")
-    if pct == 0 and absolute == 0:
-        raise ConfigError(
-            f"{path}: minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be 0"
-        )
-    if args["pdbMode"] not in ("BestEffort", "Strict"):
-        raise ConfigError(f"{path}.pdbMode: must be BestEffort or Strict")
-    if args["victimScope"] not in ("All", "OwnProfiles"):
-        raise ConfigError(f"{path}.victimScope: must be All or OwnProfiles")
+    min_candidate_nodes_percentage: int = field(
+        default=10, metadata={"type_error": "must be in [0, 100]"})
+    min_candidate_nodes_absolute: int = field(default=100, metadata={"type_error": "must be >= 0"})
+    pdb_mode: Literal["BestEffort", "Strict"] = field(
+        default="BestEffort", metadata={"type_error": "must be BestEffort or Strict"})
+    victim_scope: Literal["All", "OwnProfiles"] = field(
+        default="All", metadata={"type_error": "must be All or OwnProfiles"})
+
+    def field_errors(self, path: str) -> Iterator[str]:
+        pct, absolute = self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute
+        if not 0 <= pct <= 100:
+            yield f"{path}.minCandidateNodesPercentage: must be in [0, 100]"
+        if absolute < 0:
+            yield f"{path}.minCandidateNodesAbsolute: must be >= 0"
+        if pct == 0 and absolute == 0:
+            yield (f"{path}: minCandidateNodesPercentage and minCandidateNodesAbsolute "
+                   "cannot both be 0")
 
 
 class Removal(enum.Enum):
@@ -248,12 +244,12 @@ def importance_key(pod: PodInfo) -> tuple[int, datetime]:
 class DefaultPreemption:
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: DefaultPreemptionArgs, handle: Handle) -> None:
         self.handle = handle
-        self.min_pct = int(args["minCandidateNodesPercentage"])
-        self.min_abs = int(args["minCandidateNodesAbsolute"])
-        self.strict_pdb = args["pdbMode"] == "Strict"
-        self.own_profiles_only = args["victimScope"] == "OwnProfiles"
+        self.min_pct = args.min_candidate_nodes_percentage
+        self.min_abs = args.min_candidate_nodes_absolute
+        self.strict_pdb = args.pdb_mode == "Strict"
+        self.own_profiles_only = args.victim_scope == "OwnProfiles"
         self._lock = threading.Lock()
         self._actuations: dict[str, _Actuation] = {}
         self._executor: ThreadPoolExecutor | None = None
@@ -947,14 +943,13 @@ def _earliest_top_start(candidate: Candidate) -> float:
     return float("inf") if earliest is NOT_STARTED else earliest.timestamp()
 
 
-def new(args: Mapping[str, Any], handle: Handle) -> DefaultPreemption:
+def new(args: DefaultPreemptionArgs, handle: Handle) -> DefaultPreemption:
     return DefaultPreemption(args, handle)
 
 
 SPEC = PluginSpec(
     name=NAME,
     factory=new,
-    default_args=DEFAULT_ARGS,
-    validate=validate_args,
+    args=DefaultPreemptionArgs,
     points=frozenset({"preEnqueue", "postFilter"}),
 )

@@ -179,20 +179,30 @@ class SchedulingQueue(Generic[P]):
         self._initial_backoff = initial_backoff
         self._max_backoff = max_backoff
         self._max_in_unschedulable = max_in_unschedulable
-        tables = hints_by_profile if hints_by_profile is not None else {"": hints}
+        self._init_hints(hints_by_profile if hints_by_profile is not None else {"": hints})
+        self._profile_of = profile_of
+        self._pre_enqueue = pre_enqueue
+        self._on_incoming = on_incoming or _ignore_incoming
+        self.nominator: Nominator[P] = Nominator(lookup)
+        self._init_queues(order)
+
+    def _init_hints(
+        self, tables: Mapping[str, Mapping[str, Sequence[ClusterEventWithHint]]]
+    ) -> None:
+        """The registered hints per profile and plugin, the events any of them registered,
+        and the memo of which plugins an event interests."""
         self._hints: dict[str, dict[str, tuple[ClusterEventWithHint, ...]]] = {
             profile: {plugin: tuple(registered) for plugin, registered in table.items()}
             for profile, table in tables.items()
         }
-        self._profile_of = profile_of
         self._registered = tuple(
             r.event for table in self._hints.values() for regs in table.values() for r in regs
         )
         self._interest: dict[ClusterEvent, frozenset[str]] = {}
-        self._pre_enqueue = pre_enqueue
-        self._on_incoming = on_incoming or _ignore_incoming
-        self.nominator: Nominator[P] = Nominator(lookup)
 
+    def _init_queues(self, order: Callable[[QueuedPodInfo[P]], Any]) -> None:
+        """The lock, the three heaps, the gated pool, the in-flight pods with their event
+        log, and the flusher's state."""
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._active: IndexedHeap[QueuedPodInfo[P]] = IndexedHeap(_uid, order)

@@ -39,13 +39,13 @@ from scheduler.framework.ports import EvictionOutcome, EvictionResult, NullPorts
 from scheduler.framework.registry import ConfigError, PluginSpec, Registry
 from scheduler.model.disruption import DisruptionBudget
 from scheduler.model.pod import PodInfo
+from scheduler.plugins.default_preemption import SPEC as DP_SPEC
 from scheduler.plugins.default_preemption import (
     Candidate,
     DefaultPreemption,
     aggregate_errors,
     select_candidate,
     split_by_pdb,
-    validate_args,
 )
 from scheduler.plugins.registry import default_registry
 from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
@@ -1069,13 +1069,35 @@ def test_num_candidates(pct: int, absolute: int, num_nodes: int, want: int) -> N
         pytest.param({"pdbMode": "Sometimes"}, "pdbMode", id="unknown pdbMode is rejected"),
         pytest.param({"victimScope": "Mine"}, "victimScope", id="unknown victimScope is rejected"),
         pytest.param({"extra": 1}, "extra: unknown field", id="unknown field is rejected"),
+        # YAML's true is not the integer 1 (upstream decodes into int32 and refuses it).
+        pytest.param({"minCandidateNodesPercentage": True}, "minCandidateNodesPercentage",
+                     id="a boolean percentage is rejected"),
+        pytest.param({"minCandidateNodesAbsolute": True}, "minCandidateNodesAbsolute",
+                     id="a boolean absolute minimum is rejected"),
     ],
 )
 def test_validate_args(args: dict[str, Any], error: str) -> None:
     merged = {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100,
               "pdbMode": "BestEffort", "victimScope": "All", **args}
+    assert DP_SPEC.validate is not None
     with pytest.raises(ConfigError, match=error):
-        validate_args(merged, "args")
+        DP_SPEC.validate(merged, "args")
+
+
+def test_validate_args_reports_every_problem() -> None:
+    """validation_pluginargs.go ValidateDefaultPreemptionArgs, with v1's defaults."""
+    assert DP_SPEC.default_args == {"minCandidateNodesPercentage": 10,
+                                    "minCandidateNodesAbsolute": 100,
+                                    "pdbMode": "BestEffort", "victimScope": "All"}
+    assert DP_SPEC.validate is not None
+    with pytest.raises(ConfigError) as excinfo:
+        DP_SPEC.validate({"minCandidateNodesPercentage": True, "minCandidateNodesAbsolute": 100,
+                          "pdbMode": "Never", "victimScope": "All", "extra": 1}, "A")
+    assert str(excinfo.value).splitlines() == [
+        "A.extra: unknown field",
+        "A.minCandidateNodesPercentage: must be in [0, 100]",
+        "A.pdbMode: must be BestEffort or Strict",
+    ]
 
 
 # -- filterPodsWithPDBViolation ---------------------------------------------------------------
