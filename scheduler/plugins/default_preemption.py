@@ -108,6 +108,10 @@ REASON_UNSCHEDULABLE = "Unschedulable"
 # Sent to the preemptor alone after a refusal: requeued after its backoff, gated or not.
 PREEMPTION_REFUSED = ClusterEvent(Resource.WILDCARD, Action.ALL, "PreemptionRefused")
 MAX_INT32 = 2**31 - 1
+# Upstream starts a goroutine per preemption, so no preemption waits for another's API calls;
+# threads are started as needed, up to this many (a burst of preemptions on a slow API server
+# stays well below it).
+ACTUATION_THREADS = 256
 
 DEFAULT_ARGS: Mapping[str, Any] = {
     "minCandidateNodesPercentage": 10,
@@ -648,7 +652,8 @@ class DefaultPreemption:
             self._forget_ended_locked()
             self._actuations[pod.uid] = actuation
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(4, thread_name_prefix="preemption")
+                self._executor = ThreadPoolExecutor(ACTUATION_THREADS,
+                                                    thread_name_prefix="preemption")
             future = self._executor.submit(self._execute, actuation, to_remove, lower_nominated)
             self._in_flight.add(future)
         future.add_done_callback(self._actuation_done)

@@ -1734,3 +1734,21 @@ def test_a_finished_actuation_is_forgotten_once_its_last_victim_is_seen_terminat
     c.set_pod(p("v1", on="node1", prio=LOW, terminating=True, conditions=[PREEMPTED]))
     assert not c.plugin.is_running_preemption(preemptor.uid)
     assert c.plugin._actuations == {}
+
+
+def test_a_preemption_starts_its_evictions_however_many_others_hang_on_the_api() -> None:
+    """Upstream's prepareCandidateAsync starts a goroutine per preemption, so no preemption
+    waits for another's API calls. With a few actuation threads, a burst of preemptions on a
+    slow API server queued behind the first ones: their preemptors stayed gated, "waiting
+    for the preemption", while their victims ran on (issue 38)."""
+    evictor = ConcurrentEvictions()
+    count = 8
+    nodes = [n(f"node{i}", ONE_POD) for i in range(count)]
+    victims = [p(f"v{i}", on=f"node{i}", prio=LOW) for i in range(count)]
+    c = cluster(nodes, victims, evictor=evictor)
+    for i in range(count):
+        c.schedule(info(p(f"p{i}", prio=HIGH)))
+    assert wait_for(lambda: evictor.waiting == count, timeout=5), "all on their way"
+    evictor.release.set()
+    assert c.plugin.wait_for_actuations(10)
+    assert evictor.count("evict") == count
