@@ -5,8 +5,8 @@ onto a cluster whose 12 slots the previous round left empty, and times how long 
 placement kube-scheduler ends with (5 x 30, 5 x 20, 2 x 10 bound) holds. A round that has not
 settled after ``--stall`` seconds is a stall; its pending pods of priority 20 and 30 and their
 PodScheduled conditions are printed, and the round is cleared before the next. Meanwhile a
-child process spins on one core (``--no-busy`` to leave the machine as it is), as the other
-work of a shared CI machine would.
+child process spins on one core (``--busy N``: N of them, 0 to leave the machine as it is),
+as the other work of a shared CI machine would.
 
 Runs on the e2e suite's local control plane (``E2E_CLUSTER_DIR``, default ``.cluster-e2e``),
 against ours or, with ``E2E_SCHEDULER=kube-scheduler``, upstream's; take the e2e lock, as for
@@ -72,9 +72,9 @@ def scheduler_name() -> str:
 
 
 @contextlib.contextmanager
-def live_env(name: str, *, busy: bool) -> Iterator[tuple[Env, Path]]:
-    """The e2e control plane, the scheduler under test, a core kept busy (``busy``), and an
-    Env of the suite's kind; yields it with the scheduler's log path, and tears all down."""
+def live_env(name: str, *, busy: int) -> Iterator[tuple[Env, Path]]:
+    """The e2e control plane, the scheduler under test, ``busy`` cores kept busy, and an Env
+    of the suite's kind; yields it with the scheduler's log path, and tears all down."""
     cluster = Cluster(Path(os.environ.get("E2E_CLUSTER_DIR") or REPO / ".cluster-e2e"))
     cluster.up(nodes=None)
     kube = Kube(cluster.kubeconfig_path)
@@ -82,14 +82,14 @@ def live_env(name: str, *, busy: bool) -> Iterator[tuple[Env, Path]]:
     kube.ensure_namespace(DEPLOYED_NS)
     log = Path(tempfile.mkdtemp(prefix=f"{name}-")) / "scheduler.log"
     scheduler = start_scheduler(cluster.kubeconfig_path, log)
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"],
-                               stdin=subprocess.DEVNULL) if busy else None
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                                 stdin=subprocess.DEVNULL) for _ in range(busy)]
     env = Env(kube, scheduler, name)
     env.setup()
     try:
         yield env, log
     finally:
-        if spinner is not None:
+        for spinner in spinners:
             spinner.kill()
             spinner.wait()
         env.teardown()
@@ -149,11 +149,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=50)
     parser.add_argument("--stall", type=float, default=10.0,
                         help="seconds after which an unsettled round counts as stalled")
-    parser.add_argument("--no-busy", action="store_true", help="no busy-loop process")
+    parser.add_argument("--busy", type=int, default=1,
+                        help="how many busy-loop processes run meanwhile")
     args = parser.parse_args()
     name = scheduler_name()
     rounds: list[dict[str, Any]] = []
-    with live_env("burst-stress", busy=not args.no_busy) as (env, log):
+    with live_env("burst-stress", busy=args.busy) as (env, log):
         env.nodes("n", 6, cpu="2", memory="8Gi")
         classes = {prio: env.priority_class(f"p{prio}", prio) for prio in PRIORITIES}
         for round_ in range(args.rounds):
@@ -161,7 +162,7 @@ def main() -> None:
             rounds.append(result)
             print(json.dumps(result), flush=True)
             clear_round(env, round_)
-    report = {"scheduler": name, "busy_core": not args.no_busy, "stall_s": args.stall,
+    report = {"scheduler": name, "busy_cores": args.busy, "stall_s": args.stall,
               "load_avg": os.getloadavg(), "scheduler_log": str(log),
               "summary": summary(rounds), "rounds": rounds}
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -11,10 +11,11 @@ fewest violations, lowest top priority, smallest priority sum, fewest victims); 
 the start times of the victims must decide between nodes, which kube-scheduler then
 breaks at random.
 
-Runs with a core kept busy (``--no-busy`` not to), like bench/preemption_burst_stress.py,
-against ours or, with ``E2E_SCHEDULER=kube-scheduler``, upstream's; under the e2e lock. JSON
-lands in bench/results/preemption-random-<scheduler>.json; ``--compare`` reads both files
-and counts the cases where the two chose the same node and the same victims.
+Runs with a core kept busy (``--busy N``: N cores, 0 for none), as
+bench/preemption_burst_stress.py does, against ours or, with ``E2E_SCHEDULER=kube-scheduler``,
+upstream's; under the e2e lock. JSON lands in bench/results/preemption-random-<scheduler>.json;
+``--compare`` reads both files and counts the cases where the two chose the same node and the
+same victims.
 
     flock /tmp/e2e.lock python bench/preemption_random_compare.py --cases 30
     E2E_SCHEDULER=kube-scheduler flock /tmp/e2e.lock python bench/preemption_random_compare.py
@@ -216,7 +217,8 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=30)
     parser.add_argument("--seed", type=int, default=38)
     parser.add_argument("--timeout", type=float, default=30.0)
-    parser.add_argument("--no-busy", action="store_true", help="no busy-loop process")
+    parser.add_argument("--busy", type=int, default=1,
+                        help="how many busy-loop processes run meanwhile")
     parser.add_argument("--compare", action="store_true", help="compare the two result files")
     args = parser.parse_args()
     if args.compare:
@@ -224,7 +226,7 @@ def main() -> None:
         return
     name = scheduler_name()
     results: list[dict[str, Any]] = []
-    with live_env("preemption-random", busy=not args.no_busy) as (env, log):
+    with live_env("preemption-random", busy=args.busy) as (env, log):
         classes = {prio: env.priority_class(f"p{prio}", prio) for prio in PRIORITIES}
         preemptor_classes = {prio: env.priority_class(f"q{prio}", prio) for prio in (25, 40)}
         preemptor_classes[20] = classes[20]
@@ -235,7 +237,7 @@ def main() -> None:
             print(json.dumps(result), flush=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"preemption-random-{name}.json"
-    out.write_text(json.dumps({"scheduler": name, "busy_core": not args.no_busy,
+    out.write_text(json.dumps({"scheduler": name, "busy_cores": args.busy,
                                "scheduler_log": str(log), "cases": results}, indent=1) + "\n")
     print(json.dumps({"scheduler": name, "log": str(log), "cases": len(results)}))
 
