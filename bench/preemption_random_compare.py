@@ -137,8 +137,11 @@ def setup_case(env: Env, case: Case, classes: dict[int, str]) -> list[str]:
             p.name, cpu=f"{p.cpu}m", priority_class=classes[p.priority],
             node_name=names[p.node], labels=labels))
     if case.max_unavailable is not None:
+        # The pods have no controller: the disruption controller computes a budget over
+        # them only with an integer minAvailable (maxUnavailable needs their scale).
+        covered = sum(p.pdb for p in case.pods)
         env.pdb(f"c{case.index}", {"pdb": str(case.index)},
-                max_unavailable=case.max_unavailable)
+                min_available=max(0, covered - case.max_unavailable))
     wait_until(lambda: settled_before(env, case), 60, f"case {case.index} Running",
                diagnose=env.diagnose)
     return names
