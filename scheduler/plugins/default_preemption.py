@@ -22,9 +22,12 @@ framework/preemption, v1.37):
    already terminating are skipped (none left: nothing is sent). The nomination itself is
    written once, with the PodScheduled condition, by the failure handler. While the
    actuation runs the pod is gated in PreEnqueue; a deletion event of a bound pod makes the
-   queue look again, and the gate lifts once the last victim is gone or terminating. When
-   no such event can come (a removal failed, a victim was already gone or was preempted in
-   memory) the pod is activated. A preemptor deleted or bound meanwhile touches no victim.
+   queue look again, and the gate lifts once the last victim is gone or terminating as the
+   watch shows it, even after the calls are over (upstream's informer has the deletion in
+   the cache before any later event can requeue the pod; ours may lag the eviction call,
+   and a cycle run meanwhile would preempt a second victim). When no such event can come
+   (a removal failed, the last victim was already gone or was preempted in memory) the pod
+   is activated. A preemptor deleted or bound meanwhile touches no victim.
 
 Errors, as upstream: a Filter error on one node does not hide the candidates of the others;
 with no candidate at all, an error met on some node is the answer (the nomination is kept).
@@ -104,6 +107,10 @@ REASON_UNSCHEDULABLE = "Unschedulable"
 # Sent to the preemptor alone after a refusal: requeued after its backoff, gated or not.
 PREEMPTION_REFUSED = ClusterEvent(Resource.WILDCARD, Action.ALL, "PreemptionRefused")
 MAX_INT32 = 2**31 - 1
+# Upstream starts a goroutine per preemption, so no preemption waits for another's API calls;
+# threads are started as needed, up to this many (a burst of preemptions on a slow API server
+# stays well below it).
+ACTUATION_THREADS = 256
 
 @dataclass(frozen=True)
 class DefaultPreemptionArgs:
@@ -158,6 +165,9 @@ class _Actuation:
     last_victim: str = ""
     # A higher-priority preemptor took the node: the plan is void.
     superseded: bool = False
+    # The calls are over, the last victim evicted, and the watch still shows it: the gate
+    # holds until the watch shows it gone or terminating.
+    ended: bool = False
 
 
 def _skip(pod: object, old: object, new: object) -> QueueingHint:
@@ -635,9 +645,11 @@ class DefaultPreemption:
         ]
         actuation = _Actuation(pod, best.node)
         with self._lock:
+            self._forget_ended_locked()
             self._actuations[pod.uid] = actuation
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(4, thread_name_prefix="preemption")
+                self._executor = ThreadPoolExecutor(ACTUATION_THREADS,
+                                                    thread_name_prefix="preemption")
             future = self._executor.submit(self._execute, actuation, to_remove, lower_nominated)
             self._in_flight.add(future)
         future.add_done_callback(self._actuation_done)
@@ -666,17 +678,34 @@ class DefaultPreemption:
 
     def is_running_preemption(self, uid: str) -> bool:
         """Upstream's IsPodRunningPreemption: the actuation for ``uid`` has not ended, and its
-        last victim, once its removal started, still exists and is not terminating."""
+        last victim, once its removal started, still exists and is not terminating. An
+        actuation whose calls are over counts until the watch shows that victim gone or
+        terminating, then is forgotten."""
         with self._lock:
             actuation = self._actuations.get(uid)
             last = actuation.last_victim if actuation is not None else ""
         if actuation is None:
             return False
-        if not last:
+        if not last or self._victim_present(last):
             return True
+        if actuation.ended:
+            with self._lock:
+                if self._actuations.get(uid) is actuation:
+                    del self._actuations[uid]
+        return False
+
+    def _victim_present(self, uid: str) -> bool:
+        """The watch still shows the victim, not terminating."""
         handle = self.handle
-        victim = handle.get_pod(last)
+        victim = handle.get_pod(uid)
         return victim is not None and not victim.is_terminating
+
+    def _forget_ended_locked(self) -> None:
+        """Drop ended actuations whose last victim the watch shows gone or terminating (the
+        pod was deleted or bound while gated, so no PreEnqueue check came to drop them)."""
+        for uid, actuation in list(self._actuations.items()):
+            if actuation.ended and not self._victim_present(actuation.last_victim):
+                del self._actuations[uid]
 
     def supersede(self, uid: str) -> None:
         """Another preemptor took the node ``uid`` was nominated to: its plan is void. The gate
@@ -693,8 +722,8 @@ class DefaultPreemption:
         last once the others are gone (upstream's prepareCandidateAsync).
 
         At the end the pod is activated when no deletion event would wake it: a removal
-        failed, or a victim was already gone or was preempted in memory. A refusal by a
-        budget (pdbMode Strict) releases the node and retries after the pod's backoff.
+        failed, or the last victim was already gone or was preempted in memory. A refusal by
+        a budget (pdbMode Strict) releases the node and retries after the pod's backoff.
         """
         handle = self.handle
         evictor = handle.evictor
@@ -721,10 +750,26 @@ class DefaultPreemption:
             log.exception("Preemption failed", pod=pod.key, node=node)
             outcomes.append(Removal.FAILED)
         finally:
-            with self._lock:
-                if self._actuations.get(pod.uid) is actuation:
-                    del self._actuations[pod.uid]
-            self._finish(actuation, outcomes)
+            if not self._end(actuation, outcomes):
+                self._finish(actuation, outcomes)
+
+    def _end(self, actuation: _Actuation, outcomes: Sequence[Removal]) -> bool:
+        """The calls are over: the gate lifts now, unless the last victim was evicted and the
+        watch still shows it; then its deletion event lifts the gate, and True."""
+        awaited = (
+            bool(outcomes)
+            and outcomes[-1] is Removal.EVICTED
+            and bool(actuation.last_victim)
+            and self._victim_present(actuation.last_victim)
+        )
+        uid = actuation.pod.uid
+        with self._lock:
+            if self._actuations.get(uid) is actuation:
+                if awaited:
+                    actuation.ended = True
+                else:
+                    del self._actuations[uid]
+        return awaited
 
     def _finish(self, actuation: _Actuation, outcomes: Sequence[Removal]) -> None:
         handle = self.handle
