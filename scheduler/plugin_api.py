@@ -17,7 +17,9 @@ signals (``row_generation``, ``labels_generation``, ``taints_generation``,
 point and per optional hook (``ScorePlugin``, ``SortKeyHook``...), ``Plugin``,
 ``PermitDecision``, ``Handle.wall_clock``, ``Action.UPDATE_NODE_ANNOTATION`` and
 ``NodeSummary.annotations``, and the Dynamic Resource Allocation objects (``ResourceClaim``,
-``ResourceSlice``...) with the DRA CEL environment (``SelectorCache``).
+``ResourceSlice``...) with the DRA CEL environment (``SelectorCache``). 2.1 added
+``Handle.dra`` (a :class:`DraManager`: the DRA objects and the claims allocated in flight),
+``AllocatedDevices`` and ``DeviceID``.
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
@@ -47,6 +49,7 @@ What is here, by topic:
 
 from __future__ import annotations
 
+from scheduler.framework.dra import AllocatedDevices, DraManager
 from scheduler.framework.events import (
     Action,
     ClusterEvent,
@@ -168,7 +171,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "2.0"
+API_VERSION = "2.1"
 
 __all__ = [
     "ALL",
@@ -194,6 +197,7 @@ __all__ = [
     "ZONE_KEYS",
     "Action",
     "AffinityTerm",
+    "AllocatedDevices",
     "AllocationConfiguration",
     "AllocationResult",
     "BindOutcome",
@@ -224,6 +228,7 @@ __all__ = [
     "DeviceTaintRule",
     "Diagnosis",
     "DisruptionBudget",
+    "DraManager",
     "EnqueueExtensions",
     "EvictionOutcome",
     "Evictor",

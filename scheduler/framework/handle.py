@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     import numpy as np
 
+    from scheduler.framework.dra import DraManager
     from scheduler.framework.events import ClusterEvent
     from scheduler.framework.extender import Extender
     from scheduler.framework.interface import CycleState, NodeView
@@ -155,6 +156,12 @@ class Handle(Protocol):
 
     def get_claim(self, namespace: str, name: str) -> ClaimInfo | None:
         """The newest version of a PersistentVolumeClaim the watch delivered; any thread."""
+        ...
+
+    @property
+    def dra(self) -> DraManager:
+        """ResourceClaims, ResourceSlices, DeviceClasses and the claims allocated in flight,
+        shared by every profile (upstream's ``SharedDRAManager``); any thread."""
         ...
 
     def get_volume(self, name: str) -> VolumeInfo | None:
