@@ -152,6 +152,10 @@ class ProfileHandle:
         return claim if isinstance(claim, ClaimInfo) else None
 
     @property
+    def pod_groups(self) -> PodGroups:
+        return self.scheduler.pod_groups
+
+    @property
     def dra(self) -> DraObjects:
         return self.scheduler.dra
 
