@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from scheduler.framework.waiting import WaitingPods
     from scheduler.metrics import Metrics
     from scheduler.model.pod import PodInfo
+    from scheduler.model.pod_group import PodGroup
     from scheduler.queue.queued_pod import QueuedPodInfo
     from scheduler.queue.scheduling_queue import SchedulingQueue
 
@@ -185,10 +186,22 @@ def schedule_one(s: CycleHost, timeout: float | None = None) -> bool:
     s.refresh()
     if qpi is None:
         return False
+    attempt = _begin_attempt(s, qpi)
+    if attempt is None:
+        return True
+    if qpi.pod.pod_group is not None and s.pod_groups.group_of(qpi.pod) is not None:
+        schedule_pod_group(s, attempt)
+        return True
+    _finish(s, attempt, scheduling_cycle(s, attempt))
+    return True
+
+
+def _begin_attempt(s: CycleHost, qpi: QueuedPodInfo[PodInfo]) -> Attempt | None:
+    """The attempt at a popped pod, or None (and its attempt over) when it is skipped:
+    deleting pods, pods assumed by an earlier cycle, and pods the cache already accounts as
+    bound (bound by someone else between the pop and the refresh)."""
     pod = qpi.pod
     framework = s.profiles.get(pod.scheduler_name)
-    # Skipped: deleting pods, pods assumed by an earlier cycle, and pods the cache already
-    # accounts as bound (bound by someone else between the pop and the refresh).
     if (
         framework is None
         or pod.is_terminating
@@ -196,16 +209,10 @@ def schedule_one(s: CycleHost, timeout: float | None = None) -> bool:
         or s.cache.get_pod(pod.uid) is not None
     ):
         s.queue.done(pod.uid)
-        return True
+        return None
     state = CycleState()
     state.record_plugin_metrics = s.metrics.sample() < PLUGIN_METRICS_SAMPLE_PERCENT
-    attempt = Attempt(framework, state, qpi, time.perf_counter())
-    result = scheduling_cycle(s, attempt)
-    if isinstance(result, Failure):
-        handle_scheduling_failure(s, attempt, result)
-        return True
-    s.submit_binding(run_binding_cycle, s, attempt, result)
-    return True
+    return Attempt(framework, state, qpi, time.perf_counter())
 
 
 def scheduling_cycle(s: CycleHost, attempt: Attempt) -> ScheduleResult | Failure:
@@ -246,19 +253,27 @@ def _schedule_or_post_filter(s: CycleHost, attempt: Attempt) -> ScheduleResult |
     """The scheduling algorithm; when it finds no node, PostFilter (preemption) may nominate
     one for a later attempt."""
     framework, state, pod = attempt.framework, attempt.state, attempt.pod
+    result = find_node(s, attempt)
+    if not isinstance(result, Failure) or result.diagnosis is None:
+        return result
+    if not framework.plugins.post_filter:
+        return result
+    post_result, status = framework.run_post_filter(state, pod, result.diagnosis)
+    # Upstream keeps the PostFilter message whatever the outcome, success included.
+    result.diagnosis.post_filter_msg = status.message
+    if status.code is Code.ERROR:
+        log.error("PostFilter failed", pod=pod.key, plugin=status.plugin, reason=status.message)
+    nominated = None if post_result is None else post_result.nominated_node_name
+    return Failure(Status(Code.UNSCHEDULABLE), result.diagnosis, nominated)
+
+
+def find_node(s: CycleHost, attempt: Attempt) -> ScheduleResult | Failure:
+    """The scheduling algorithm alone (upstream's SchedulePod): a FitError is a Failure
+    with its diagnosis."""
     try:
-        return schedule_pod(s, framework, state, pod)
+        return schedule_pod(s, attempt.framework, attempt.state, attempt.pod)
     except FitError as fit:
-        if not framework.plugins.post_filter:
-            return Failure(Status(Code.UNSCHEDULABLE), fit.diagnosis)
-        post_result, status = framework.run_post_filter(state, pod, fit.diagnosis)
-        # Upstream keeps the PostFilter message whatever the outcome, success included.
-        fit.diagnosis.post_filter_msg = status.message
-        if status.code is Code.ERROR:
-            log.error("PostFilter failed", pod=pod.key, plugin=status.plugin,
-                      reason=status.message)
-        nominated = None if post_result is None else post_result.nominated_node_name
-        return Failure(Status(Code.UNSCHEDULABLE), fit.diagnosis, nominated)
+        return Failure(Status(Code.UNSCHEDULABLE), fit.diagnosis)
     except NoNodesAvailableError:
         return Failure(Status.unschedulable(NO_NODES_AVAILABLE, resolvable=False))
     except SchedulingError as err:
@@ -733,3 +748,159 @@ def _record_rejectors(diagnosis: Diagnosis, code: Code, plugins: set[str]) -> No
     else:
         diagnosis.unschedulable_plugins |= plugins
 
+
+
+# -- the pod-group cycle ----------------------------------------------------------------------
+# Upstream's scheduleOnePodGroup (schedule_one_podgroup.go, without topology-aware placement):
+# a group's members are popped together and placed all or none. Here the members the
+# algorithm places are assumed and Reserved for real at once, and undone together when the
+# group cannot be placed: nothing else runs on the scheduling thread in between, so no other
+# pod ever sees room the group held, which is what upstream's simulation on the snapshot
+# achieves before it assumes the members.
+POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+
+
+@dataclass
+class _Placed:
+    attempt: Attempt
+    result: ScheduleResult
+    assumed: PodInfo
+
+
+@dataclass
+class _GroupOutcome:
+    status: Status
+    placed: list[_Placed]
+    failed: list[tuple[Attempt, Failure]]
+    untried: list[Attempt]
+
+
+def schedule_pod_group(s: CycleHost, first: Attempt) -> None:
+    """Place ``first``'s pod group: its members still queued are popped with it, tried in
+    order, and bound together if the group's constraint holds (PlacementFeasible), else all
+    requeued with nothing held."""
+    state = s.pod_groups.state_of(first.pod)
+    group = None if state is None else state.group
+    if state is None or group is None:  # gone since the pop: as a pod of its own
+        _finish(s, first, scheduling_cycle(s, first))
+        return
+    others = sorted(uid for uid in state.unscheduled if uid != first.qpi.uid)
+    attempts = [first]
+    for qpi in s.queue.take(others):
+        attempt = _begin_attempt(s, qpi)
+        if attempt is not None:
+            attempts.append(attempt)
+    outcome = _place_members(s, first.framework, group, state.scheduled_count(), attempts)
+    log.info("Pod group cycle", group=group.key, members=len(attempts),
+             placed=len(outcome.placed), status=outcome.status.code.name,
+             message=outcome.status.message)
+    if outcome.status.is_success():
+        _bind_placed(s, outcome.placed)
+    else:
+        _undo_placed(s, outcome)
+    for attempt, failure in outcome.failed:
+        handle_scheduling_failure(s, attempt, failure)
+
+
+def _place_members(
+    s: CycleHost, framework: Framework, group: PodGroup, scheduled: int, attempts: list[Attempt]
+) -> _GroupOutcome:
+    """Each member in turn: the algorithm (no PostFilter), then assume and Reserve; after
+    each, PlacementFeasible, whose Unschedulable stops the loop."""
+    outcome = _GroupOutcome(framework.run_placement_feasible(group, scheduled, len(attempts)),
+                            [], [], [])
+    for i, attempt in enumerate(attempts):
+        if outcome.status.code is Code.UNSCHEDULABLE:
+            outcome.untried = attempts[i:]
+            break
+        placed = _place_member(s, attempt)
+        if isinstance(placed, Failure):
+            outcome.failed.append((attempt, placed))
+        else:
+            outcome.placed.append(placed)
+            scheduled += 1
+        outcome.status = framework.run_placement_feasible(
+            group, scheduled, len(attempts) - i - 1)
+    if outcome.status.code is Code.WAIT:
+        outcome.status = Status(Code.UNSCHEDULABLE, outcome.status.reasons, outcome.status.plugin)
+    elif outcome.status.is_success() and not outcome.placed:
+        outcome.status = Status(Code.UNSCHEDULABLE, (POD_GROUP_UNSCHEDULABLE,))
+    return outcome
+
+
+def _place_member(s: CycleHost, attempt: Attempt) -> _Placed | Failure:
+    pod = attempt.pod
+    try:
+        result = find_node(s, attempt)
+    except Exception as exc:  # a plugin raised: the pod must not be lost in flight
+        log.exception("Scheduling cycle failed", pod=pod.key)
+        return Failure(Status.error(_exception_message(exc)))
+    if isinstance(result, Failure):
+        return result
+    assumed = s.cache.assume(pod, result.node)
+    s.pod_groups.assume(assumed)
+    try:
+        status = attempt.framework.run_reserve(attempt.state, assumed, result.node)
+    except Exception as exc:
+        log.exception("Reserve failed", pod=pod.key, node=result.node)
+        status = Status.error(_exception_message(exc))
+    if status.is_success():
+        return _Placed(attempt, result, assumed)
+    _undo(s, attempt, result.node)
+    if status.is_rejected():
+        return Failure(status, _fit_error_on_one_node(status))
+    return Failure(status)
+
+
+def _undo(s: CycleHost, attempt: Attempt, node: str) -> None:
+    try:
+        attempt.framework.run_unreserve(attempt.state, attempt.pod.replace(node_name=node), node)
+    finally:
+        s.cache.forget(attempt.pod.uid)
+        s.pod_groups.forget(attempt.pod)
+
+
+def _bind_placed(s: CycleHost, placed: list[_Placed]) -> None:
+    """The group holds: each placed member runs Permit (GangScheduling allows them all once
+    the last is assumed) and goes to its binding cycle."""
+    for p in placed:
+        s.metrics.algorithm_duration.observe(time.perf_counter() - p.attempt.start)
+        s.queue.nominator.delete(p.attempt.pod.uid)
+        try:
+            decision = p.attempt.framework.run_permit(p.attempt.state, p.assumed, p.result.node)
+        except Exception as exc:
+            log.exception("Permit failed", pod=p.assumed.key, node=p.result.node)
+            decision = PermitDecision(Status.error(_exception_message(exc)))
+        status = decision.status
+        if status.code is Code.WAIT:
+            s.waiting.add(p.assumed, decision.waiting)
+        elif not status.is_success():
+            _undo(s, p.attempt, p.result.node)
+            failure = Failure(status, _fit_error_on_one_node(status) if status.is_rejected()
+                              else None)
+            handle_scheduling_failure(s, p.attempt, failure)
+            continue
+        s.submit_binding(run_binding_cycle, s, p.attempt, p.result)
+
+
+def _undo_placed(s: CycleHost, outcome: _GroupOutcome) -> None:
+    """The group does not hold: every placed member is unreserved and forgotten, and fails
+    with the group's message (upstream's FailureHandler with the pod group's status); so do
+    the members not tried. They come back on the events that may help the others."""
+    rejectors = {outcome.status.plugin} - {""}
+    for _, failure in outcome.failed:
+        if failure.diagnosis is not None:
+            rejectors |= failure.diagnosis.unschedulable_plugins
+    for p in outcome.placed:
+        _undo(s, p.attempt, p.result.node)
+    group_failure = Failure(Status(outcome.status.code, outcome.status.reasons))
+    for attempt in [p.attempt for p in outcome.placed] + outcome.untried:
+        attempt.qpi.unschedulable_plugins = set(rejectors)
+        outcome.failed.append((attempt, group_failure))
+
+
+def _finish(s: CycleHost, attempt: Attempt, result: ScheduleResult | Failure) -> None:
+    if isinstance(result, Failure):
+        handle_scheduling_failure(s, attempt, result)
+    else:
+        s.submit_binding(run_binding_cycle, s, attempt, result)

@@ -22,7 +22,8 @@ point and per optional hook (``ScorePlugin``, ``SortKeyHook``...), ``Plugin``,
 ``AllocatedDevices`` and ``DeviceID``. 2.2 added pod groups: ``Handle.pod_groups`` (a
 :class:`PodGroupsView` of :class:`PodGroupStateView`), :class:`PodGroup` with its sources
 ``WORKLOAD_API`` and ``COSCHEDULING``, ``PodInfo.pod_group``, ``Resource.POD_GROUP``,
-``WaitingPodsView.allow`` and ``PermitDecision.waiting``.
+``WaitingPodsView.allow``, ``PermitDecision.waiting`` and the optional
+:class:`PlacementFeasibleHook` of the pod-group cycle.
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
@@ -80,6 +81,7 @@ from scheduler.framework.interface import (
     NodeView,
     PermitDecision,
     PermitPlugin,
+    PlacementFeasibleHook,
     Plugin,
     PostBindPlugin,
     PostFilterPlugin,
@@ -255,6 +257,7 @@ __all__ = [
     "NodeView",
     "PermitDecision",
     "PermitPlugin",
+    "PlacementFeasibleHook",
     "Plugin",
     "PluginSpec",
     "PodGroup",

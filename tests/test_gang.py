@@ -47,6 +47,55 @@ def test_members_are_held_until_their_group_and_min_count_exist_then_bound_toget
     h.intake.on_pod_group_object(POD_GROUPS, ADDED, pod_group("pg", 3))
     assert h.drain() == 0  # 2 of 3 members
     h.add(member("c"))
-    assert h.drain() == 3
+    assert h.drain() == 1  # one pod-group cycle for the three
     h.run_bindings()
     assert sorted(key for key, _ in h.ports.binds) == ["default/a", "default/b", "default/c"]
+
+
+def gang_of(h: Harness, name: str, size: int, cpu: str = "1") -> list[str]:
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, pod_group(name, size))
+    names = [f"{name}-{i}" for i in range(size)]
+    h.add(*(member(n, name, cpu) for n in names))
+    return names
+
+
+def test_a_gang_that_cannot_fit_whole_binds_none_and_holds_no_room() -> None:
+    """The issue's first case: 8 members, minCount 8, room for 6."""
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="6"))
+    names = gang_of(h, "pg", 8)
+    h.drain()
+    h.run_bindings()
+    assert h.ports.binds == []
+    h.s.refresh()
+    assert h.s.cache.assumed_uids() == set()
+    assert all(h.where(n) == UNSCHEDULABLE for n in names)
+    failures = {h.ports.failures_of(n)[0][1] for n in names}
+    assert "minCount (8) cannot be satisfied: 6 scheduled, 1 remaining" in failures
+    # Room comes: the whole gang goes.
+    h.nodes(node("n2", cpu="6"))
+    h.drain()
+    h.run_bindings()
+    assert len(h.ports.binds) == 8
+
+
+def test_two_gangs_that_fit_alone_but_not_together_end_with_one_whole() -> None:
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="6"))
+    first = gang_of(h, "first", 4)
+    second = gang_of(h, "second", 4)
+    h.drain()
+    h.run_bindings()
+    bound = {key.split("/")[1] for key, _ in h.ports.binds}
+    assert bound == set(first)
+    assert all(h.where(n) == UNSCHEDULABLE for n in second)
+    h.s.refresh()
+    assert h.s.cache.assumed_uids() <= {h.uid(n) for n in first}
+
+
+def test_members_of_a_group_are_popped_together_from_the_queue() -> None:
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="8"))
+    gang_of(h, "pg", 3)
+    assert h.cycle() is True  # one cycle places the three
+    assert len(h.s.queue) == 0 and len(h.deferred) == 3

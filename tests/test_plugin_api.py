@@ -54,7 +54,8 @@ API_2_DRA = {
 # 2.1: the DRA manager a plugin reads through Handle.dra.
 API_2_1 = {"AllocatedDevices", "DeviceID", "DraManager"}
 # 2.2: pod groups, read through Handle.pod_groups.
-API_2_2 = {"COSCHEDULING", "WORKLOAD_API", "PodGroup", "PodGroupStateView", "PodGroupsView"}
+API_2_2 = {"COSCHEDULING", "WORKLOAD_API", "PodGroup", "PodGroupStateView", "PodGroupsView",
+           "PlacementFeasibleHook"}
 
 
 def test_the_api_keeps_every_name_of_its_major_version() -> None:

@@ -63,8 +63,9 @@ EXTENSION_POINTS = (
 # fields of v1 that this scheduler refuses, with the reason, rather than ignores.
 WORKLOAD_POINTS = ("placementGenerate", "placementScore", "podGroupPostFilter")
 NO_WORKLOAD_SCHEDULING = (
-    "this scheduler has no workload (pod group) scheduling cycle, where upstream runs "
-    "these plugins: it places pods one at a time")
+    "this scheduler's pod-group cycle has no placement generation, placement scoring or "
+    "pod-group PostFilter, where upstream runs these plugins (topology-aware placement and "
+    "pod-group preemption)")
 _PROFILE_FIELDS = ("schedulerName", "plugins", "pluginConfig", "percentageOfNodesToScore")
 _SET_FIELDS = ("enabled", "disabled")
 

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from scheduler.framework.snapshot import ClusterSnapshot
     from scheduler.metrics import Observations, ProfileMetrics
     from scheduler.model.pod import PodInfo
+    from scheduler.model.pod_group import PodGroup
 
 log = structlog.get_logger("scheduler.framework")
 
@@ -454,6 +455,23 @@ class Framework:
         # np.dot, not @: numpy's matmul loop for int64 takes three times as long here.
         total = np.dot(np.asarray(weights, dtype=np.int64), matrix)
         return total, SUCCESS, dict(zip(names, scored, strict=True))
+
+    # -- the pod-group cycle ---------------------------------------------------------------
+    def run_placement_feasible(self, group: PodGroup, scheduled: int, remaining: int) -> Status:
+        """Every plugin with a ``placement_feasible`` hook (upstream's
+        RunPlacementFeasiblePlugins): the first rejection or error stops; else Wait if any
+        plugin waits, else Success."""
+        outcome = SUCCESS
+        for plugin in self.instances.values():
+            check = getattr(plugin, "placement_feasible", None)
+            if not callable(check):
+                continue
+            status: Status = check(group, scheduled, remaining)
+            if status.code is Code.WAIT:
+                outcome = status
+            elif not status.is_success():
+                return status
+        return outcome
 
     # -- Reserve / Permit / Bind ----------------------------------------------------------
     @_timed_point("Reserve", lambda status: status.code)

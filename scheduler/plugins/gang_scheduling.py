@@ -103,6 +103,21 @@ class GangScheduling:
                 waiting.allow(uid, NAME)
         return PermitDecision(SUCCESS)
 
+    # -- PlacementFeasible (the pod-group cycle) --------------------------------------------
+    def placement_feasible(self, group: PodGroup, scheduled: int, remaining: int) -> Status:
+        """Whether the group's ``minCount`` can still be met with ``scheduled`` members
+        placed and ``remaining`` still to try (1 for a Basic group)."""
+        min_count = group.min_count if group.is_gang else 1
+        if remaining + scheduled < min_count:
+            return Status(Code.UNSCHEDULABLE, (
+                f"minCount ({min_count}) cannot be satisfied: "
+                f"{scheduled} scheduled, {remaining} remaining",), NAME)
+        if scheduled < min_count:
+            return Status(Code.WAIT, (
+                f"minCount ({min_count}) is not yet satisfied: "
+                f"{scheduled} scheduled, {remaining} remaining",), NAME)
+        return SUCCESS
+
     # -- queueing hints ------------------------------------------------------------------
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [
@@ -125,21 +140,6 @@ def permit_timeout(group: PodGroup) -> float:
     if group.schedule_timeout_seconds is not None:
         return float(group.schedule_timeout_seconds)
     return COSCHEDULING_PERMIT_TIMEOUT_SECONDS
-
-
-def placement_feasible(group: PodGroup, scheduled: int, remaining: int) -> Status:
-    """Upstream's PlacementFeasible: whether the group's ``minCount`` can still be met with
-    ``scheduled`` members placed and ``remaining`` still to try."""
-    min_count = group.min_count if group.is_gang else 1
-    if remaining + scheduled < min_count:
-        return Status(Code.UNSCHEDULABLE, (
-            f"minCount ({min_count}) cannot be satisfied: "
-            f"{scheduled} scheduled, {remaining} remaining",), NAME)
-    if scheduled < min_count:
-        return Status(Code.WAIT, (
-            f"minCount ({min_count}) is not yet satisfied: "
-            f"{scheduled} scheduled, {remaining} remaining",), NAME)
-    return SUCCESS
 
 
 def _same_group(pod: PodInfo, source: str, namespace: str, name: str) -> bool:

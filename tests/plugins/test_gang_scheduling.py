@@ -62,6 +62,7 @@ P1, P2, P3 = member("p1", "pg1"), member("p2", "pg1"), member("p3", "pg1")
 P4, P5 = member("p4", "pg2"), member("p5", "pg2")
 BASIC_POD, NON_GANG = member("basic-pod", "pg3"), member("non-gang", None)
 UU = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+PLUGIN = gs.GangScheduling(FakeHandle())  # type: ignore[arg-type]
 # The suffix of upstream's TestPlacementFeasible case names this port keeps.
 OFF = " (isCPG=false, cpgFeatureGate=false)"
 
@@ -170,14 +171,14 @@ def test_placement_feasible(min_count: int, children: int, statuses: list[Code],
     for i, code in enumerate(statuses):
         if code is Code.SUCCESS:
             scheduled += 1
-        got = gs.placement_feasible(group, scheduled, children - (i + 1))
+        got = PLUGIN.placement_feasible(group, scheduled, children - (i + 1))
         assert got.code is expected[i], f"step {i}"
 
 
 def test_placement_feasible_messages() -> None:
-    assert gs.placement_feasible(gang("pg", 3), 2, 0).message == (
+    assert PLUGIN.placement_feasible(gang("pg", 3), 2, 0).message == (
         "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining")
-    assert gs.placement_feasible(gang("pg", 3), 1, 2).message == (
+    assert PLUGIN.placement_feasible(gang("pg", 3), 1, 2).message == (
         "minCount (3) is not yet satisfied: 1 scheduled, 2 remaining")
 
 
