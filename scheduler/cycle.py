@@ -791,6 +791,7 @@ def schedule_pod_group(s: CycleHost, first: Attempt) -> None:
         if attempt is not None:
             attempts.append(attempt)
     outcome = _place_members(s, first.framework, group, state.scheduled_count(), attempts)
+    s.metrics.pod_group_algorithm_duration.observe(time.perf_counter() - first.start)
     log.info("Pod group cycle", group=group.key, members=len(attempts),
              placed=len(outcome.placed), status=outcome.status.code.name,
              message=outcome.status.message)
@@ -800,6 +801,14 @@ def schedule_pod_group(s: CycleHost, first: Attempt) -> None:
         _undo_placed(s, outcome)
     for attempt, failure in outcome.failed:
         handle_scheduling_failure(s, attempt, failure)
+    s.metrics.profile(first.framework.profile_name).pod_group_attempt(
+        _attempt_result(outcome.status), time.perf_counter() - first.start)
+
+
+def _attempt_result(status: Status) -> str:
+    if status.is_success():
+        return SCHEDULED
+    return UNSCHEDULABLE if status.is_rejected() else ERROR
 
 
 def _place_members(

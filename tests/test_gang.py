@@ -77,6 +77,13 @@ def test_a_gang_that_cannot_fit_whole_binds_none_and_holds_no_room() -> None:
     h.drain()
     h.run_bindings()
     assert len(h.ports.binds) == 8
+    # Upstream's pod-group metrics: one attempt per group cycle.
+    registry = h.s.metrics.registry
+    for result in ("unschedulable", "scheduled"):
+        assert registry.get_sample_value("scheduler_podgroup_schedule_attempts_total", {
+            "result": result, "profile": "secondary-scheduler"}) == 1
+    assert registry.get_sample_value(
+        "scheduler_podgroup_scheduling_algorithm_duration_seconds_count") == 2
 
 
 def test_two_gangs_that_fit_alone_but_not_together_end_with_one_whole() -> None:
