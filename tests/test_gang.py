@@ -106,3 +106,22 @@ def test_members_of_a_group_are_popped_together_from_the_queue() -> None:
     gang_of(h, "pg", 3)
     assert h.cycle() is True  # one cycle places the three
     assert len(h.s.queue) == 0 and len(h.deferred) == 3
+
+
+def test_a_coscheduling_gang_is_placed_all_or_nothing_on_the_same_machinery() -> None:
+    from scheduler.cache.pod_groups import COSCHEDULING_POD_GROUPS
+
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="3"))
+    h.intake.on_pod_group_object(COSCHEDULING_POD_GROUPS, ADDED, {
+        "metadata": {"name": "cg", "namespace": "default"}, "spec": {"minMember": 4}})
+    names = [f"cg-{i}" for i in range(4)]
+    h.add(*(pod(n, uid=n, cpu="1", labels={"scheduling.x-k8s.io/pod-group": "cg"})
+            for n in names))
+    h.drain()
+    h.run_bindings()
+    assert h.ports.binds == [] and all(h.where(n) == UNSCHEDULABLE for n in names)
+    h.nodes(node("n2", cpu="1"))
+    h.drain()
+    h.run_bindings()
+    assert len(h.ports.binds) == 4

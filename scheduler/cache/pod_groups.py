@@ -63,6 +63,9 @@ class PodGroupState:
     def unscheduled_pods(self) -> list[PodInfo]:
         return [self.all_pods[uid] for uid in self.unscheduled]
 
+    def scheduled_pods(self) -> list[PodInfo]:
+        return [*self.assumed.values(), *(self.all_pods[uid] for uid in self.assigned)]
+
     def empty(self) -> bool:
         return not self.all_pods and self.group is None
 

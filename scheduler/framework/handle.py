@@ -78,6 +78,10 @@ class PodGroupStateView(Protocol):
 
     def unscheduled_pods(self) -> list[PodInfo]: ...
 
+    def scheduled_pods(self) -> list[PodInfo]:
+        """Assumed or bound members."""
+        ...
+
 
 class PodGroupsView(Protocol):
     """Pod groups of both APIs and their members (upstream's ``PodGroupManager``); any

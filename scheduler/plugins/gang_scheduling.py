@@ -8,6 +8,10 @@ off).
   every assumed member waiting at Permit together; the members still unscheduled are
   activated meanwhile. A member that waits too long (five minutes) is rejected and
   unreserved: its room is never held longer.
+- **PreFilter** (Coscheduling PodGroups with ``minResources`` only) rejects a member early
+  when the cluster's free resources, the group's own placed members not counted, cannot
+  hold ``minResources`` and ``minMember`` pods (scheduler-plugins' ``CheckClusterResource``):
+  ``resource gap: map[...]``, UnschedulableAndUnresolvable.
 - **placement_feasible** is upstream's PlacementFeasible, the check of the pod-group
   scheduling cycle after each member: Unschedulable when ``minCount`` can no longer be
   reached, Wait until it is, Success once it is (a Basic group counts as ``minCount`` 1).
@@ -23,11 +27,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.plugin_api import (
+    COSCHEDULING,
+    CPU,
+    PODS,
+    SKIP,
     SUCCESS,
     WORKLOAD_API,
     Action,
     ClusterEvent,
     ClusterEventWithHint,
+    ClusterSnapshot,
     Code,
     CycleState,
     Handle,
@@ -35,6 +44,7 @@ from scheduler.plugin_api import (
     PluginSpec,
     PodGroup,
     PodInfo,
+    PreFilterResult,
     QueueingHint,
     Resource,
     Status,
@@ -76,6 +86,23 @@ class GangScheduling:
         if group.is_gang and state.all_count() < group.min_count:
             return Status.unschedulable(WAITING_FOR_MIN_COUNT, resolvable=False)
         return SUCCESS
+
+    # -- PreFilter (Coscheduling's minResources) -----------------------------------------
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        ref = pod.pod_group
+        if ref is None or ref.source != COSCHEDULING:
+            return None, SKIP
+        group_state = self._handle.pod_groups.state_of(pod)
+        group = None if group_state is None else group_state.group
+        if group_state is None or group is None or not group.min_resources:
+            return None, SKIP
+        gap = resource_gap(snapshot, group, group_state.scheduled_pods())
+        if gap:
+            return None, Status.unschedulable(
+                f"resource gap: {_go_map(gap)}", resolvable=False)
+        return None, SUCCESS
 
     # -- Permit --------------------------------------------------------------------------
     def permit(self, state: CycleState, pod: PodInfo, node: str) -> PermitDecision:
@@ -142,6 +169,40 @@ def permit_timeout(group: PodGroup) -> float:
     return COSCHEDULING_PERMIT_TIMEOUT_SECONDS
 
 
+def resource_gap(
+    snapshot: ClusterSnapshot, group: PodGroup, placed: Sequence[PodInfo]
+) -> dict[str, int]:
+    """What ``minResources`` and ``minMember`` pods need beyond the free room of the live
+    nodes, the group's ``placed`` members counted as free (``CheckClusterResource``)."""
+    nodes = snapshot.nodes
+    columns = nodes.resources
+    alive = nodes.alive
+    free = (nodes.allocatable[alive] - nodes.requested[alive]).sum(axis=0)
+    free_pods = int((nodes.allowed_pods[alive] - nodes.pod_count[alive]).sum()) + len(placed)
+    for pod in placed:
+        free = free + columns.pod_vector(pod)
+    gap: dict[str, int] = {}
+    for name, need in group.min_resources.items():
+        col = columns.column.get(name)
+        have = 0 if col is None else int(free[col])
+        if need > have:
+            gap[name] = need - have
+    if group.min_count > free_pods:
+        gap[PODS] = group.min_count - free_pods
+    return gap
+
+
+def _go_map(gap: Mapping[str, int]) -> str:
+    """As Go prints a ResourceList: map[name:quantity ...], keys sorted."""
+    return "map[" + " ".join(f"{name}:{_quantity(name, gap[name])}" for name in sorted(gap)) + "]"
+
+
+def _quantity(name: str, value: int) -> str:
+    if name == CPU and value % 1000:
+        return f"{value}m"
+    return str(value // 1000 if name == CPU else value)
+
+
 def _same_group(pod: PodInfo, source: str, namespace: str, name: str) -> bool:
     ref = pod.pod_group
     return ref is not None and (ref.source, pod.namespace, ref.name) == (source, namespace, name)
@@ -176,4 +237,5 @@ def new(args: Mapping[str, Any], handle: Handle) -> GangScheduling:
     return GangScheduling(handle)
 
 
-SPEC = PluginSpec(name=NAME, factory=new, points=frozenset({"preEnqueue", "permit"}))
+SPEC = PluginSpec(name=NAME, factory=new,
+                  points=frozenset({"preEnqueue", "preFilter", "permit"}))

@@ -275,3 +275,31 @@ def test_a_coscheduling_gang_waits_for_min_member_with_its_own_timeout() -> None
     assert (decision.status.code, decision.timeout_seconds) == (Code.WAIT, 10.0)
     unset = PodGroup("ns1", "cg", source=COSCHEDULING, min_count=2)
     assert gs.permit_timeout(unset) == 60.0
+
+
+def test_a_coscheduling_gang_whose_min_resources_the_cluster_cannot_hold_is_rejected_early(
+) -> None:
+    """scheduler-plugins' PreFilter (CheckClusterResource): the free room of every node, the
+    group's own placed members counted as free, against minResources and minMember pods."""
+    from scheduler.testing import node, snapshot_of
+
+    snapshot = snapshot_of([node("n1", cpu="2"), node("n2", cpu="2")])
+    a, b = cos_member("a"), cos_member("b")
+    for wanted, gap in (("4", ""), ("5", "resource gap: map[cpu:1]"),
+                        ("4500m", "resource gap: map[cpu:500m]")):
+        group = PodGroup("ns1", "cg", source=COSCHEDULING, min_count=2,
+                         min_resources={"cpu": int(float(wanted.rstrip("m")) * (
+                             1 if wanted.endswith("m") else 1000))})
+        plugin, _ = plugin_with([group], [a, b])
+        _, status = plugin.pre_filter(CycleState(), a, snapshot)
+        if gap:
+            assert (status.code, status.message) == (UU, gap)
+        else:
+            assert status.is_success()
+
+
+def test_min_resources_is_not_checked_for_workload_api_groups() -> None:
+    from scheduler.testing import node, snapshot_of
+
+    plugin, _ = plugin_with([PG1], [P1])
+    assert plugin.pre_filter(CycleState(), P1, snapshot_of([node("n1")]))[1].code is Code.SKIP
