@@ -795,6 +795,7 @@ def schedule_pod_group(s: CycleHost, first: Attempt) -> None:
     log.info("Pod group cycle", group=group.key, members=len(attempts),
              placed=len(outcome.placed), status=outcome.status.code.name,
              message=outcome.status.message)
+    s.pod_groups.record_cycle(first.pod, _cycle_summary(outcome, len(attempts)))
     if outcome.status.is_success():
         _bind_placed(s, outcome.placed)
     else:
@@ -803,6 +804,17 @@ def schedule_pod_group(s: CycleHost, first: Attempt) -> None:
         handle_scheduling_failure(s, attempt, failure)
     s.metrics.profile(first.framework.profile_name).pod_group_attempt(
         _attempt_result(outcome.status), time.perf_counter() - first.start)
+
+
+def _cycle_summary(outcome: _GroupOutcome, tried: int) -> str:
+    """For explain: how many members fitted, how many did not and why (the first's
+    message), and the group's status; "" when the group was placed."""
+    if outcome.status.is_success():
+        return ""
+    text = f"{len(outcome.placed)} of {tried} members fitted"
+    if outcome.failed:
+        text += f", {len(outcome.failed)} did not: {outcome.failed[0][1].message()}"
+    return f"{text} ({outcome.status.message})"
 
 
 def _attempt_result(status: Status) -> str:

@@ -125,3 +125,23 @@ def test_a_coscheduling_gang_is_placed_all_or_nothing_on_the_same_machinery() ->
     h.drain()
     h.run_bindings()
     assert len(h.ports.binds) == 4
+
+
+def test_explain_says_what_a_gang_member_waits_for() -> None:
+    from scheduler.explain import explain
+
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="6"))
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, pod_group("pg", 8))
+    h.add(*(member(f"pg-{i}", "pg") for i in range(5)))
+    notes = explain(h.s, h.info("pg-0")).notes
+    assert notes == ["pod group default/pg (gang, minCount 8): 5 of 8 members exist, "
+                     "0 of 8 reserved or bound", "its members are held until 8 exist"]
+    h.add(*(member(f"pg-{i}", "pg") for i in range(5, 8)))
+    h.drain()
+    notes = explain(h.s, h.info("pg-0")).notes
+    assert notes[0] == ("pod group default/pg (gang, minCount 8): 8 of 8 members exist, "
+                        "0 of 8 reserved or bound")
+    assert notes[1].startswith("the group's last cycle: 6 of 8 members fitted, 1 did not: "
+                               "0/1 nodes are available: 1 Insufficient cpu. (minCount (8) "
+                               "cannot be satisfied: 6 scheduled, 1 remaining)")

@@ -52,6 +52,8 @@ class PodGroupState:
     unscheduled: set[str] = field(default_factory=set)
     assumed: dict[str, PodInfo] = field(default_factory=dict)
     assigned: set[str] = field(default_factory=set)
+    # How the group's last pod-group cycle ended, when it did not place the group.
+    last_cycle: str = ""
 
     def all_count(self) -> int:
         return len(self.all_pods)
@@ -198,7 +200,15 @@ class PodGroups:
             if state is None:
                 return None
             return PodGroupState(state.group, dict(state.all_pods), set(state.unscheduled),
-                                 dict(state.assumed), set(state.assigned))
+                                 dict(state.assumed), set(state.assigned), state.last_cycle)
+
+    def record_cycle(self, pod: PodInfo, text: str) -> None:
+        """How the last pod-group cycle of ``pod``'s group ended ("" once placed)."""
+        key = group_key(pod)
+        with self._lock:
+            state = None if key is None else self._states.get(key)
+            if state is not None:
+                state.last_cycle = text
 
     def group_of(self, pod: PodInfo) -> PodGroup | None:
         key = group_key(pod)

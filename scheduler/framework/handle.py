@@ -64,6 +64,11 @@ class PodGroupStateView(Protocol):
         ...
 
     @property
+    def last_cycle(self) -> str:
+        """How the group's last pod-group cycle ended when it did not place the group."""
+        ...
+
+    @property
     def assumed(self) -> Mapping[str, PodInfo]:
         """Members assumed (Reserve reached), not yet bound, by uid."""
         ...

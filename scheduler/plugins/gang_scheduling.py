@@ -145,6 +145,31 @@ class GangScheduling:
                 f"{scheduled} scheduled, {remaining} remaining",), NAME)
         return SUCCESS
 
+    # -- explain -----------------------------------------------------------------------------
+    def explain_pod(self, pod: PodInfo) -> list[str]:
+        """What the pod's group waits for: the group itself, its members, the last cycle."""
+        ref = pod.pod_group
+        if ref is None:
+            return []
+        state = self._handle.pod_groups.state_of(pod)
+        group = None if state is None else state.group
+        if state is None or group is None:
+            if ref.source != WORKLOAD_API:
+                return [f"PodGroup {pod.namespace}/{ref.name} ({ref.source}) does not exist: "
+                        "the pod is scheduled on its own"]
+            return [f"pod group {pod.namespace}/{ref.name} does not exist yet: its members "
+                    "are held until it does"]
+        kind = f"gang, minCount {group.min_count}" if group.is_gang else "basic"
+        lines = [f"pod group {group.key} ({kind}): {state.all_count()} of "
+                 f"{group.min_count} members exist, {state.scheduled_count()} of "
+                 f"{group.min_count} reserved or bound"]
+        if group.is_gang and state.all_count() < group.min_count:
+            lines.append(f"its members are held until {group.min_count} exist")
+        if state.last_cycle:
+            lines.append(f"the group's last cycle: {state.last_cycle}; members are placed "
+                         "all together or none, and none holds room meanwhile")
+        return lines
+
     # -- queueing hints ------------------------------------------------------------------
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [
