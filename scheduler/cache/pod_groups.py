@@ -210,6 +210,16 @@ class PodGroups:
             if state is not None:
                 state.last_cycle = text
 
+    def quorum_of(self, pod: PodInfo) -> tuple[PodGroup | None, int]:
+        """The pod's group (None while unobserved) and how many members exist, without
+        copying the state: PreEnqueue asks it of every member at every move."""
+        key = group_key(pod)
+        with self._lock:
+            state = None if key is None else self._states.get(key)
+            if state is None:
+                return None, 0
+            return state.group, len(state.all_pods)
+
     def group_of(self, pod: PodInfo) -> PodGroup | None:
         key = group_key(pod)
         if key is None:

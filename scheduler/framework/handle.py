@@ -96,6 +96,11 @@ class PodGroupsView(Protocol):
         """The PodGroup ``pod`` belongs to, once observed."""
         ...
 
+    def quorum_of(self, pod: PodInfo) -> tuple[PodGroup | None, int]:
+        """The pod's group (None while unobserved) and how many of its members exist:
+        what PreEnqueue reads, at the cost of a lookup."""
+        ...
+
     def state_of(self, pod: PodInfo) -> PodGroupStateView | None:
         """``pod``'s group and its members; None for a pod without a group."""
         ...

@@ -77,13 +77,12 @@ class GangScheduling:
         ref = pod.pod_group
         if ref is None:
             return SUCCESS
-        state = self._handle.pod_groups.state_of(pod)
-        group = None if state is None else state.group
-        if state is None or group is None:
+        group, members = self._handle.pod_groups.quorum_of(pod)
+        if group is None:
             if ref.source != WORKLOAD_API:
                 return SUCCESS  # Coscheduling: no PodGroup, a pod like any other
             return Status.unschedulable(waiting_for_group(ref.name), resolvable=False)
-        if group.is_gang and state.all_count() < group.min_count:
+        if group.is_gang and members < group.min_count:
             return Status.unschedulable(WAITING_FOR_MIN_COUNT, resolvable=False)
         return SUCCESS
 

@@ -68,6 +68,7 @@ def test_the_group_object_and_its_members_meet_whichever_comes_first() -> None:
     store.pod_changed(None, a)
     store.upsert(POD_GROUPS, "default/pg", PodGroup("default", "pg", min_count=3))
     assert store.group_of(a) == PodGroup("default", "pg", min_count=3)
+    assert store.quorum_of(a) == (PodGroup("default", "pg", min_count=3), 1)
     store.pod_deleted(a)
     state = store.state_of(a)
     assert state is not None and state.all_count() == 0  # the group stays while it exists
