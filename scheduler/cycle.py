@@ -45,6 +45,7 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.runtime import FilterOutcome
 from scheduler.metrics import ERROR, PLUGIN_METRICS_SAMPLE_PERCENT, SCHEDULED, UNSCHEDULABLE
+from scheduler.model.pod_group import WORKLOAD_API, PodGroup
 
 if TYPE_CHECKING:
     from scheduler.cache.cache import Cache
@@ -52,13 +53,12 @@ if TYPE_CHECKING:
     from scheduler.cache.pod_groups import PodGroups
     from scheduler.config import SchedulerConfig
     from scheduler.framework.extender import Extender
-    from scheduler.framework.ports import Reporter
+    from scheduler.framework.ports import PodGroupReporter, Reporter
     from scheduler.framework.runtime import Framework
     from scheduler.framework.snapshot import ClusterSnapshot
     from scheduler.framework.waiting import WaitingPods
     from scheduler.metrics import Metrics
     from scheduler.model.pod import PodInfo
-    from scheduler.model.pod_group import PodGroup
     from scheduler.queue.queued_pod import QueuedPodInfo
     from scheduler.queue.scheduling_queue import SchedulingQueue
 
@@ -68,6 +68,7 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
+REASON_SCHEDULED = "Scheduled"
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 
 
@@ -102,6 +103,7 @@ class CycleHost(Protocol):
     waiting: WaitingPods
     # Pod groups and their members: assumed and forgotten with the cache.
     pod_groups: PodGroups
+    pod_group_reporter: PodGroupReporter | None
     metrics: Metrics
     reporter: Reporter
     # HTTP extenders, ignorable ones last; called after the plugins (upstream's Extenders).
@@ -790,7 +792,11 @@ def schedule_pod_group(s: CycleHost, first: Attempt) -> None:
         attempt = _begin_attempt(s, qpi)
         if attempt is not None:
             attempts.append(attempt)
-    outcome = _place_members(s, first.framework, group, state.scheduled_count(), attempts)
+    invalid = validate_pod_group(group, [a.pod for a in attempts] + state.scheduled_pods())
+    if invalid is not None:
+        outcome = _GroupOutcome(Status.error(invalid), [], [], attempts)
+    else:
+        outcome = _place_members(s, first.framework, group, state.scheduled_count(), attempts)
     s.metrics.pod_group_algorithm_duration.observe(time.perf_counter() - first.start)
     log.info("Pod group cycle", group=group.key, members=len(attempts),
              placed=len(outcome.placed), status=outcome.status.code.name,
@@ -804,6 +810,19 @@ def schedule_pod_group(s: CycleHost, first: Attempt) -> None:
         handle_scheduling_failure(s, attempt, failure)
     s.metrics.profile(first.framework.profile_name).pod_group_attempt(
         _attempt_result(outcome.status), time.perf_counter() - first.start)
+    _report_pod_group(s, group, outcome.status)
+
+
+def _report_pod_group(s: CycleHost, group: PodGroup, status: Status) -> None:
+    """The PodGroupInitiallyScheduled condition, for Workload-API groups (a Coscheduling
+    group's status is its controller's): never back to False once True."""
+    if s.pod_group_reporter is None or group.source != WORKLOAD_API:
+        return
+    if status.is_success():
+        s.pod_group_reporter.pod_group_cycle(group, REASON_SCHEDULED, "")
+    elif not group.initially_scheduled:
+        reason = REASON_UNSCHEDULABLE if status.is_rejected() else REASON_SCHEDULER_ERROR
+        s.pod_group_reporter.pod_group_cycle(group, reason, status.message)
 
 
 def _cycle_summary(outcome: _GroupOutcome, tried: int) -> str:
@@ -821,6 +840,28 @@ def _attempt_result(status: Status) -> str:
     if status.is_success():
         return SCHEDULED
     return UNSCHEDULABLE if status.is_rejected() else ERROR
+
+
+def validate_pod_group(group: PodGroup, members: list[PodInfo]) -> str | None:
+    """Upstream's validatePodGroup (PodGroupPreemptionPolicy off) for a Workload-API group:
+    one schedulerName, every member at the group's priority (``spec.priority``, 0 unset),
+    one preemption policy; what is wrong, or None. Coscheduling checks none of it."""
+    if group.source != WORKLOAD_API or not members:
+        return None
+    scheduler_name = members[0].scheduler_name
+    policy = members[0].preemption_policy
+    group_priority = group.priority or 0
+    for pod in members:
+        if pod.scheduler_name != scheduler_name:
+            return ("all pods in a single pod group should have the same .spec.schedulerName "
+                    f'set, got: "{pod.scheduler_name}" and "{scheduler_name}"')
+        if pod.priority != group_priority:
+            return ("all pods in a single pod group should have the same priority as the pod "
+                    f"group's priority, got {pod.priority} and {group_priority}")
+        if pod.preemption_policy != policy:
+            return ("all pods in a single pod group should have the same preemption policy, "
+                    f"got {pod.preemption_policy} and {policy}")
+    return None
 
 
 def _place_members(

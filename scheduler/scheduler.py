@@ -33,7 +33,14 @@ from scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHin
 from scheduler.framework.extender import EXTENDER_NAME, Extender, ordered
 from scheduler.framework.handle import Preempting
 from scheduler.framework.interface import Plugin
-from scheduler.framework.ports import Binder, Evictor, ObjectWriter, Reporter, WriteResult
+from scheduler.framework.ports import (
+    Binder,
+    Evictor,
+    ObjectWriter,
+    PodGroupReporter,
+    Reporter,
+    WriteResult,
+)
 from scheduler.framework.profile_config import ProfileConfig
 from scheduler.framework.registry import POINT_METHODS, Registry
 from scheduler.framework.runtime import Framework, PluginSets
@@ -201,8 +208,11 @@ class Scheduler:
         metrics: Metrics | None = None,
         extenders: Sequence[Extender] = (),
         writer: ObjectWriter | None = None,
+        pod_group_reporter: PodGroupReporter | None = None,
     ) -> None:
         self.config = config
+        # Where the PodGroups' conditions go (the operator's status writer), if anywhere.
+        self.pod_group_reporter = pod_group_reporter
         self.writer: ObjectWriter = writer or _NoWriter()
         self.extenders: Sequence[Extender] = ordered(extenders)
         self.metrics = metrics or Metrics()

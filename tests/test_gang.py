@@ -145,3 +145,50 @@ def test_explain_says_what_a_gang_member_waits_for() -> None:
     assert notes[1].startswith("the group's last cycle: 6 of 8 members fitted, 1 did not: "
                                "0/1 nodes are available: 1 Insufficient cpu. (minCount (8) "
                                "cannot be satisfied: 6 scheduled, 1 remaining)")
+
+
+class RecordingGroupReporter:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, str]] = []
+
+    def pod_group_cycle(self, group: Any, reason: str, message: str) -> None:
+        self.calls.append((group.key, reason, message))
+
+
+def test_the_pod_group_condition_is_reported_and_never_set_back_once_true() -> None:
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    reporter = RecordingGroupReporter()
+    h.s.pod_group_reporter = reporter
+    h.nodes(node("n1", cpu="2"))
+    gang_of(h, "pg", 3)
+    h.drain()
+    assert reporter.calls == [("default/pg", "Unschedulable",
+                               "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining")]
+    h.nodes(node("n2", cpu="1"))
+    h.drain()
+    assert reporter.calls[-1] == ("default/pg", "Scheduled", "")
+    initially = pod_group("pg", 3)
+    initially["status"] = {"conditions": [{"type": "PodGroupInitiallyScheduled",
+                                           "status": "True"}]}
+    from scheduler.intake import MODIFIED
+
+    h.intake.on_pod_group_object(POD_GROUPS, MODIFIED, initially)
+    h.add(member("late", "pg", cpu="4"))
+    h.drain()
+    assert reporter.calls[-1] == ("default/pg", "Scheduled", "")
+
+
+def test_members_whose_priority_differs_from_the_groups_fail_with_a_scheduler_error() -> None:
+    """validatePodGroup: every member at the PodGroup's priority."""
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="8"))
+    group = pod_group("pg", 2)
+    group["spec"]["priority"] = 100
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, group)
+    h.add(member("a"), member("b"))
+    h.drain()
+    message = ("all pods in a single pod group should have the same priority as the pod "
+               "group's priority, got 0 and 100")
+    assert h.ports.failures_of("a") == [("SchedulerError", message, "")]
+    assert h.ports.failures_of("b") == [("SchedulerError", message, "")]
+    assert h.deferred == []
