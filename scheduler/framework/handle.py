@@ -101,6 +101,11 @@ class PodGroupsView(Protocol):
         what PreEnqueue reads, at the cost of a lookup."""
         ...
 
+    def scheduled_of(self, pod: PodInfo) -> tuple[PodGroup | None, int, list[str]]:
+        """The pod's group (None while unobserved), how many members are assumed or bound,
+        and the uids of the assumed ones: what Permit reads."""
+        ...
+
     def state_of(self, pod: PodInfo) -> PodGroupStateView | None:
         """``pod``'s group and its members; None for a pod without a group."""
         ...

@@ -108,9 +108,9 @@ class GangScheduling:
         ref = pod.pod_group
         if ref is None:
             return PermitDecision(SUCCESS)
-        group_state = self._handle.pod_groups.state_of(pod)
-        group = None if group_state is None else group_state.group
-        if group_state is None or group is None:
+        groups = self._handle.pod_groups
+        group, scheduled, assumed = groups.scheduled_of(pod)
+        if group is None:
             if ref.source != WORKLOAD_API:
                 return PermitDecision(SUCCESS)
             return PermitDecision(Status.error(
@@ -118,13 +118,15 @@ class GangScheduling:
                 f'podgroup.scheduling.k8s.io "{ref.name}" not found'))
         if not group.is_gang:
             return PermitDecision(SUCCESS)
-        if group_state.scheduled_count() < group.min_count:
+        if scheduled < group.min_count:
             # The other members may have been waiting for this one to be scheduled.
-            self._handle.activate(p.uid for p in group_state.unscheduled_pods())
+            group_state = groups.state_of(pod)
+            if group_state is not None:
+                self._handle.activate(p.uid for p in group_state.unscheduled_pods())
             return PermitDecision(Status(Code.WAIT, (WAITING_AT_PERMIT,), NAME),
                                   permit_timeout(group))
         waiting = self._handle.waiting_pods
-        for uid in group_state.assumed:
+        for uid in assumed:
             if uid in waiting:
                 waiting.allow(uid, NAME)
         return PermitDecision(SUCCESS)
