@@ -253,10 +253,13 @@ class Intake:
             # New to the queue, or back after being gated or invalid: ``add`` (an update of
             # a pod the queue dropped would be ignored).
             self.s.queue.add(info)
-            if old is None and info.pod_group is not None:
-                # A new member may complete its gang (GangScheduling's UnscheduledPod/Add);
-                # no other plugin registers this event, so ungrouped pods skip it.
-                self.s.queue.move_all_to_active_or_backoff(UNSCHEDULED_POD_ADD, None, info)
+            if old is None and info.pod_group is not None and self.s.pod_groups.quorum_met(info):
+                # A new member may complete its gang (upstream's UnscheduledPod/Add, which
+                # only GangScheduling registers): told to its own group's held members, and
+                # only once the quorum is there. Upstream's pool holds one entry per group;
+                # ours one per member, and a gang of 1000 told of every arrival cost 14 s.
+                self.s.queue.move_all_to_active_or_backoff(
+                    UNSCHEDULED_POD_ADD, None, info, pre_check=pod_groups.same_group(info))
             return
         self.s.queue.update(old, info)
         if old.nominated_node_name and old.nominated_node_name != info.nominated_node_name:

@@ -42,6 +42,12 @@ def group_key(pod: PodInfo) -> GroupKey | None:
     return None if ref is None else (ref.source, pod.namespace, ref.name)
 
 
+def same_group(pod: PodInfo) -> Callable[[PodInfo], bool]:
+    """Whether another pod is a member of ``pod``'s group."""
+    key = group_key(pod)
+    return lambda other: other.pod_group is not None and group_key(other) == key
+
+
 @dataclass(slots=True)
 class PodGroupState:
     """One group's members as the scheduler knows them; the group object once observed
@@ -219,6 +225,11 @@ class PodGroups:
             if state is None:
                 return None, 0
             return state.group, len(state.all_pods)
+
+    def quorum_met(self, pod: PodInfo) -> bool:
+        """The pod's group is observed and has ``minCount`` members (a Basic group: one)."""
+        group, members = self.quorum_of(pod)
+        return group is not None and members >= (group.min_count if group.is_gang else 1)
 
     def scheduled_of(self, pod: PodInfo) -> tuple[PodGroup | None, int, list[str]]:
         """The pod's group, how many members are assumed or bound, and the assumed ones'

@@ -146,6 +146,20 @@ class GangScheduling:
                 f"{scheduled} scheduled, {remaining} remaining",), NAME)
         return SUCCESS
 
+    def _after_pod_added(self, pod: PodInfo, old: object, new: object) -> QueueingHint:
+        """A member of the pod's own group was added. Upstream queues the group at once
+        and PreEnqueue holds it again until minCount members exist; here each member waits
+        on its own, so the hint skips while the quorum is short: a gang of 1000 would
+        otherwise be moved and held again 500,000 times as its members arrive."""
+        if not isinstance(new, PodInfo) or new.pod_group is None:
+            return QueueingHint.SKIP
+        if not _same_group(pod, new.pod_group.source, new.namespace, new.pod_group.name):
+            return QueueingHint.SKIP
+        group, members = self._handle.pod_groups.quorum_of(pod)
+        if group is not None and group.is_gang and members < group.min_count:
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE
+
     # -- explain -----------------------------------------------------------------------------
     def explain_pod(self, pod: PodInfo) -> list[str]:
         """What the pod's group waits for: the group itself, its members, the last cycle."""
@@ -177,9 +191,9 @@ class GangScheduling:
             # A new member, pending or bound, may complete the gang (schedulingGroup is
             # immutable: updates never change membership).
             ClusterEventWithHint(ClusterEvent(Resource.UNSCHEDULED_POD, Action.ADD),
-                                 _after_pod_added),
+                                 self._after_pod_added),
             ClusterEventWithHint(ClusterEvent(Resource.ASSIGNED_POD, Action.ADD),
-                                 _after_pod_added),
+                                 self._after_pod_added),
             ClusterEventWithHint(ClusterEvent(Resource.POD_GROUP, Action.ADD),
                                  _after_pod_group_added),
             ClusterEventWithHint(ClusterEvent(Resource.POD_GROUP, Action.UPDATE),
@@ -232,14 +246,6 @@ def _quantity(name: str, value: int) -> str:
 def _same_group(pod: PodInfo, source: str, namespace: str, name: str) -> bool:
     ref = pod.pod_group
     return ref is not None and (ref.source, pod.namespace, ref.name) == (source, namespace, name)
-
-
-def _after_pod_added(pod: PodInfo, old: object, new: object) -> QueueingHint:
-    if not isinstance(new, PodInfo) or new.pod_group is None:
-        return QueueingHint.SKIP
-    if _same_group(pod, new.pod_group.source, new.namespace, new.pod_group.name):
-        return QueueingHint.QUEUE
-    return QueueingHint.SKIP
 
 
 def _after_pod_group_added(pod: PodInfo, old: object, new: object) -> QueueingHint:

@@ -428,8 +428,9 @@ class SchedulingQueue(Generic[P]):
         new: object = None,
         pre_check: Callable[[P], bool] | None = None,
     ) -> None:
-        """A cluster event: move the pooled pods it may make schedulable (``pre_check``
-        narrows the candidates) and log it for the pods being scheduled."""
+        """A cluster event: move the pooled pods it may make schedulable (``pre_check``, a
+        cheap function of the pod called under the lock, narrows the candidates) and log it
+        for the pods being scheduled."""
         if not self.is_event_of_interest(event):
             return
         interested = self._interested_plugins(event)
@@ -440,12 +441,11 @@ class SchedulingQueue(Generic[P]):
                 self._candidate_locked(entry)
                 for entry in self._pool.values()
                 if self._may_move(entry.qpi, wildcard, interested)
+                and (pre_check is None or pre_check(entry.qpi.pod))
             ]
 
         decisions: list[tuple[_Candidate[P], Strategy]] = []
         for candidate in candidates:
-            if pre_check is not None and not pre_check(candidate.pod):
-                continue
             strategy = self._worth_requeuing(candidate, event, old, new)
             if strategy is not Strategy.SKIP:
                 decisions.append((candidate, strategy))

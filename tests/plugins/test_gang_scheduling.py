@@ -203,7 +203,7 @@ PG_MEMBER = member("p", "pg")
     ],
 )
 def test_is_schedulable_after_pod_added(new: PodInfo, expected: QueueingHint) -> None:
-    assert gs._after_pod_added(PG_MEMBER, None, new) is expected
+    assert PLUGIN._after_pod_added(PG_MEMBER, None, new) is expected
 
 
 @pytest.mark.parametrize(
@@ -303,3 +303,11 @@ def test_min_resources_is_not_checked_for_workload_api_groups() -> None:
 
     plugin, _ = plugin_with([PG1], [P1])
     assert plugin.pre_filter(CycleState(), P1, snapshot_of([node("n1")]))[1].code is Code.SKIP
+
+
+def test_a_member_added_before_the_quorum_does_not_move_the_others() -> None:
+    """Each held member would be moved only to be held again by PreEnqueue."""
+    plugin, handle = plugin_with([gang("pg", 3)], [PG_MEMBER, member("p2", "pg")])
+    assert plugin._after_pod_added(PG_MEMBER, None, member("p2", "pg")) is QueueingHint.SKIP
+    handle.pod_groups.pod_changed(None, member("p3", "pg"))
+    assert plugin._after_pod_added(PG_MEMBER, None, member("p3", "pg")) is QueueingHint.QUEUE
