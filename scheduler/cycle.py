@@ -868,11 +868,11 @@ def _place_members(
     s: CycleHost, framework: Framework, group: PodGroup, scheduled: int, attempts: list[Attempt]
 ) -> _GroupOutcome:
     """Each member in turn: the algorithm (no PostFilter), then assume and Reserve; after
-    each, PlacementFeasible, whose Unschedulable stops the loop."""
-    outcome = _GroupOutcome(framework.run_placement_feasible(group, scheduled, len(attempts)),
+    each, PlacementFeasible, whose Unschedulable (or error) stops the loop."""
+    outcome = _GroupOutcome(_placement_feasible(framework, group, scheduled, len(attempts)),
                             [], [], [])
     for i, attempt in enumerate(attempts):
-        if outcome.status.code is Code.UNSCHEDULABLE:
+        if not (outcome.status.is_success() or outcome.status.code is Code.WAIT):
             outcome.untried = attempts[i:]
             break
         placed = _place_member(s, attempt)
@@ -881,13 +881,27 @@ def _place_members(
         else:
             outcome.placed.append(placed)
             scheduled += 1
-        outcome.status = framework.run_placement_feasible(
-            group, scheduled, len(attempts) - i - 1)
+        outcome.status = _placement_feasible(framework, group, scheduled, len(attempts) - i - 1)
     if outcome.status.code is Code.WAIT:
         outcome.status = Status(Code.UNSCHEDULABLE, outcome.status.reasons, outcome.status.plugin)
     elif outcome.status.is_success() and not outcome.placed:
         outcome.status = Status(Code.UNSCHEDULABLE, (POD_GROUP_UNSCHEDULABLE,))
     return outcome
+
+
+def _placement_feasible(
+    framework: Framework, group: PodGroup, scheduled: int, remaining: int
+) -> Status:
+    """PlacementFeasible; a plugin's error (or exception) fails the group's attempt, as
+    upstream's "failed to evaluate placement feasibility"."""
+    try:
+        status = framework.run_placement_feasible(group, scheduled, remaining)
+    except Exception as exc:
+        log.exception("PlacementFeasible failed", group=group.key)
+        status = Status.error(_exception_message(exc))
+    if status.code is Code.ERROR:
+        return Status.error(f"failed to evaluate placement feasibility: {status.message}")
+    return status
 
 
 def _place_member(s: CycleHost, attempt: Attempt) -> _Placed | Failure:

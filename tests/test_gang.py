@@ -192,3 +192,20 @@ def test_members_whose_priority_differs_from_the_groups_fail_with_a_scheduler_er
     assert h.ports.failures_of("a") == [("SchedulerError", message, "")]
     assert h.ports.failures_of("b") == [("SchedulerError", message, "")]
     assert h.deferred == []
+
+
+def test_a_placement_feasible_error_places_no_member_and_holds_nothing() -> None:
+    class Broken:
+        name = "Broken"
+
+        def placement_feasible(self, group: Any, scheduled: int, remaining: int) -> Any:
+            raise RuntimeError("bug")
+
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="8"))
+    gang_of(h, "pg", 2)
+    h.s.profiles["secondary-scheduler"].instances["Broken"] = Broken()  # type: ignore[assignment]
+    h.drain()
+    assert h.deferred == [] and h.s.cache.assumed_uids() == set()
+    assert h.ports.failures_of("pg-0") == [(
+        "SchedulerError", "failed to evaluate placement feasibility: bug", "")]
