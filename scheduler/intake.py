@@ -602,6 +602,8 @@ def _node_event(old: NodeSummary | None, new: NodeSummary) -> ClusterEvent | Non
         action |= Action.UPDATE_NODE_LABEL
     if new.annotations != old.annotations:
         action |= Action.UPDATE_NODE_ANNOTATION
+    if new.declared_features != old.declared_features:
+        action |= Action.UPDATE_NODE_DECLARED_FEATURE
     if new.taints != old.taints or new.unschedulable != old.unschedulable:
         action |= Action.UPDATE_NODE_TAINT
     if any(new.allocatable.get(k, 0) > v for k, v in old.allocatable.items()) or (

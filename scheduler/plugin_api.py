@@ -19,7 +19,10 @@ point and per optional hook (``ScorePlugin``, ``SortKeyHook``...), ``Plugin``,
 ``NodeSummary.annotations``, and the Dynamic Resource Allocation objects (``ResourceClaim``,
 ``ResourceSlice``...) with the DRA CEL environment (``SelectorCache``). 2.1 added
 ``Handle.dra`` (a :class:`DraManager`: the DRA objects and the claims allocated in flight),
-``AllocatedDevices`` and ``DeviceID``. 2.2 added pod groups: ``Handle.pod_groups`` (a
+``AllocatedDevices`` and ``DeviceID``. 2.2 added node declared features:
+``NodeSummary.declared_features``, ``NodeTableView.declared_features``,
+``Action.UPDATE_NODE_DECLARED_FEATURE`` and the feature registry (``DEFAULT_FEATURES``,
+``FeatureRegistry``, ``Version``). 2.3 added pod groups: ``Handle.pod_groups`` (a
 :class:`PodGroupsView` of :class:`PodGroupStateView`), :class:`PodGroup` with its sources
 ``WORKLOAD_API`` and ``COSCHEDULING``, ``PodInfo.pod_group``, ``Resource.POD_GROUP``,
 ``WaitingPodsView.allow``, ``PermitDecision.waiting`` and the optional
@@ -104,6 +107,7 @@ from scheduler.framework.ports import BindOutcome, EvictionOutcome, Evictor
 from scheduler.framework.registry import POINT_METHODS, ConfigError, PluginSpec, Registry
 from scheduler.framework.snapshot import ClusterSnapshot, NodeTableView
 from scheduler.metrics import Metrics
+from scheduler.model.declared_features import DEFAULT_FEATURES, FeatureRegistry, Version
 from scheduler.model.disruption import DisruptionBudget
 from scheduler.model.dra import (
     ALL,
@@ -177,7 +181,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "2.2"
+API_VERSION = "2.3"
 
 __all__ = [
     "ALL",
@@ -188,6 +192,7 @@ __all__ = [
     "API_VERSION",
     "COSCHEDULING",
     "CPU",
+    "DEFAULT_FEATURES",
     "EPHEMERAL_STORAGE",
     "IN",
     "MAX_NODE_SCORE",
@@ -241,6 +246,7 @@ __all__ = [
     "EvictionOutcome",
     "Evictor",
     "ExtenderError",
+    "FeatureRegistry",
     "FilterPlugin",
     "FilterPodListsHook",
     "FilterResult",
@@ -293,6 +299,7 @@ __all__ = [
     "StorageClassInfo",
     "Taint",
     "Toleration",
+    "Version",
     "Victims",
     "VolumeInfo",
     "WaitForActuationsHook",

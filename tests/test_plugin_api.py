@@ -53,18 +53,20 @@ API_2_DRA = {
 }
 # 2.1: the DRA manager a plugin reads through Handle.dra.
 API_2_1 = {"AllocatedDevices", "DeviceID", "DraManager"}
-# 2.2: pod groups, read through Handle.pod_groups.
-API_2_2 = {"COSCHEDULING", "WORKLOAD_API", "PodGroup", "PodGroupStateView", "PodGroupsView",
+# 2.2: node declared features and their registry (NodeDeclaredFeatures).
+API_2_2 = {"DEFAULT_FEATURES", "FeatureRegistry", "Version"}
+# 2.3: pod groups, read through Handle.pod_groups.
+API_2_3 = {"COSCHEDULING", "WORKLOAD_API", "PodGroup", "PodGroupStateView", "PodGroupsView",
            "PlacementFeasibleHook"}
 
 
 def test_the_api_keeps_every_name_of_its_major_version() -> None:
     assert plugin_api.API_VERSION.split(".")[0] == "2"
     exported = set(plugin_api.__all__)
-    recorded = API_2 | API_2_VOLUMES | API_2_PROTOCOLS | API_2_DRA | API_2_1 | API_2_2
+    recorded = API_2 | API_2_VOLUMES | API_2_PROTOCOLS | API_2_DRA | API_2_1 | API_2_2 | API_2_3
     assert recorded - exported == set(), "names removed: a new major version"
     assert exported - recorded == set(), "names added: record them (a minor version)"
-    assert plugin_api.API_VERSION == "2.2"
+    assert plugin_api.API_VERSION == "2.3"
     assert all(hasattr(plugin_api, name) for name in exported)
 
 
@@ -77,7 +79,7 @@ HANDLE_2 = {
     "evictor", "reporter", "writer", "get_claim", "get_volume", "extenders", "metrics",
     "watch_config_map", "activate", "move_all_to_active_or_backoff", "avoided_nodes",
     "dra",  # 2.1
-    "pod_groups",  # 2.2
+    "pod_groups",  # 2.3
 }
 
 
@@ -95,6 +97,8 @@ NODE_TABLE_2 = {
     "labels", "names", "non_zero_requested", "pod_count", "pods", "raw", "requested",
     "resources", "taints", "unschedulable", "used_ports", "change_mark", "rows_changed_since",
 }
+# API 2.2: each node's declared features, as a set over the feature registry.
+NODE_TABLE_2_2 = {"declared_features"}
 NODE_VIEW_1 = {"snapshot", "idx", "requested", "pod_count", "added", "removed", "has_deltas"}
 NODE_VIEW_1_4 = {"as_in_table"}
 
@@ -107,7 +111,7 @@ def _attributes(cls: type) -> set[str]:
 
 @pytest.mark.parametrize(("members", "major", "minor"), [
     pytest.param(lambda: {n for n in vars(plugin_api.NodeTableView) if not n.startswith("_")},
-                 NODE_TABLE_2, set(), id="NodeTableView"),
+                 NODE_TABLE_2, NODE_TABLE_2_2, id="NodeTableView"),
     pytest.param(lambda: _attributes(plugin_api.NodeView), NODE_VIEW_1, NODE_VIEW_1_4,
                  id="NodeView"),
 ])

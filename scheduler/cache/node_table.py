@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scheduler.model.arrays import BoolArray, IntArray
+from scheduler.model.declared_features import DEFAULT_FEATURES, declared_features
 from scheduler.model.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, node_allocatable
 from scheduler.model.taints import Taint, parse_taints
 
@@ -143,6 +144,9 @@ class NodeTable:
         self.non_zero_requested: IntArray = np.zeros((capacity, 2), dtype=np.int64)
         self.pod_count: IntArray = np.zeros(capacity, dtype=np.int64)
         self.unschedulable: BoolArray = np.zeros(capacity, dtype=np.bool_)
+        # status.declaredFeatures as a set over the feature registry (upstream's NodeInfo
+        # DeclaredFeatures, TryMap'ed: names the registry does not know are dropped).
+        self.declared_features: IntArray = np.zeros(capacity, dtype=np.int64)
         # The rows changed (their node, or the requests of their pods), in order (a row may
         # repeat), and how many older changes were dropped or voided: a plugin keeping
         # values for some rows learns what changed from the log's tail.
@@ -187,6 +191,7 @@ class NodeTable:
         self.non_zero_requested = grow(self.non_zero_requested)
         self.pod_count = grow(self.pod_count)
         self.unschedulable = grow(self.unschedulable)
+        self.declared_features = grow(self.declared_features)
         self._void_changes()  # what plugins keep per row must grow too
 
     def ensure_resource(self, name: str) -> int:
@@ -259,6 +264,7 @@ class NodeTable:
         self._changed(row)
         self.allowed_pods[row] = allocatable.get(PODS, 0)
         self.unschedulable[row] = bool(node.get("spec", {}).get("unschedulable", False))
+        self.declared_features[row] = DEFAULT_FEATURES.try_map(declared_features(node))
         labels = dict(node["metadata"].get("labels") or {})
         if labels != self.labels[row]:
             self.labels[row] = labels
@@ -303,6 +309,7 @@ class NodeTable:
         self._changed(row)
         self.pod_count[row] = 0
         self.unschedulable[row] = False
+        self.declared_features[row] = 0
         self.names[row] = ""
         self.labels[row] = {}
         self.taints[row] = ()

@@ -38,6 +38,7 @@ SHORT = {
     "NodeResourcesBalancedAllocation": "Bal",
     "ImageLocality": "Img",
     "AvoidBounceBack": "Avoid",
+    "NodeDeclaredFeatures": "Feat",
 }
 _RED, _YELLOW, _GREEN, _BOLD, _RESET = "\033[31m", "\033[33m", "\033[32m", "\033[1m", "\033[0m"
 

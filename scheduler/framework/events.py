@@ -48,6 +48,8 @@ class Action(enum.Flag):
     UPDATE_NODE_CONDITION = enum.auto()
     # API 1.6, upstream's UpdateNodeAnnotation: a node update that changes its annotations.
     UPDATE_NODE_ANNOTATION = enum.auto()
+    # API 2.2, upstream's UpdateNodeDeclaredFeature: its status.declaredFeatures changed.
+    UPDATE_NODE_DECLARED_FEATURE = enum.auto()
     UPDATE_POD_LABEL = enum.auto()
     UPDATE_POD_SCALE_DOWN = enum.auto()
     UPDATE_POD_TOLERATION = enum.auto()
@@ -59,6 +61,7 @@ class Action(enum.Flag):
         | UPDATE_NODE_TAINT
         | UPDATE_NODE_CONDITION
         | UPDATE_NODE_ANNOTATION
+        | UPDATE_NODE_DECLARED_FEATURE
         | UPDATE_POD_LABEL
         | UPDATE_POD_SCALE_DOWN
         | UPDATE_POD_TOLERATION

@@ -42,6 +42,8 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     # left a record for the pod's controller (scheduler/plugins/avoid_bounce_back.py).
     ("AvoidBounceBack", 100),
     ("DefaultBinder", 0),
+    # Upstream appends it when its gate is on (applyFeatureGates): GA and locked on in v1.37.
+    ("NodeDeclaredFeatures", 0),
 )
 
 EXTENSION_POINTS = (

@@ -85,6 +85,12 @@ class NodeTableView(Protocol):
     def unschedulable(self) -> BoolArray: ...
 
     @property
+    def declared_features(self) -> IntArray:
+        """Per row, the node's ``status.declaredFeatures`` known to the feature registry,
+        as a bitmask (API 2.2)."""
+        ...
+
+    @property
     def change_mark(self) -> int:
         """Where the table's log of row changes ends now, for ``rows_changed_since``."""
         ...

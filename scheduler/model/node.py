@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.model.declared_features import declared_features
 from scheduler.model.resources import node_allocatable
 from scheduler.model.taints import Taint, parse_taints
 
@@ -20,6 +21,8 @@ class NodeSummary:
     unschedulable: bool
     # API 1.6: a change of these alone is its own event (Action.UPDATE_NODE_ANNOTATION).
     annotations: Mapping[str, str]
+    # API 2.2: status.declaredFeatures, sorted; a change is Action.UPDATE_NODE_DECLARED_FEATURE.
+    declared_features: tuple[str, ...] = ()
 
     @classmethod
     def from_object(cls, obj: Mapping[str, Any]) -> NodeSummary:
@@ -33,4 +36,5 @@ class NodeSummary:
             allocatable=node_allocatable(obj),
             unschedulable=bool((obj.get("spec") or {}).get("unschedulable", False)),
             annotations=dict(meta.get("annotations") or {}),
+            declared_features=declared_features(obj),
         )

@@ -20,6 +20,7 @@ from scheduler.plugins import (
     image_locality,
     inter_pod_affinity,
     node_affinity,
+    node_declared_features,
     node_name,
     node_ports,
     node_resources_fit,
@@ -52,6 +53,7 @@ PLUGIN_MODULES = (
     image_locality,
     avoid_bounce_back,
     default_binder,
+    node_declared_features,
     gang_scheduling,
 )
 

@@ -56,6 +56,8 @@ def test_the_defaults_are_written_as_upstreams_defaulting_leaves_them() -> None:
     # Only multiPoint, the default plugins with their weights, as upstream's output.
     assert list(profile["plugins"]) == ["multiPoint"]
     assert {"name": "TaintToleration", "weight": 3} in profile["plugins"]["multiPoint"]["enabled"]
+    # Appended by upstream's applyFeatureGates (NodeDeclaredFeatures is GA in v1.37): last.
+    assert profile["plugins"]["multiPoint"]["enabled"][-1] == {"name": "NodeDeclaredFeatures"}
     assert "disabled" not in profile["plugins"]["multiPoint"]
     args = {entry["name"]: entry["args"] for entry in profile["pluginConfig"]}
     assert args["DefaultPreemption"]["minCandidateNodesAbsolute"] == 100

@@ -23,8 +23,9 @@ def test_the_default_profile_is_kube_schedulers_without_dra_plus_avoid_bounce_ba
     assert names(config, "filter") == [
         "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts",
         "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
-        "VolumeZone", "PodTopologySpread", "InterPodAffinity",
+        "VolumeZone", "PodTopologySpread", "InterPodAffinity", "NodeDeclaredFeatures",
     ]
+    assert names(config, "preFilter")[-1] == "NodeDeclaredFeatures"
     weights = {ref.name: ref.weight for ref in profile.points["score"]}
     assert weights == {
         "TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "VolumeBinding": 1,
