@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from scheduler.cache.pod_groups import PodGroups
     from scheduler.config import SchedulerConfig
     from scheduler.framework.extender import Extender
-    from scheduler.framework.ports import PodGroupReporter, Reporter
+    from scheduler.framework.ports import Reporter
     from scheduler.framework.runtime import Framework
     from scheduler.framework.snapshot import ClusterSnapshot
     from scheduler.framework.waiting import WaitingPods
@@ -92,6 +92,16 @@ class SchedulingError(Exception):
     """A plugin error or an internal failure: SchedulerError, retried after error backoff."""
 
 
+class PodGroupConditions(Protocol):
+    """Where a Workload-API pod group's cycle outcome goes: the PodGroup's
+    ``PodGroupInitiallyScheduled`` condition (upstream's updatePodGroupCondition), written by
+    the operator's API ports; called on the scheduling thread."""
+
+    def pod_group_condition(
+        self, group: PodGroup, scheduled: bool, reason: str, message: str
+    ) -> None: ...
+
+
 class CycleHost(Protocol):
     """What a cycle needs of the scheduler that runs it (``scheduler.scheduler.Scheduler``):
     the cycle reads and updates these, and nothing else of it."""
@@ -103,7 +113,7 @@ class CycleHost(Protocol):
     waiting: WaitingPods
     # Pod groups and their members: assumed and forgotten with the cache.
     pod_groups: PodGroups
-    pod_group_reporter: PodGroupReporter | None
+    pod_group_reporter: PodGroupConditions | None
     metrics: Metrics
     reporter: Reporter
     # HTTP extenders, ignorable ones last; called after the plugins (upstream's Extenders).
@@ -815,14 +825,15 @@ def schedule_pod_group(s: CycleHost, first: Attempt) -> None:
 
 def _report_pod_group(s: CycleHost, group: PodGroup, status: Status) -> None:
     """The PodGroupInitiallyScheduled condition, for Workload-API groups (a Coscheduling
-    group's status is its controller's): never back to False once True."""
+    group's status is its controller's): True/Scheduled, or False with the reason and the
+    group's message, never back to False once True."""
     if s.pod_group_reporter is None or group.source != WORKLOAD_API:
         return
     if status.is_success():
-        s.pod_group_reporter.pod_group_cycle(group, REASON_SCHEDULED, "")
+        s.pod_group_reporter.pod_group_condition(group, True, REASON_SCHEDULED, "")
     elif not group.initially_scheduled:
         reason = REASON_UNSCHEDULABLE if status.is_rejected() else REASON_SCHEDULER_ERROR
-        s.pod_group_reporter.pod_group_cycle(group, reason, status.message)
+        s.pod_group_reporter.pod_group_condition(group, False, reason, status.message)
 
 
 def _cycle_summary(outcome: _GroupOutcome, tried: int) -> str:

@@ -27,20 +27,13 @@ from scheduler.cache.pod_groups import PodGroups
 from scheduler.cache.snapshot import Snapshot
 from scheduler.cache.volume_objects import CLAIMS, KINDS, VOLUMES, Parsed
 from scheduler.config import SchedulerConfig
-from scheduler.cycle import schedule_one
+from scheduler.cycle import PodGroupConditions, schedule_one
 from scheduler.framework.avoidance import NodeAvoidance, owner_key
 from scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
 from scheduler.framework.extender import EXTENDER_NAME, Extender, ordered
 from scheduler.framework.handle import Preempting
 from scheduler.framework.interface import Plugin
-from scheduler.framework.ports import (
-    Binder,
-    Evictor,
-    ObjectWriter,
-    PodGroupReporter,
-    Reporter,
-    WriteResult,
-)
+from scheduler.framework.ports import Binder, Evictor, ObjectWriter, Reporter, WriteResult
 from scheduler.framework.profile_config import ProfileConfig
 from scheduler.framework.registry import POINT_METHODS, Registry
 from scheduler.framework.runtime import Framework, PluginSets
@@ -208,7 +201,7 @@ class Scheduler:
         metrics: Metrics | None = None,
         extenders: Sequence[Extender] = (),
         writer: ObjectWriter | None = None,
-        pod_group_reporter: PodGroupReporter | None = None,
+        pod_group_reporter: PodGroupConditions | None = None,
     ) -> None:
         self.config = config
         # Where the PodGroups' conditions go (the operator's status writer), if anywhere.

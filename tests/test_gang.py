@@ -151,7 +151,9 @@ class RecordingGroupReporter:
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, str]] = []
 
-    def pod_group_cycle(self, group: Any, reason: str, message: str) -> None:
+    def pod_group_condition(self, group: Any, scheduled: bool, reason: str,
+                            message: str) -> None:
+        assert scheduled == (reason == "Scheduled")
         self.calls.append((group.key, reason, message))
 
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from scheduler.model.pod import PodInfo
-    from scheduler.model.pod_group import PodGroup
 
 
 class BindOutcome(enum.Enum):
@@ -52,18 +51,6 @@ class Reporter(Protocol):
         self, pod: PodInfo, reason: str, message: str, nominated_node: str | None
     ) -> None:
         """``nominated_node``: a node to write, ``""`` to clear it, ``None`` to leave it."""
-        ...
-
-
-class PodGroupReporter(Protocol):
-    """Tells users how a Workload-API pod group's cycle ended: the PodGroup's
-    ``PodGroupInitiallyScheduled`` condition (upstream's updatePodGroupCondition). Called
-    on the scheduling thread; never with Unschedulable or SchedulerError for a group whose
-    condition is already True (upstream never sets it back)."""
-
-    def pod_group_cycle(self, group: PodGroup, reason: str, message: str) -> None:
-        """``reason``: Scheduled (the condition True, no message), Unschedulable or
-        SchedulerError (False, with the group's message)."""
         ...
 
 
