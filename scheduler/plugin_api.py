@@ -22,7 +22,11 @@ point and per optional hook (``ScorePlugin``, ``SortKeyHook``...), ``Plugin``,
 ``AllocatedDevices`` and ``DeviceID``. 2.2 added node declared features:
 ``NodeSummary.declared_features``, ``NodeTableView.declared_features``,
 ``Action.UPDATE_NODE_DECLARED_FEATURE`` and the feature registry (``DEFAULT_FEATURES``,
-``FeatureRegistry``, ``Version``).
+``FeatureRegistry``, ``Version``). 2.3 added pod groups: ``Handle.pod_groups`` (a
+:class:`PodGroupsView` of :class:`PodGroupStateView`), :class:`PodGroup` with its sources
+``WORKLOAD_API`` and ``COSCHEDULING``, ``PodInfo.pod_group``, ``Resource.POD_GROUP``,
+``WaitingPodsView.allow``, ``PermitDecision.waiting`` and the optional
+:class:`PlacementFeasibleHook` of the pod-group cycle.
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
@@ -62,7 +66,7 @@ from scheduler.framework.events import (
 )
 from scheduler.framework.extender import ExtenderError, Victims
 from scheduler.framework.fit_error import fit_error_message
-from scheduler.framework.handle import Handle
+from scheduler.framework.handle import Handle, PodGroupStateView, PodGroupsView
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SKIP,
@@ -80,6 +84,7 @@ from scheduler.framework.interface import (
     NodeView,
     PermitDecision,
     PermitPlugin,
+    PlacementFeasibleHook,
     Plugin,
     PostBindPlugin,
     PostFilterPlugin,
@@ -138,6 +143,7 @@ from scheduler.model.pod import (
     normalized_image_name,
     ports_conflict,
 )
+from scheduler.model.pod_group import COSCHEDULING, WORKLOAD_API, PodGroup
 from scheduler.model.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -175,7 +181,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "2.2"
+API_VERSION = "2.3"
 
 __all__ = [
     "ALL",
@@ -184,6 +190,7 @@ __all__ = [
     "ANN_BOUND_BY_CONTROLLER",
     "ANN_SELECTED_NODE",
     "API_VERSION",
+    "COSCHEDULING",
     "CPU",
     "DEFAULT_FEATURES",
     "EPHEMERAL_STORAGE",
@@ -199,6 +206,7 @@ __all__ = [
     "SUCCESS",
     "TAINT_NO_EXECUTE",
     "TAINT_NO_SCHEDULE",
+    "WORKLOAD_API",
     "ZONE_KEYS",
     "Action",
     "AffinityTerm",
@@ -255,8 +263,12 @@ __all__ = [
     "NodeView",
     "PermitDecision",
     "PermitPlugin",
+    "PlacementFeasibleHook",
     "Plugin",
     "PluginSpec",
+    "PodGroup",
+    "PodGroupStateView",
+    "PodGroupsView",
     "PodInfo",
     "PostBindPlugin",
     "PostFilterPlugin",

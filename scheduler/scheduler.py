@@ -23,10 +23,11 @@ from scheduler.binding_workers import BindingBatch, BindingWorkers
 from scheduler.cache.cache import Cache
 from scheduler.cache.dra_objects import DraObjects
 from scheduler.cache.inbox import Inbox
+from scheduler.cache.pod_groups import PodGroups
 from scheduler.cache.snapshot import Snapshot
 from scheduler.cache.volume_objects import CLAIMS, KINDS, VOLUMES, Parsed
 from scheduler.config import SchedulerConfig
-from scheduler.cycle import schedule_one
+from scheduler.cycle import PodGroupConditions, schedule_one
 from scheduler.framework.avoidance import NodeAvoidance, owner_key
 from scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
 from scheduler.framework.extender import EXTENDER_NAME, Extender, ordered
@@ -151,6 +152,10 @@ class ProfileHandle:
         return claim if isinstance(claim, ClaimInfo) else None
 
     @property
+    def pod_groups(self) -> PodGroups:
+        return self.scheduler.pod_groups
+
+    @property
     def dra(self) -> DraObjects:
         return self.scheduler.dra
 
@@ -196,8 +201,11 @@ class Scheduler:
         metrics: Metrics | None = None,
         extenders: Sequence[Extender] = (),
         writer: ObjectWriter | None = None,
+        pod_group_reporter: PodGroupConditions | None = None,
     ) -> None:
         self.config = config
+        # Where the PodGroups' conditions go (the operator's status writer), if anywhere.
+        self.pod_group_reporter = pod_group_reporter
         self.writer: ObjectWriter = writer or _NoWriter()
         self.extenders: Sequence[Extender] = ordered(extenders)
         self.metrics = metrics or Metrics()
@@ -239,6 +247,8 @@ class Scheduler:
         # the hints' "old" objects, and what VolumeBinding's PreBind reads from a binding
         # thread while it waits for the PV controller.
         self.volume_objects: dict[str, dict[str, Parsed]] = {kind: {} for kind in KINDS}
+        # Workloads, PodGroups of both APIs and their members (the intake and the cycle).
+        self.pod_groups = PodGroups()
         # The DRA objects and claims allocated in flight, written by the watch thread as it
         # delivers (not through the inbox: upstream's DRA manager is read live at PreFilter).
         self.dra = DraObjects()

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from scheduler.framework.snapshot import ClusterSnapshot
     from scheduler.metrics import Observations, ProfileMetrics
     from scheduler.model.pod import PodInfo
+    from scheduler.model.pod_group import PodGroup
 
 log = structlog.get_logger("scheduler.framework")
 
@@ -471,6 +472,23 @@ class Framework:
         total = np.dot(np.asarray(weights, dtype=np.int64), matrix)
         return total, SUCCESS, dict(zip(names, scored, strict=True))
 
+    # -- the pod-group cycle ---------------------------------------------------------------
+    def run_placement_feasible(self, group: PodGroup, scheduled: int, remaining: int) -> Status:
+        """Every plugin with a ``placement_feasible`` hook (upstream's
+        RunPlacementFeasiblePlugins): the first rejection or error stops; else Wait if any
+        plugin waits, else Success."""
+        outcome = SUCCESS
+        for plugin in self.instances.values():
+            check = getattr(plugin, "placement_feasible", None)
+            if not callable(check):
+                continue
+            status: Status = check(group, scheduled, remaining)
+            if status.code is Code.WAIT:
+                outcome = status
+            elif not status.is_success():
+                return status
+        return outcome
+
     # -- Reserve / Permit / Bind ----------------------------------------------------------
     @_timed_point("Reserve", lambda status: status.code)
     def run_reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
@@ -496,18 +514,20 @@ class Framework:
     @_timed_point("Permit", lambda decision: decision.status.code)
     def run_permit(self, state: CycleState, pod: PodInfo, node: str) -> PermitDecision:
         """Allow, reject, or wait for the longest timeout any plugin asked for (capped)."""
-        wait = 0.0
+        waiting: list[tuple[str, float]] = []
         for plugin in self._plugins_for(state).permit:
             try:
                 decision = plugin.permit(state, pod, node)
             except Exception as exc:
                 raise PluginError("Permit", plugin.name, exc) from exc
             if decision.status.code is Code.WAIT:
-                wait = max(wait, min(decision.timeout_seconds, MAX_PERMIT_WAIT_SECONDS))
+                waiting.append(
+                    (plugin.name, min(decision.timeout_seconds, MAX_PERMIT_WAIT_SECONDS)))
             elif not decision.status.is_success():
                 return PermitDecision(_plugin_error("Permit", plugin.name, decision.status))
-        if wait > 0:
-            return PermitDecision(Status(Code.WAIT), wait)
+        if waiting:
+            return PermitDecision(
+                Status(Code.WAIT), max(t for _, t in waiting), tuple(waiting))
         return PermitDecision(SUCCESS)
 
     @_timed_point("PreBindPreFlight", lambda status: status.code)

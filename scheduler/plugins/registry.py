@@ -16,6 +16,7 @@ from scheduler.plugins import (
     balanced_allocation,
     default_binder,
     default_preemption,
+    gang_scheduling,
     image_locality,
     inter_pod_affinity,
     node_affinity,
@@ -53,6 +54,7 @@ PLUGIN_MODULES = (
     avoid_bounce_back,
     default_binder,
     node_declared_features,
+    gang_scheduling,
 )
 
 
