@@ -40,14 +40,17 @@ from scheduler.framework.interface import (
     Diagnosis,
     IntArray,
     NodeView,
+    PermitDecision,
     Status,
 )
 from scheduler.framework.runtime import FilterOutcome
 from scheduler.metrics import ERROR, PLUGIN_METRICS_SAMPLE_PERCENT, SCHEDULED, UNSCHEDULABLE
+from scheduler.model.pod_group import WORKLOAD_API, PodGroup
 
 if TYPE_CHECKING:
     from scheduler.cache.cache import Cache
     from scheduler.cache.inbox import Inbox
+    from scheduler.cache.pod_groups import PodGroups
     from scheduler.config import SchedulerConfig
     from scheduler.framework.extender import Extender
     from scheduler.framework.ports import Reporter
@@ -65,6 +68,7 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
+REASON_SCHEDULED = "Scheduled"
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 
 
@@ -88,6 +92,16 @@ class SchedulingError(Exception):
     """A plugin error or an internal failure: SchedulerError, retried after error backoff."""
 
 
+class PodGroupConditions(Protocol):
+    """Where a Workload-API pod group's cycle outcome goes: the PodGroup's
+    ``PodGroupInitiallyScheduled`` condition (upstream's updatePodGroupCondition), written by
+    the operator's API ports; called on the scheduling thread."""
+
+    def pod_group_condition(
+        self, group: PodGroup, scheduled: bool, reason: str, message: str
+    ) -> None: ...
+
+
 class CycleHost(Protocol):
     """What a cycle needs of the scheduler that runs it (``scheduler.scheduler.Scheduler``):
     the cycle reads and updates these, and nothing else of it."""
@@ -97,6 +111,9 @@ class CycleHost(Protocol):
     cache: Cache
     inbox: Inbox
     waiting: WaitingPods
+    # Pod groups and their members: assumed and forgotten with the cache.
+    pod_groups: PodGroups
+    pod_group_reporter: PodGroupConditions | None
     metrics: Metrics
     reporter: Reporter
     # HTTP extenders, ignorable ones last; called after the plugins (upstream's Extenders).
@@ -181,10 +198,22 @@ def schedule_one(s: CycleHost, timeout: float | None = None) -> bool:
     s.refresh()
     if qpi is None:
         return False
+    attempt = _begin_attempt(s, qpi)
+    if attempt is None:
+        return True
+    if qpi.pod.pod_group is not None and s.pod_groups.group_of(qpi.pod) is not None:
+        schedule_pod_group(s, attempt)
+        return True
+    _finish(s, attempt, scheduling_cycle(s, attempt))
+    return True
+
+
+def _begin_attempt(s: CycleHost, qpi: QueuedPodInfo[PodInfo]) -> Attempt | None:
+    """The attempt at a popped pod, or None (and its attempt over) when it is skipped:
+    deleting pods, pods assumed by an earlier cycle, and pods the cache already accounts as
+    bound (bound by someone else between the pop and the refresh)."""
     pod = qpi.pod
     framework = s.profiles.get(pod.scheduler_name)
-    # Skipped: deleting pods, pods assumed by an earlier cycle, and pods the cache already
-    # accounts as bound (bound by someone else between the pop and the refresh).
     if (
         framework is None
         or pod.is_terminating
@@ -192,16 +221,10 @@ def schedule_one(s: CycleHost, timeout: float | None = None) -> bool:
         or s.cache.get_pod(pod.uid) is not None
     ):
         s.queue.done(pod.uid)
-        return True
+        return None
     state = CycleState()
     state.record_plugin_metrics = s.metrics.sample() < PLUGIN_METRICS_SAMPLE_PERCENT
-    attempt = Attempt(framework, state, qpi, time.perf_counter())
-    result = scheduling_cycle(s, attempt)
-    if isinstance(result, Failure):
-        handle_scheduling_failure(s, attempt, result)
-        return True
-    s.submit_binding(run_binding_cycle, s, attempt, result)
-    return True
+    return Attempt(framework, state, qpi, time.perf_counter())
 
 
 def scheduling_cycle(s: CycleHost, attempt: Attempt) -> ScheduleResult | Failure:
@@ -219,17 +242,22 @@ def scheduling_cycle(s: CycleHost, attempt: Attempt) -> ScheduleResult | Failure
 
     s.queue.nominator.delete(pod.uid)
     assumed = s.cache.assume(pod, result.node)
-    status, wait_seconds = _reserve_and_permit(attempt, assumed, result.node)
+    if pod.pod_group is not None:
+        s.pod_groups.assume(assumed)
+    decision = _reserve_and_permit(attempt, assumed, result.node)
+    status = decision.status
     if not (status.is_success() or status.code is Code.WAIT):
         try:
             attempt.framework.run_unreserve(attempt.state, assumed, result.node)
         finally:
             s.cache.forget(pod.uid)
+            if pod.pod_group is not None:
+                s.pod_groups.forget(pod)
         if status.is_rejected():
             return Failure(status, _fit_error_on_one_node(status))
         return Failure(status)
     if status.code is Code.WAIT:
-        s.waiting.add(assumed, wait_seconds)
+        s.waiting.add(assumed, decision.waiting)
     return result
 
 
@@ -237,38 +265,45 @@ def _schedule_or_post_filter(s: CycleHost, attempt: Attempt) -> ScheduleResult |
     """The scheduling algorithm; when it finds no node, PostFilter (preemption) may nominate
     one for a later attempt."""
     framework, state, pod = attempt.framework, attempt.state, attempt.pod
+    result = find_node(s, attempt)
+    if not isinstance(result, Failure) or result.diagnosis is None:
+        return result
+    if not framework.plugins.post_filter:
+        return result
+    post_result, status = framework.run_post_filter(state, pod, result.diagnosis)
+    # Upstream keeps the PostFilter message whatever the outcome, success included.
+    result.diagnosis.post_filter_msg = status.message
+    if status.code is Code.ERROR:
+        log.error("PostFilter failed", pod=pod.key, plugin=status.plugin, reason=status.message)
+    nominated = None if post_result is None else post_result.nominated_node_name
+    return Failure(Status(Code.UNSCHEDULABLE), result.diagnosis, nominated)
+
+
+def find_node(s: CycleHost, attempt: Attempt) -> ScheduleResult | Failure:
+    """The scheduling algorithm alone (upstream's SchedulePod): a FitError is a Failure
+    with its diagnosis."""
     try:
-        return schedule_pod(s, framework, state, pod)
+        return schedule_pod(s, attempt.framework, attempt.state, attempt.pod)
     except FitError as fit:
-        if not framework.plugins.post_filter:
-            return Failure(Status(Code.UNSCHEDULABLE), fit.diagnosis)
-        post_result, status = framework.run_post_filter(state, pod, fit.diagnosis)
-        # Upstream keeps the PostFilter message whatever the outcome, success included.
-        fit.diagnosis.post_filter_msg = status.message
-        if status.code is Code.ERROR:
-            log.error("PostFilter failed", pod=pod.key, plugin=status.plugin,
-                      reason=status.message)
-        nominated = None if post_result is None else post_result.nominated_node_name
-        return Failure(Status(Code.UNSCHEDULABLE), fit.diagnosis, nominated)
+        return Failure(Status(Code.UNSCHEDULABLE), fit.diagnosis)
     except NoNodesAvailableError:
         return Failure(Status.unschedulable(NO_NODES_AVAILABLE, resolvable=False))
     except SchedulingError as err:
         return Failure(Status.error(str(err)))
 
 
-def _reserve_and_permit(attempt: Attempt, assumed: PodInfo, node: str) -> tuple[Status, float]:
-    """Reserve, then Permit if every Reserve plugin agreed: the status, and how long Permit
-    asked the pod to wait."""
+def _reserve_and_permit(attempt: Attempt, assumed: PodInfo, node: str) -> PermitDecision:
+    """Reserve, then Permit if every Reserve plugin agreed: the status, and which plugins
+    asked the pod to wait, for how long."""
     framework, state = attempt.framework, attempt.state
     try:
         status = framework.run_reserve(state, assumed, node)
         if not status.is_success():
-            return status, 0.0
-        decision = framework.run_permit(state, assumed, node)
+            return PermitDecision(status)
+        return framework.run_permit(state, assumed, node)
     except Exception as exc:
         log.exception("Reserve or Permit failed", pod=assumed.key, node=node)
-        return Status.error(_exception_message(exc)), 0.0
-    return decision.status, decision.timeout_seconds
+        return PermitDecision(Status.error(_exception_message(exc)))
 
 
 def schedule_pod(
@@ -622,6 +657,8 @@ def handle_binding_cycle_error(
         framework.run_unreserve(attempt.state, pod, node)
     finally:
         s.inbox.put(lambda: s.cache.forget(pod.uid))
+        if pod.pod_group is not None:
+            s.pod_groups.forget(pod)
     # Forgetting the assumed pod frees its room: an AssignedPodDelete for the others.
     assumed = pod.replace(node_name=node)
     if failure.pod_gone:
@@ -723,3 +760,234 @@ def _record_rejectors(diagnosis: Diagnosis, code: Code, plugins: set[str]) -> No
     else:
         diagnosis.unschedulable_plugins |= plugins
 
+
+
+# -- the pod-group cycle ----------------------------------------------------------------------
+# Upstream's scheduleOnePodGroup (schedule_one_podgroup.go, without topology-aware placement):
+# a group's members are popped together and placed all or none. Here the members the
+# algorithm places are assumed and Reserved for real at once, and undone together when the
+# group cannot be placed: nothing else runs on the scheduling thread in between, so no other
+# pod ever sees room the group held, which is what upstream's simulation on the snapshot
+# achieves before it assumes the members.
+POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+
+
+@dataclass
+class _Placed:
+    attempt: Attempt
+    result: ScheduleResult
+    assumed: PodInfo
+
+
+@dataclass
+class _GroupOutcome:
+    status: Status
+    placed: list[_Placed]
+    failed: list[tuple[Attempt, Failure]]
+    untried: list[Attempt]
+
+
+def schedule_pod_group(s: CycleHost, first: Attempt) -> None:
+    """Place ``first``'s pod group: its members still queued are popped with it, tried in
+    order, and bound together if the group's constraint holds (PlacementFeasible), else all
+    requeued with nothing held."""
+    state = s.pod_groups.state_of(first.pod)
+    group = None if state is None else state.group
+    if state is None or group is None:  # gone since the pop: as a pod of its own
+        _finish(s, first, scheduling_cycle(s, first))
+        return
+    others = sorted(uid for uid in state.unscheduled if uid != first.qpi.uid)
+    attempts = [first]
+    for qpi in s.queue.take(others):
+        attempt = _begin_attempt(s, qpi)
+        if attempt is not None:
+            attempts.append(attempt)
+    invalid = validate_pod_group(group, [a.pod for a in attempts] + state.scheduled_pods())
+    if invalid is not None:
+        outcome = _GroupOutcome(Status.error(invalid), [], [], attempts)
+    else:
+        outcome = _place_members(s, first.framework, group, state.scheduled_count(), attempts)
+    s.metrics.pod_group_algorithm_duration.observe(time.perf_counter() - first.start)
+    log.info("Pod group cycle", group=group.key, members=len(attempts),
+             placed=len(outcome.placed), status=outcome.status.code.name,
+             message=outcome.status.message)
+    s.pod_groups.record_cycle(first.pod, _cycle_summary(outcome, len(attempts)))
+    if outcome.status.is_success():
+        _bind_placed(s, outcome.placed)
+    else:
+        _undo_placed(s, outcome)
+    for attempt, failure in outcome.failed:
+        handle_scheduling_failure(s, attempt, failure)
+    s.metrics.profile(first.framework.profile_name).pod_group_attempt(
+        _attempt_result(outcome.status), time.perf_counter() - first.start)
+    _report_pod_group(s, group, outcome.status)
+
+
+def _report_pod_group(s: CycleHost, group: PodGroup, status: Status) -> None:
+    """The PodGroupInitiallyScheduled condition, for Workload-API groups (a Coscheduling
+    group's status is its controller's): True/Scheduled, or False with the reason and the
+    group's message, never back to False once True."""
+    if s.pod_group_reporter is None or group.source != WORKLOAD_API:
+        return
+    if status.is_success():
+        s.pod_group_reporter.pod_group_condition(group, True, REASON_SCHEDULED, "")
+    elif not group.initially_scheduled:
+        reason = REASON_UNSCHEDULABLE if status.is_rejected() else REASON_SCHEDULER_ERROR
+        s.pod_group_reporter.pod_group_condition(group, False, reason, status.message)
+
+
+def _cycle_summary(outcome: _GroupOutcome, tried: int) -> str:
+    """For explain: how many members fitted, how many did not and why (the first's
+    message), and the group's status; "" when the group was placed."""
+    if outcome.status.is_success():
+        return ""
+    text = f"{len(outcome.placed)} of {tried} members fitted"
+    if outcome.failed:
+        text += f", {len(outcome.failed)} did not: {outcome.failed[0][1].message()}"
+    return f"{text} ({outcome.status.message})"
+
+
+def _attempt_result(status: Status) -> str:
+    if status.is_success():
+        return SCHEDULED
+    return UNSCHEDULABLE if status.is_rejected() else ERROR
+
+
+def validate_pod_group(group: PodGroup, members: list[PodInfo]) -> str | None:
+    """Upstream's validatePodGroup (PodGroupPreemptionPolicy off) for a Workload-API group:
+    one schedulerName, every member at the group's priority (``spec.priority``, 0 unset),
+    one preemption policy; what is wrong, or None. Coscheduling checks none of it."""
+    if group.source != WORKLOAD_API or not members:
+        return None
+    scheduler_name = members[0].scheduler_name
+    policy = members[0].preemption_policy
+    group_priority = group.priority or 0
+    for pod in members:
+        if pod.scheduler_name != scheduler_name:
+            return ("all pods in a single pod group should have the same .spec.schedulerName "
+                    f'set, got: "{pod.scheduler_name}" and "{scheduler_name}"')
+        if pod.priority != group_priority:
+            return ("all pods in a single pod group should have the same priority as the pod "
+                    f"group's priority, got {pod.priority} and {group_priority}")
+        if pod.preemption_policy != policy:
+            return ("all pods in a single pod group should have the same preemption policy, "
+                    f"got {pod.preemption_policy} and {policy}")
+    return None
+
+
+def _place_members(
+    s: CycleHost, framework: Framework, group: PodGroup, scheduled: int, attempts: list[Attempt]
+) -> _GroupOutcome:
+    """Each member in turn: the algorithm (no PostFilter), then assume and Reserve; after
+    each, PlacementFeasible, whose Unschedulable (or error) stops the loop."""
+    outcome = _GroupOutcome(_placement_feasible(framework, group, scheduled, len(attempts)),
+                            [], [], [])
+    for i, attempt in enumerate(attempts):
+        if not (outcome.status.is_success() or outcome.status.code is Code.WAIT):
+            outcome.untried = attempts[i:]
+            break
+        placed = _place_member(s, attempt)
+        if isinstance(placed, Failure):
+            outcome.failed.append((attempt, placed))
+        else:
+            outcome.placed.append(placed)
+            scheduled += 1
+        outcome.status = _placement_feasible(framework, group, scheduled, len(attempts) - i - 1)
+    if outcome.status.code is Code.WAIT:
+        outcome.status = Status(Code.UNSCHEDULABLE, outcome.status.reasons, outcome.status.plugin)
+    elif outcome.status.is_success() and not outcome.placed:
+        outcome.status = Status(Code.UNSCHEDULABLE, (POD_GROUP_UNSCHEDULABLE,))
+    return outcome
+
+
+def _placement_feasible(
+    framework: Framework, group: PodGroup, scheduled: int, remaining: int
+) -> Status:
+    """PlacementFeasible; a plugin's error (or exception) fails the group's attempt, as
+    upstream's "failed to evaluate placement feasibility"."""
+    try:
+        status = framework.run_placement_feasible(group, scheduled, remaining)
+    except Exception as exc:
+        log.exception("PlacementFeasible failed", group=group.key)
+        status = Status.error(_exception_message(exc))
+    if status.code is Code.ERROR:
+        return Status.error(f"failed to evaluate placement feasibility: {status.message}")
+    return status
+
+
+def _place_member(s: CycleHost, attempt: Attempt) -> _Placed | Failure:
+    pod = attempt.pod
+    try:
+        result = find_node(s, attempt)
+    except Exception as exc:  # a plugin raised: the pod must not be lost in flight
+        log.exception("Scheduling cycle failed", pod=pod.key)
+        return Failure(Status.error(_exception_message(exc)))
+    if isinstance(result, Failure):
+        return result
+    assumed = s.cache.assume(pod, result.node)
+    s.pod_groups.assume(assumed)
+    try:
+        status = attempt.framework.run_reserve(attempt.state, assumed, result.node)
+    except Exception as exc:
+        log.exception("Reserve failed", pod=pod.key, node=result.node)
+        status = Status.error(_exception_message(exc))
+    if status.is_success():
+        return _Placed(attempt, result, assumed)
+    _undo(s, attempt, result.node)
+    if status.is_rejected():
+        return Failure(status, _fit_error_on_one_node(status))
+    return Failure(status)
+
+
+def _undo(s: CycleHost, attempt: Attempt, node: str) -> None:
+    try:
+        attempt.framework.run_unreserve(attempt.state, attempt.pod.replace(node_name=node), node)
+    finally:
+        s.cache.forget(attempt.pod.uid)
+        s.pod_groups.forget(attempt.pod)
+
+
+def _bind_placed(s: CycleHost, placed: list[_Placed]) -> None:
+    """The group holds: each placed member runs Permit (GangScheduling allows them all once
+    the last is assumed) and goes to its binding cycle."""
+    for p in placed:
+        s.metrics.algorithm_duration.observe(time.perf_counter() - p.attempt.start)
+        s.queue.nominator.delete(p.attempt.pod.uid)
+        try:
+            decision = p.attempt.framework.run_permit(p.attempt.state, p.assumed, p.result.node)
+        except Exception as exc:
+            log.exception("Permit failed", pod=p.assumed.key, node=p.result.node)
+            decision = PermitDecision(Status.error(_exception_message(exc)))
+        status = decision.status
+        if status.code is Code.WAIT:
+            s.waiting.add(p.assumed, decision.waiting)
+        elif not status.is_success():
+            _undo(s, p.attempt, p.result.node)
+            failure = Failure(status, _fit_error_on_one_node(status) if status.is_rejected()
+                              else None)
+            handle_scheduling_failure(s, p.attempt, failure)
+            continue
+        s.submit_binding(run_binding_cycle, s, p.attempt, p.result)
+
+
+def _undo_placed(s: CycleHost, outcome: _GroupOutcome) -> None:
+    """The group does not hold: every placed member is unreserved and forgotten, and fails
+    with the group's message (upstream's FailureHandler with the pod group's status); so do
+    the members not tried. They come back on the events that may help the others."""
+    rejectors = {outcome.status.plugin} - {""}
+    for _, failure in outcome.failed:
+        if failure.diagnosis is not None:
+            rejectors |= failure.diagnosis.unschedulable_plugins
+    for p in outcome.placed:
+        _undo(s, p.attempt, p.result.node)
+    group_failure = Failure(Status(outcome.status.code, outcome.status.reasons))
+    for attempt in [p.attempt for p in outcome.placed] + outcome.untried:
+        attempt.qpi.unschedulable_plugins = set(rejectors)
+        outcome.failed.append((attempt, group_failure))
+
+
+def _finish(s: CycleHost, attempt: Attempt, result: ScheduleResult | Failure) -> None:
+    if isinstance(result, Failure):
+        handle_scheduling_failure(s, attempt, result)
+    else:
+        s.submit_binding(run_binding_cycle, s, attempt, result)

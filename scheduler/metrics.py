@@ -297,6 +297,12 @@ class ProfileMetrics:
         counter.inc()
         histogram.observe(seconds)
 
+    def pod_group_attempt(self, result: str, seconds: float) -> None:
+        """One pod-group cycle ended (upstream's PodGroupScheduled, PodGroupUnschedulable,
+        PodGroupScheduleError)."""
+        self._metrics.pod_group_attempts.labels(result, self.profile).inc()
+        self._metrics.pod_group_attempt_duration.labels(result, self.profile).observe(seconds)
+
     def point_histogram(self, point: str, status: str) -> Observations:
         """The child of extension_point_duration_seconds the framework keeps for a status."""
         return self._metrics.extension_point_duration.labels(point, status, self.profile)
@@ -363,6 +369,20 @@ class Metrics:
             "scheduler_plugin_execution_duration_seconds", "[BETA] Duration for running a "
             "plugin at a specific extension point (sampled).",
             ["plugin", "extension_point", "status"], buckets=PLUGIN_BUCKETS, registry=reg)
+        # The pod-group cycle's (GenericWorkload's): one attempt per group cycle.
+        self.pod_group_attempts = CounterVec(
+            "scheduler_podgroup_schedule_attempts", "[ALPHA] Number of attempts to schedule "
+            "pod group, by the result. 'unschedulable' means a pod group could not be "
+            "scheduled, while 'error' means an internal scheduler problem.",
+            ["result", "profile"], registry=reg)
+        self.pod_group_attempt_duration = HistogramVec(
+            "scheduler_podgroup_scheduling_attempt_duration_seconds", "[ALPHA] Pod group "
+            "scheduling attempt latency in seconds", ["result", "profile"],
+            buckets=ATTEMPT_BUCKETS, registry=reg)
+        self.pod_group_algorithm_duration = HistogramVec(
+            "scheduler_podgroup_scheduling_algorithm_duration_seconds", "[ALPHA] Pod group "
+            "scheduling algorithm latency in seconds", [], buckets=ATTEMPT_BUCKETS,
+            registry=reg)
         self.preemption_attempts = CounterVec(
             "scheduler_preemption_attempts", "[STABLE] Total preemption attempts in the "
             "cluster till now", [], registry=reg)

@@ -22,7 +22,12 @@ point and per optional hook (``ScorePlugin``, ``SortKeyHook``...), ``Plugin``,
 ``AllocatedDevices`` and ``DeviceID``. 2.2 added node declared features:
 ``NodeSummary.declared_features``, ``NodeTableView.declared_features``,
 ``Action.UPDATE_NODE_DECLARED_FEATURE`` and the feature registry (``DEFAULT_FEATURES``,
-``FeatureRegistry``, ``Version``). 2.3 added ``Action.UPDATE_POD_GENERATED_RESOURCE_CLAIM``,
+``FeatureRegistry``, ``Version``). 2.3 added pod groups: ``Handle.pod_groups`` (a
+:class:`PodGroupsView` of :class:`PodGroupStateView`), :class:`PodGroup` with its sources
+``WORKLOAD_API`` and ``COSCHEDULING``, ``PodInfo.pod_group``, ``Resource.POD_GROUP``,
+``WaitingPodsView.allow``, ``PermitDecision.waiting`` and the optional
+:class:`PlacementFeasibleHook` of the pod-group cycle.
+2.4 added ``Action.UPDATE_POD_GENERATED_RESOURCE_CLAIM``,
 ``ObjectWriter.get``, ``patch``, ``create`` and ``delete_object``, ``WriteResult.conflict`` and
 ``obj``, ``Reporter.note``, ``parse_duration`` (a Go duration string in plugin arguments),
 ``DEVICE_CLASS_RESOURCE_PREFIX`` and ``is_dra_extended_resource_name``.
@@ -66,7 +71,7 @@ from scheduler.framework.events import (
 )
 from scheduler.framework.extender import ExtenderError, Victims
 from scheduler.framework.fit_error import fit_error_message
-from scheduler.framework.handle import Handle
+from scheduler.framework.handle import Handle, PodGroupStateView, PodGroupsView
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SKIP,
@@ -84,6 +89,7 @@ from scheduler.framework.interface import (
     NodeView,
     PermitDecision,
     PermitPlugin,
+    PlacementFeasibleHook,
     Plugin,
     PostBindPlugin,
     PostFilterPlugin,
@@ -144,6 +150,7 @@ from scheduler.model.pod import (
     normalized_image_name,
     ports_conflict,
 )
+from scheduler.model.pod_group import COSCHEDULING, WORKLOAD_API, PodGroup
 from scheduler.model.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -181,7 +188,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "2.3"
+API_VERSION = "2.4"
 
 __all__ = [
     "ALL",
@@ -190,6 +197,7 @@ __all__ = [
     "ANN_BOUND_BY_CONTROLLER",
     "ANN_SELECTED_NODE",
     "API_VERSION",
+    "COSCHEDULING",
     "CPU",
     "DEFAULT_FEATURES",
     "DEVICE_CLASS_RESOURCE_PREFIX",
@@ -206,6 +214,7 @@ __all__ = [
     "SUCCESS",
     "TAINT_NO_EXECUTE",
     "TAINT_NO_SCHEDULE",
+    "WORKLOAD_API",
     "ZONE_KEYS",
     "Action",
     "AffinityTerm",
@@ -262,8 +271,12 @@ __all__ = [
     "NodeView",
     "PermitDecision",
     "PermitPlugin",
+    "PlacementFeasibleHook",
     "Plugin",
     "PluginSpec",
+    "PodGroup",
+    "PodGroupStateView",
+    "PodGroupsView",
     "PodInfo",
     "PostBindPlugin",
     "PostFilterPlugin",

@@ -23,10 +23,11 @@ from scheduler.binding_workers import BindingBatch, BindingWorkers
 from scheduler.cache.cache import Cache
 from scheduler.cache.dra_objects import DraObjects
 from scheduler.cache.inbox import Inbox
+from scheduler.cache.pod_groups import PodGroups
 from scheduler.cache.snapshot import Snapshot
 from scheduler.cache.volume_objects import CLAIMS, KINDS, VOLUMES, Parsed
 from scheduler.config import SchedulerConfig
-from scheduler.cycle import schedule_one
+from scheduler.cycle import PodGroupConditions, schedule_one
 from scheduler.framework.avoidance import NodeAvoidance, owner_key
 from scheduler.framework.events import Action, ClusterEvent, ClusterEventWithHint, Resource
 from scheduler.framework.extender import EXTENDER_NAME, Extender, ordered
@@ -151,6 +152,10 @@ class ProfileHandle:
         return claim if isinstance(claim, ClaimInfo) else None
 
     @property
+    def pod_groups(self) -> PodGroups:
+        return self.scheduler.pod_groups
+
+    @property
     def dra(self) -> DraObjects:
         return self.scheduler.dra
 
@@ -196,8 +201,11 @@ class Scheduler:
         metrics: Metrics | None = None,
         extenders: Sequence[Extender] = (),
         writer: ObjectWriter | None = None,
+        pod_group_reporter: PodGroupConditions | None = None,
     ) -> None:
         self.config = config
+        # Where the PodGroups' conditions go (the operator's status writer), if anywhere.
+        self.pod_group_reporter = pod_group_reporter
         self.writer: ObjectWriter = writer or _NoWriter()
         self.extenders: Sequence[Extender] = ordered(extenders)
         self.metrics = metrics or Metrics()
@@ -208,8 +216,22 @@ class Scheduler:
         self.sleep = sleep
         self.wall_clock = wall_clock
         self.rng = np.random.default_rng(seed)
+        self._init_cluster_state(clock)
+        hints = self._build_profiles(config, registry)
+        self._init_queue(config, hints)
+        self._init_bindings(binding_workers)
+        self._stop = threading.Event()
+        self._scheduling = threading.Event()
+        self._thread: threading.Thread | None = None
+        # When the loop last came round (it does at least every pop timeout when idle): the
+        # liveness check's measure of progress.
+        self.loop_turned_at = clock()
+
+    def _init_cluster_state(self, clock: Callable[[], float]) -> None:
+        """The cache, its snapshot and what the watch last saw: made before the profiles,
+        whose plugins may read them (and register ConfigMap watches) as they are built."""
         self.cache = Cache(clock=clock)
-        # The queue is made below; the inbox wakes its pop (the idle loop) on new work.
+        # The queue is made later; the inbox wakes its pop (the idle loop) on new work.
         self.inbox = Inbox(wake=lambda: self.queue.wake())
         self.snapshot = Snapshot(self.cache)
         self.waiting = WaitingPods()
@@ -225,6 +247,8 @@ class Scheduler:
         # the hints' "old" objects, and what VolumeBinding's PreBind reads from a binding
         # thread while it waits for the PV controller.
         self.volume_objects: dict[str, dict[str, Parsed]] = {kind: {} for kind in KINDS}
+        # Workloads, PodGroups of both APIs and their members (the intake and the cycle).
+        self.pod_groups = PodGroups()
         # The DRA objects and claims allocated in flight, written by the watch thread as it
         # delivers (not through the inbox: upstream's DRA manager is read live at PreFilter).
         self.dra = DraObjects()
@@ -233,16 +257,27 @@ class Scheduler:
         # The ConfigMaps plugins watch, by (namespace, name): the operator feeds them in.
         self.config_map_watches: dict[
             tuple[str, str], list[Callable[[Mapping[str, str] | None], None]]] = {}
+
+    def _build_profiles(
+        self, config: SchedulerConfig, registry: Registry
+    ) -> dict[str, Mapping[str, list[ClusterEventWithHint]]]:
+        """Each profile's framework into ``profiles``; their queueing hints, by profile."""
         hints: dict[str, Mapping[str, list[ClusterEventWithHint]]] = {}
         for profile in config.profiles:
             framework, hints[profile.scheduler_name] = self._build_framework(profile, registry)
             self.profiles[profile.scheduler_name] = framework
+        return hints
+
+    def _init_queue(
+        self, config: SchedulerConfig, hints: dict[str, Mapping[str, list[ClusterEventWithHint]]]
+    ) -> None:
+        """One queue for every profile, ordered by the first profile's QueueSort plugin."""
         first = self.profiles[config.profiles[0].scheduler_name]
         queue_sort = first.plugins.queue_sort
         assert queue_sort is not None
         self.queue: SchedulingQueue[PodInfo] = SchedulingQueue(
             getattr(queue_sort, "sort_key", None) or order_of_less(queue_sort.less),
-            clock=clock,
+            clock=self.clock,
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
             hints_by_profile=hints,
@@ -254,18 +289,14 @@ class Scheduler:
         self.metrics.watch_queue(
             self.queue.pending_counts, lambda: self.queue.rejections(_profile_of)
         )
+
+    def _init_bindings(self, binding_workers: int) -> None:
         # Binding cycles, held in batches while more pods are ready (BindingBatch).
         self.bindings = BindingBatch(
-            BindingWorkers(binding_workers), clock=clock, more_ready=self.queue.has_ready
+            BindingWorkers(binding_workers), clock=self.clock, more_ready=self.queue.has_ready
         )
         self.metrics.watch_bindings(self.bindings.in_flight)
         self.metrics.watch_cache(self.cache.sizes)
-        self._stop = threading.Event()
-        self._scheduling = threading.Event()
-        self._thread: threading.Thread | None = None
-        # When the loop last came round (it does at least every pop timeout when idle): the
-        # liveness check's measure of progress.
-        self.loop_turned_at = clock()
 
     def _build_framework(
         self, profile: ProfileConfig, registry: Registry

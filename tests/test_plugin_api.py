@@ -55,19 +55,22 @@ API_2_DRA = {
 API_2_1 = {"AllocatedDevices", "DeviceID", "DraManager"}
 # 2.2: node declared features and their registry (NodeDeclaredFeatures).
 API_2_2 = {"DEFAULT_FEATURES", "FeatureRegistry", "Version"}
-# 2.3: Go durations in plugin arguments (DynamicResources' filterTimeout, bindingTimeout)
+# 2.3: pod groups, read through Handle.pod_groups.
+API_2_3 = {"COSCHEDULING", "WORKLOAD_API", "PodGroup", "PodGroupStateView", "PodGroupsView",
+           "PlacementFeasibleHook"}
+# 2.4: Go durations in plugin arguments (DynamicResources' filterTimeout, bindingTimeout)
 # and the names of DRA-backed extended resources.
-API_2_3 = {"parse_duration", "DEVICE_CLASS_RESOURCE_PREFIX", "is_dra_extended_resource_name"}
+API_2_4 = {"parse_duration", "DEVICE_CLASS_RESOURCE_PREFIX", "is_dra_extended_resource_name"}
 
 
 def test_the_api_keeps_every_name_of_its_major_version() -> None:
     assert plugin_api.API_VERSION.split(".")[0] == "2"
     exported = set(plugin_api.__all__)
     recorded = (API_2 | API_2_VOLUMES | API_2_PROTOCOLS | API_2_DRA | API_2_1 | API_2_2
-                | API_2_3)
+                | API_2_3 | API_2_4)
     assert recorded - exported == set(), "names removed: a new major version"
     assert exported - recorded == set(), "names added: record them (a minor version)"
-    assert plugin_api.API_VERSION == "2.3"
+    assert plugin_api.API_VERSION == "2.4"
     assert all(hasattr(plugin_api, name) for name in exported)
 
 
@@ -80,6 +83,7 @@ HANDLE_2 = {
     "evictor", "reporter", "writer", "get_claim", "get_volume", "extenders", "metrics",
     "watch_config_map", "activate", "move_all_to_active_or_backoff", "avoided_nodes",
     "dra",  # 2.1
+    "pod_groups",  # 2.3
 }
 
 

@@ -39,7 +39,7 @@ from scheduler.cycle import (
     pre_filter_candidates,
     record_rejections,
 )
-from scheduler.framework.explaining import ExplainsHints, ExplainsNodes
+from scheduler.framework.explaining import ExplainsHints, ExplainsNodes, ExplainsPod
 from scheduler.framework.fit_error import fit_error_message
 from scheduler.framework.interface import Code, CycleState, Diagnosis, IntArray, NodeView
 from scheduler.framework.ports import NullPorts
@@ -297,6 +297,9 @@ class _Explainer:
             names = ", ".join(str(g.get("name")) for g in gates)
             notes.append(f"the pod has scheduling gates ({names}): no scheduler tries it "
                          "until they are removed")
+        for plugin in self.framework.instances.values():
+            if isinstance(plugin, ExplainsPod):
+                notes += plugin.explain_pod(pod)
         return notes
 
     # -- Filter -----------------------------------------------------------------------------

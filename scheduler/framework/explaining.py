@@ -44,3 +44,14 @@ class ExplainsHints(Protocol):
         this hook speaks for the nodes it alone rejects: the explanation adds no ``N nodes
         fail only <plugin>`` line for it."""
         ...
+
+
+@runtime_checkable
+class ExplainsPod(Protocol):
+    """A plugin that says what, beyond the nodes, the pod waits for (GangScheduling: its
+    pod group's members)."""
+
+    def explain_pod(self, pod: PodInfo) -> list[str]:
+        """Lines about the pod, e.g. ``pod group default/train (gang, minCount 8): 5 of 8
+        members exist``; none when the plugin has nothing to say of it."""
+        ...

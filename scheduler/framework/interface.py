@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from scheduler.framework.events import ClusterEventWithHint
     from scheduler.framework.snapshot import ClusterSnapshot
     from scheduler.model.pod import PodInfo
+    from scheduler.model.pod_group import PodGroup
 
 MAX_NODE_SCORE = 100
 
@@ -406,6 +407,8 @@ class ReservePlugin(Plugin, Protocol):
 class PermitDecision:
     status: Status
     timeout_seconds: float = 0.0
+    # For a Wait of the whole profile: the plugins that asked to wait, each with its timeout.
+    waiting: tuple[tuple[str, float], ...] = ()
 
 
 class PermitPlugin(Plugin, Protocol):
@@ -452,6 +455,16 @@ class EnqueueExtensions(Plugin, Protocol):
     pods retried on every event."""
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]: ...
+
+
+class PlacementFeasibleHook(Protocol):
+    """Optional hook of any plugin (upstream's PlacementFeasible, of the pod-group cycle):
+    after each member the cycle tried, with ``scheduled`` members of the group placed
+    (assumed or bound) and ``remaining`` still to try: Success once the group's constraint
+    is met, Wait while it may still be, Unschedulable when it no longer can (the cycle then
+    stops and places no member)."""
+
+    def placement_feasible(self, group: PodGroup, scheduled: int, remaining: int) -> Status: ...
 
 
 class WaitForActuationsHook(Protocol):

@@ -22,6 +22,7 @@ from scheduler.framework.interface import (
     FilterPlugin,
     FilterPodListsHook,
     PermitPlugin,
+    PlacementFeasibleHook,
     PostBindPlugin,
     PostFilterPlugin,
     PreBindPlugin,
@@ -95,6 +96,8 @@ POINTS: tuple[Point, ...] = (
 PLUGIN_HOOKS: tuple[tuple[Hook, type], ...] = (
     (Hook("events_to_register", (), "Sequence[ClusterEventWithHint]"), EnqueueExtensions),
     (Hook("wait_for_actuations", ("timeout",), "bool"), WaitForActuationsHook),
+    (Hook("placement_feasible", ("group", "scheduled", "remaining"), "Status"),
+     PlacementFeasibleHook),
 )
 
 # Extension point (upstream's configuration name) -> the method a plugin implements for it.

@@ -44,7 +44,8 @@ class PluginSpec:
       default args has (only for factories that need no handle to build).
     - ``args``: a dataclass the pluginConfig args are decoded into (camelCase in the file);
       it gives the defaults and the type checks, and its ``problems()`` the rest.
-    - ``default_args`` and ``validate``: the untyped alternative to ``args``.
+    - ``default_args`` and ``validate``: the untyped alternative to ``args``, kept for
+      the plugins written against it (plugin API 2.0); no built-in uses it.
 
     A name in ``points`` that is not a point is refused here; a plugin whose methods do not
     keep its points' contract is refused when it is registered and when a profile builds it,

@@ -23,6 +23,7 @@ from scheduler.framework.interface import (
     SKIP,
     SUCCESS,
     BindPlugin,
+    BoolArray,
     Code,
     CodeArray,
     CycleState,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from scheduler.framework.snapshot import ClusterSnapshot
     from scheduler.metrics import Observations, ProfileMetrics
     from scheduler.model.pod import PodInfo
+    from scheduler.model.pod_group import PodGroup
 
 log = structlog.get_logger("scheduler.framework")
 
@@ -309,6 +311,30 @@ class Framework:
         plain = self.run_filters(state, pod, view)
         if plain.error is not None or not nominated:
             return plain
+        reserved = self._reserved_rows(view, pod, nominated)
+        if not reserved:
+            return plain
+        hits = np.flatnonzero(np.isin(view.idx, np.fromiter(reserved, dtype=np.int64)))
+        if hits.size == 0:
+            return plain
+        positions = hits.tolist()
+        added = [reserved[int(view.idx[p])] for p in positions]
+        rows = np.asarray(positions, dtype=np.int64)
+        with_nominated = view.subset(rows).with_added(added)
+        first = self.run_filters(state, pod, with_nominated)
+        if first.error is not None:
+            return first
+        failed = first.codes != np.uint8(Code.SUCCESS)
+        if failed.any():
+            self._replace_where_failed(plain, first, rows, failed)
+        return plain
+
+    @staticmethod
+    def _reserved_rows(
+        view: NodeView, pod: PodInfo, nominated: Mapping[str, Sequence[PodInfo]]
+    ) -> dict[int, list[PodInfo]]:
+        """The view's rows with nominated pods that ``pod`` must leave room for (others than
+        itself, of equal or higher priority), and those pods."""
         table = view.snapshot.nodes
         # From whichever is smaller: the view's nodes (a preemption dry run asks about one
         # node at a time) or the nominated ones; never every nomination for every view.
@@ -323,25 +349,17 @@ class Framework:
             keep = [p for p in pods if p.uid != pod.uid and p.priority >= pod.priority]
             if keep:
                 reserved[row] = keep
-        if not reserved:
-            return plain
-        hits = np.flatnonzero(np.isin(view.idx, np.fromiter(reserved, dtype=np.int64)))
-        if hits.size == 0:
-            return plain
-        positions = hits.tolist()
-        added = [reserved[int(view.idx[p])] for p in positions]
-        rows = np.asarray(positions, dtype=np.int64)
-        with_nominated = view.subset(rows).with_added(added)
-        first = self.run_filters(state, pod, with_nominated)
-        if first.error is not None:
-            return first
-        failed = first.codes != np.uint8(Code.SUCCESS)
-        if not failed.any():
-            return plain
-        # Where the first pass failed, its status replaces the plain one.
+        return reserved
+
+    @staticmethod
+    def _replace_where_failed(
+        plain: FilterOutcome, first: FilterOutcome, rows: IntArray, failed: BoolArray
+    ) -> None:
+        """Where the pass with nominated pods failed (``failed``, over ``rows`` of the view),
+        its codes and reasons replace the plain pass's, in ``plain``."""
         failed_positions = rows[failed]
         plain.codes[failed_positions] = first.codes[failed]
-        replaced = np.zeros(len(view), dtype=np.bool_)
+        replaced = np.zeros(len(plain.codes), dtype=np.bool_)
         replaced[failed_positions] = True
         plain.reasons = [
             (pos[~replaced[pos]], reason, plugin)
@@ -352,7 +370,6 @@ class Framework:
             keep = failed[pos]
             if keep.any():
                 plain.reasons.append((rows[pos[keep]], reason, plugin))
-        return plain
 
     def filters_read_pod_lists(self, state: CycleState) -> bool:
         """Whether any Filter active in this cycle reads a NodeView's hypothetical pod lists.
@@ -455,6 +472,23 @@ class Framework:
         total = np.dot(np.asarray(weights, dtype=np.int64), matrix)
         return total, SUCCESS, dict(zip(names, scored, strict=True))
 
+    # -- the pod-group cycle ---------------------------------------------------------------
+    def run_placement_feasible(self, group: PodGroup, scheduled: int, remaining: int) -> Status:
+        """Every plugin with a ``placement_feasible`` hook (upstream's
+        RunPlacementFeasiblePlugins): the first rejection or error stops; else Wait if any
+        plugin waits, else Success."""
+        outcome = SUCCESS
+        for plugin in self.instances.values():
+            check = getattr(plugin, "placement_feasible", None)
+            if not callable(check):
+                continue
+            status: Status = check(group, scheduled, remaining)
+            if status.code is Code.WAIT:
+                outcome = status
+            elif not status.is_success():
+                return status
+        return outcome
+
     # -- Reserve / Permit / Bind ----------------------------------------------------------
     @_timed_point("Reserve", lambda status: status.code)
     def run_reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
@@ -480,18 +514,20 @@ class Framework:
     @_timed_point("Permit", lambda decision: decision.status.code)
     def run_permit(self, state: CycleState, pod: PodInfo, node: str) -> PermitDecision:
         """Allow, reject, or wait for the longest timeout any plugin asked for (capped)."""
-        wait = 0.0
+        waiting: list[tuple[str, float]] = []
         for plugin in self._plugins_for(state).permit:
             try:
                 decision = plugin.permit(state, pod, node)
             except Exception as exc:
                 raise PluginError("Permit", plugin.name, exc) from exc
             if decision.status.code is Code.WAIT:
-                wait = max(wait, min(decision.timeout_seconds, MAX_PERMIT_WAIT_SECONDS))
+                waiting.append(
+                    (plugin.name, min(decision.timeout_seconds, MAX_PERMIT_WAIT_SECONDS)))
             elif not decision.status.is_success():
                 return PermitDecision(_plugin_error("Permit", plugin.name, decision.status))
-        if wait > 0:
-            return PermitDecision(Status(Code.WAIT), wait)
+        if waiting:
+            return PermitDecision(
+                Status(Code.WAIT), max(t for _, t in waiting), tuple(waiting))
         return PermitDecision(SUCCESS)
 
     @_timed_point("PreBindPreFlight", lambda status: status.code)

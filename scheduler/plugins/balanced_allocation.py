@@ -18,8 +18,9 @@ The floating-point operations are done in upstream's order so that scores match 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -28,7 +29,6 @@ from scheduler.plugin_api import (
     MAX_NODE_SCORE,
     SKIP,
     SUCCESS,
-    ConfigError,
     CycleState,
     Handle,
     IntArray,
@@ -41,10 +41,8 @@ from scheduler.plugins.helper.resource_allocation import (
     DEFAULT_RESOURCES,
     ResourceSpec,
     allocation_inputs,
-    default_resources,
     parse_resources,
     pod_request,
-    resource_items,
 )
 from scheduler.plugins.helper.row_memo import RowMemo
 
@@ -53,36 +51,53 @@ NAME = "NodeResourcesBalancedAllocation"
 Columns = Sequence[IntArray] | IntArray
 
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
-
-DEFAULT_ARGS: Mapping[str, Any] = {"resources": [dict(r) for r in DEFAULT_RESOURCES]}
+_NAME_REQUIRED = "Required value: must be a non-empty string"
+_WEIGHT_NOT_1 = "Invalid value: {value!r}: must be 1"
 
 FloatArray = npt.NDArray[np.float64]
 
 
-def defaulted_args(args: Mapping[str, Any]) -> dict[str, Any]:
-    """``SetDefaults_NodeResourcesBalancedAllocationArgs``: cpu and memory; weight 0 → 1."""
-    out = {**DEFAULT_ARGS, **args}
-    out["resources"] = default_resources(out.get("resources"))
-    return out
+@dataclass(frozen=True)
+class BalancedResource:
+    """One of the args' ``resources`` (upstream's ResourceSpec); a weight of 0 or none is 1."""
+
+    unknown_field_reason: ClassVar[str] = "Invalid value: unknown field"
+    mapping_reason: ClassVar[str] = "must be a mapping with name and weight"
+
+    name: str = field(default="", metadata={"type_error": _NAME_REQUIRED})
+    weight: int | None = field(default=None, metadata={"type_error": _WEIGHT_NOT_1})
 
 
-def validate_args(args: Mapping[str, Any], path: str) -> None:
-    """ValidateNodeResourcesBalancedAllocationArgs; raises :class:`ConfigError`."""
-    errors: list[str] = [
-        f"{path}.{key}: Invalid value: unknown field"
-        for key in sorted(set(args) - set(DEFAULT_ARGS))
-    ]
-    resources = defaulted_args(args)["resources"]
-    seen: set[str] = set()
-    for p, name, weight in resource_items(resources, f"{path}.resources", errors):
-        if name is not None and name in seen:
-            errors.append(f'{p}.name: Duplicate value: "{name}"')
-        elif name is not None:
-            seen.add(name)
-        if weight != 1 or isinstance(weight, bool):
-            errors.append(f"{p}.weight: Invalid value: {weight!r}: must be 1")
-    if errors:
-        raise ConfigError("; ".join(errors))
+@dataclass(frozen=True)
+class BalancedAllocationArgs:
+    """NodeResourcesBalancedAllocationArgs with upstream's v1 defaults (cpu and memory);
+    ValidateNodeResourcesBalancedAllocationArgs through field_errors."""
+
+    unknown_field_reason: ClassVar[str] = "Invalid value: unknown field"
+
+    # None or empty: SetDefaults_NodeResourcesBalancedAllocationArgs' cpu and memory.
+    resources: list[BalancedResource] | None = field(
+        default_factory=lambda: [BalancedResource(str(r["name"]), int(r["weight"]))
+                                 for r in DEFAULT_RESOURCES],
+        metadata={"type_error": "Invalid value: {value!r}: must be a list"})
+
+    def field_errors(self, path: str) -> Iterator[str]:
+        seen: set[str] = set()
+        for i, resource in enumerate(self.resources or ()):
+            p = f"{path}.resources[{i}]"
+            if not resource.name:
+                yield f"{p}.name: {_NAME_REQUIRED}"
+            elif resource.name in seen:
+                yield f'{p}.name: Duplicate value: "{resource.name}"'
+            seen.add(resource.name)
+            if resource.weight not in (None, 0, 1):
+                yield f"{p}.weight: {_WEIGHT_NOT_1.format(value=resource.weight)}"
+
+    def resource_specs(self) -> tuple[ResourceSpec, ...]:
+        """The defaulted resources, each of weight 1."""
+        if not self.resources:
+            return parse_resources(DEFAULT_RESOURCES)
+        return tuple(ResourceSpec(r.name, 1) for r in self.resources)
 
 
 def balanced_resource_score(
@@ -147,10 +162,8 @@ def balanced_resource_scorer(
 class BalancedAllocation:
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any]) -> None:
-        self.resources: tuple[ResourceSpec, ...] = parse_resources(
-            defaulted_args(args)["resources"]
-        )
+    def __init__(self, args: BalancedAllocationArgs) -> None:
+        self.resources: tuple[ResourceSpec, ...] = args.resource_specs()
         self._scores: RowMemo[tuple[int, ...]] = RowMemo(self._score_rows)
 
     def pod_requests(self, pod: PodInfo) -> tuple[int, ...]:
@@ -181,8 +194,8 @@ class BalancedAllocation:
         return scores
 
 
-def new(args: Mapping[str, Any], handle: Handle) -> BalancedAllocation:
+def new(args: BalancedAllocationArgs, handle: Handle) -> BalancedAllocation:
     return BalancedAllocation(args)
 
 
-SPEC = PluginSpec(name=NAME, factory=new, default_args=DEFAULT_ARGS, validate=validate_args)
+SPEC = PluginSpec(name=NAME, factory=new, args=BalancedAllocationArgs)

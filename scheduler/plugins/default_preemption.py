@@ -22,9 +22,12 @@ framework/preemption, v1.37):
    already terminating are skipped (none left: nothing is sent). The nomination itself is
    written once, with the PodScheduled condition, by the failure handler. While the
    actuation runs the pod is gated in PreEnqueue; a deletion event of a bound pod makes the
-   queue look again, and the gate lifts once the last victim is gone or terminating. When
-   no such event can come (a removal failed, a victim was already gone or was preempted in
-   memory) the pod is activated. A preemptor deleted or bound meanwhile touches no victim.
+   queue look again, and the gate lifts once the last victim is gone or terminating as the
+   watch shows it, even after the calls are over (upstream's informer has the deletion in
+   the cache before any later event can requeue the pod; ours may lag the eviction call,
+   and a cycle run meanwhile would preempt a second victim). When no such event can come
+   (a removal failed, the last victim was already gone or was preempted in memory) the pod
+   is activated. A preemptor deleted or bound meanwhile touches no victim.
 
 Errors, as upstream: a Filter error on one node does not hide the candidates of the others;
 with no candidate at all, an error met on some node is the answer (the nomination is kept).
@@ -50,11 +53,11 @@ from __future__ import annotations
 
 import enum
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import ClassVar, Literal
 
 import numpy as np
 import structlog
@@ -66,7 +69,6 @@ from scheduler.plugin_api import (
     ClusterEventWithHint,
     ClusterSnapshot,
     Code,
-    ConfigError,
     CycleState,
     Diagnosis,
     DisruptionBudget,
@@ -105,34 +107,35 @@ REASON_UNSCHEDULABLE = "Unschedulable"
 # Sent to the preemptor alone after a refusal: requeued after its backoff, gated or not.
 PREEMPTION_REFUSED = ClusterEvent(Resource.WILDCARD, Action.ALL, "PreemptionRefused")
 MAX_INT32 = 2**31 - 1
+# Upstream starts a goroutine per preemption, so no preemption waits for another's API calls;
+# threads are started as needed, up to this many (a burst of preemptions on a slow API server
+# stays well below it).
+ACTUATION_THREADS = 256
 
-DEFAULT_ARGS: Mapping[str, Any] = {
-    "minCandidateNodesPercentage": 10,
-    "minCandidateNodesAbsolute": 100,
-    "pdbMode": "BestEffort",
-    "victimScope": "All",
-}
+@dataclass(frozen=True)
+class DefaultPreemptionArgs:
+    """DefaultPreemptionArgs with upstream's v1 defaults (10 %, 100 nodes), and this
+    scheduler's pdbMode and victimScope; ValidateDefaultPreemptionArgs through field_errors."""
 
+    unknown_field_reason: ClassVar[str] = "unknown field"
 
-def validate_args(args: Mapping[str, Any], path: str) -> None:
-    known = set(DEFAULT_ARGS)
-    for key in args:
-        if key not in known:
-            raise ConfigError(f"{path}.{key}: unknown field")
-    pct = args["minCandidateNodesPercentage"]
-    if not isinstance(pct, int) or not 0 <= pct <= 100:
-        raise ConfigError(f"{path}.minCandidateNodesPercentage: must be in [0, 100]")
-    absolute = args["minCandidateNodesAbsolute"]
-    if not isinstance(absolute, int) or absolute < 0:
-        raise ConfigError(f"{path}.minCandidateNodesAbsolute: must be >= 0")
-    if pct == 0 and absolute == 0:
-        raise ConfigError(
-            f"{path}: minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be 0"
-        )
-    if args["pdbMode"] not in ("BestEffort", "Strict"):
-        raise ConfigError(f"{path}.pdbMode: must be BestEffort or Strict")
-    if args["victimScope"] not in ("All", "OwnProfiles"):
-        raise ConfigError(f"{path}.victimScope: must be All or OwnProfiles")
+    min_candidate_nodes_percentage: int = field(
+        default=10, metadata={"type_error": "must be in [0, 100]"})
+    min_candidate_nodes_absolute: int = field(default=100, metadata={"type_error": "must be >= 0"})
+    pdb_mode: Literal["BestEffort", "Strict"] = field(
+        default="BestEffort", metadata={"type_error": "must be BestEffort or Strict"})
+    victim_scope: Literal["All", "OwnProfiles"] = field(
+        default="All", metadata={"type_error": "must be All or OwnProfiles"})
+
+    def field_errors(self, path: str) -> Iterator[str]:
+        pct, absolute = self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute
+        if not 0 <= pct <= 100:
+            yield f"{path}.minCandidateNodesPercentage: must be in [0, 100]"
+        if absolute < 0:
+            yield f"{path}.minCandidateNodesAbsolute: must be >= 0"
+        if pct == 0 and absolute == 0:
+            yield (f"{path}: minCandidateNodesPercentage and minCandidateNodesAbsolute "
+                   "cannot both be 0")
 
 
 class Removal(enum.Enum):
@@ -162,6 +165,9 @@ class _Actuation:
     last_victim: str = ""
     # A higher-priority preemptor took the node: the plan is void.
     superseded: bool = False
+    # The calls are over, the last victim evicted, and the watch still shows it: the gate
+    # holds until the watch shows it gone or terminating.
+    ended: bool = False
 
 
 def _skip(pod: object, old: object, new: object) -> QueueingHint:
@@ -248,12 +254,12 @@ def importance_key(pod: PodInfo) -> tuple[int, datetime]:
 class DefaultPreemption:
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: DefaultPreemptionArgs, handle: Handle) -> None:
         self.handle = handle
-        self.min_pct = int(args["minCandidateNodesPercentage"])
-        self.min_abs = int(args["minCandidateNodesAbsolute"])
-        self.strict_pdb = args["pdbMode"] == "Strict"
-        self.own_profiles_only = args["victimScope"] == "OwnProfiles"
+        self.min_pct = args.min_candidate_nodes_percentage
+        self.min_abs = args.min_candidate_nodes_absolute
+        self.strict_pdb = args.pdb_mode == "Strict"
+        self.own_profiles_only = args.victim_scope == "OwnProfiles"
         self._lock = threading.Lock()
         self._actuations: dict[str, _Actuation] = {}
         self._executor: ThreadPoolExecutor | None = None
@@ -639,9 +645,11 @@ class DefaultPreemption:
         ]
         actuation = _Actuation(pod, best.node)
         with self._lock:
+            self._forget_ended_locked()
             self._actuations[pod.uid] = actuation
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(4, thread_name_prefix="preemption")
+                self._executor = ThreadPoolExecutor(ACTUATION_THREADS,
+                                                    thread_name_prefix="preemption")
             future = self._executor.submit(self._execute, actuation, to_remove, lower_nominated)
             self._in_flight.add(future)
         future.add_done_callback(self._actuation_done)
@@ -670,17 +678,34 @@ class DefaultPreemption:
 
     def is_running_preemption(self, uid: str) -> bool:
         """Upstream's IsPodRunningPreemption: the actuation for ``uid`` has not ended, and its
-        last victim, once its removal started, still exists and is not terminating."""
+        last victim, once its removal started, still exists and is not terminating. An
+        actuation whose calls are over counts until the watch shows that victim gone or
+        terminating, then is forgotten."""
         with self._lock:
             actuation = self._actuations.get(uid)
             last = actuation.last_victim if actuation is not None else ""
         if actuation is None:
             return False
-        if not last:
+        if not last or self._victim_present(last):
             return True
+        if actuation.ended:
+            with self._lock:
+                if self._actuations.get(uid) is actuation:
+                    del self._actuations[uid]
+        return False
+
+    def _victim_present(self, uid: str) -> bool:
+        """The watch still shows the victim, not terminating."""
         handle = self.handle
-        victim = handle.get_pod(last)
+        victim = handle.get_pod(uid)
         return victim is not None and not victim.is_terminating
+
+    def _forget_ended_locked(self) -> None:
+        """Drop ended actuations whose last victim the watch shows gone or terminating (the
+        pod was deleted or bound while gated, so no PreEnqueue check came to drop them)."""
+        for uid, actuation in list(self._actuations.items()):
+            if actuation.ended and not self._victim_present(actuation.last_victim):
+                del self._actuations[uid]
 
     def supersede(self, uid: str) -> None:
         """Another preemptor took the node ``uid`` was nominated to: its plan is void. The gate
@@ -697,8 +722,8 @@ class DefaultPreemption:
         last once the others are gone (upstream's prepareCandidateAsync).
 
         At the end the pod is activated when no deletion event would wake it: a removal
-        failed, or a victim was already gone or was preempted in memory. A refusal by a
-        budget (pdbMode Strict) releases the node and retries after the pod's backoff.
+        failed, or the last victim was already gone or was preempted in memory. A refusal by
+        a budget (pdbMode Strict) releases the node and retries after the pod's backoff.
         """
         handle = self.handle
         evictor = handle.evictor
@@ -725,10 +750,26 @@ class DefaultPreemption:
             log.exception("Preemption failed", pod=pod.key, node=node)
             outcomes.append(Removal.FAILED)
         finally:
-            with self._lock:
-                if self._actuations.get(pod.uid) is actuation:
-                    del self._actuations[pod.uid]
-            self._finish(actuation, outcomes)
+            if not self._end(actuation, outcomes):
+                self._finish(actuation, outcomes)
+
+    def _end(self, actuation: _Actuation, outcomes: Sequence[Removal]) -> bool:
+        """The calls are over: the gate lifts now, unless the last victim was evicted and the
+        watch still shows it; then its deletion event lifts the gate, and True."""
+        awaited = (
+            bool(outcomes)
+            and outcomes[-1] is Removal.EVICTED
+            and bool(actuation.last_victim)
+            and self._victim_present(actuation.last_victim)
+        )
+        uid = actuation.pod.uid
+        with self._lock:
+            if self._actuations.get(uid) is actuation:
+                if awaited:
+                    actuation.ended = True
+                else:
+                    del self._actuations[uid]
+        return awaited
 
     def _finish(self, actuation: _Actuation, outcomes: Sequence[Removal]) -> None:
         handle = self.handle
@@ -947,14 +988,13 @@ def _earliest_top_start(candidate: Candidate) -> float:
     return float("inf") if earliest is NOT_STARTED else earliest.timestamp()
 
 
-def new(args: Mapping[str, Any], handle: Handle) -> DefaultPreemption:
+def new(args: DefaultPreemptionArgs, handle: Handle) -> DefaultPreemption:
     return DefaultPreemption(args, handle)
 
 
 SPEC = PluginSpec(
     name=NAME,
     factory=new,
-    default_args=DEFAULT_ARGS,
-    validate=validate_args,
+    args=DefaultPreemptionArgs,
     points=frozenset({"preEnqueue", "postFilter"}),
 )

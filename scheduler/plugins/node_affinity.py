@@ -21,8 +21,9 @@ cached in the snapshot (per selector, per term), recomputed when labels or nodes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -37,7 +38,6 @@ from scheduler.plugin_api import (
     ClusterEventWithHint,
     ClusterSnapshot,
     Code,
-    ConfigError,
     CycleState,
     FilterResult,
     Handle,
@@ -72,57 +72,61 @@ ERR_REASON_CONFLICT = "pod affinity terms conflict"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
-DEFAULT_ARGS: Mapping[str, Any] = {"addedAffinity": None}
-
 _UNSET = object()
 
 
 # -- arguments ------------------------------------------------------------------------------
-def _parse_added(
-    added: Any, path: str
-) -> tuple[NodeSelector | None, tuple[PreferredSchedulingTerm, ...]]:
-    """``addedAffinity`` as the plugin uses it; raises ConfigError naming the bad field."""
+@dataclass(frozen=True)
+class AddedAffinity:
+    """``addedAffinity``, a core/v1 NodeAffinity: its selector and terms are read by the
+    model's parsers, which word their errors as the API server does."""
+
+    unknown_field_reason: ClassVar[str] = "Invalid value: unknown field"
+
+    required_during_scheduling_ignored_during_execution: Any = None
+    preferred_during_scheduling_ignored_during_execution: Any = None
+
+    def field_errors(self, path: str) -> Iterator[str]:
+        yield from _read_added(self, path)[2]
+
+
+@dataclass(frozen=True)
+class NodeAffinityArgs:
+    """NodeAffinityArgs (upstream's v1 default: no added affinity); ValidateNodeAffinityArgs
+    through AddedAffinity.field_errors."""
+
+    unknown_field_reason: ClassVar[str] = "Invalid value: unknown field"
+
+    added_affinity: AddedAffinity | None = None
+
+
+def _read_added(
+    added: AddedAffinity | None, base: str
+) -> tuple[NodeSelector | None, tuple[PreferredSchedulingTerm, ...], list[str]]:
+    """``addedAffinity`` as the plugin uses it, and what is wrong with it."""
     if added is None:
-        return None, ()
-    base = f"{path}.addedAffinity"
-    if not isinstance(added, Mapping):
-        raise ConfigError(f"{base}: Invalid value: {added!r}: must be a mapping")
-    unknown = sorted(set(added) - {REQUIRED, PREFERRED})
-    if unknown:
-        raise ConfigError(
-            "; ".join(f"{base}.{key}: Invalid value: unknown field" for key in unknown)
-        )
+        return None, (), []
     errors: list[str] = []
     required: NodeSelector | None = None
     preferred: tuple[PreferredSchedulingTerm, ...] = ()
+    raw_required = added.required_during_scheduling_ignored_during_execution
     try:
-        required = parse_node_selector(added.get(REQUIRED), f"{base}.{REQUIRED}")
+        required = parse_node_selector(raw_required, f"{base}.{REQUIRED}")
     except InvalidSpecError as exc:
         errors.append(str(exc))
     if required is not None:
         # NewNodeSelector, unlike the pod's lazily-erroring selector, refuses invalid terms.
-        for i, raw_term in enumerate(added[REQUIRED].get("nodeSelectorTerms") or ()):
+        for i, raw_term in enumerate(raw_required.get("nodeSelectorTerms") or ()):
             field = f"{base}.{REQUIRED}.nodeSelectorTerms[{i}]"
             term = parse_node_selector_term(raw_term, field)
             if (term.match_expressions or term.match_fields) and term.error is not None:
                 errors.append(f"{field}.{term.error}")
     try:
-        preferred = parse_preferred_terms(added.get(PREFERRED), f"{base}.{PREFERRED}")
+        preferred = parse_preferred_terms(
+            added.preferred_during_scheduling_ignored_during_execution, f"{base}.{PREFERRED}")
     except InvalidSpecError as exc:
         errors.append(str(exc))
-    if errors:
-        raise ConfigError("; ".join(errors))
-    return required, preferred
-
-
-def validate_args(args: Mapping[str, Any], path: str) -> None:
-    """ValidateNodeAffinityArgs; raises :class:`ConfigError` naming the bad field."""
-    unknown = sorted(set(args) - set(DEFAULT_ARGS))
-    if unknown:
-        raise ConfigError(
-            "; ".join(f"{path}.{key}: Invalid value: unknown field" for key in unknown)
-        )
-    _parse_added({**DEFAULT_ARGS, **args}.get("addedAffinity"), path)
+    return required, preferred, errors
 
 
 # -- node masks -----------------------------------------------------------------------------
@@ -192,9 +196,9 @@ class NodeAffinity:
     # Filter needs only the NodeView's numbers, not its hypothetical pod lists.
     filter_reads_pod_lists = False
 
-    def __init__(self, args: Mapping[str, Any]) -> None:
-        added = {**DEFAULT_ARGS, **args}.get("addedAffinity")
-        self.added_required, self.added_preferred = _parse_added(added, f"{NAME}Args")
+    def __init__(self, args: NodeAffinityArgs) -> None:
+        self.added_required, self.added_preferred, _ = _read_added(
+            args.added_affinity, f"{NAME}Args.addedAffinity")
 
     # -- PreFilter / Filter ---------------------------------------------------------------
     def pre_filter(
@@ -334,8 +338,8 @@ def _matches_required(pod: Any, labels: Mapping[str, str], name: str) -> bool:
 
 
 
-def new(args: Mapping[str, Any], handle: Handle) -> NodeAffinity:
+def new(args: NodeAffinityArgs, handle: Handle) -> NodeAffinity:
     return NodeAffinity(args)
 
 
-SPEC = PluginSpec(name=NAME, factory=new, default_args=DEFAULT_ARGS, validate=validate_args)
+SPEC = PluginSpec(name=NAME, factory=new, args=NodeAffinityArgs)

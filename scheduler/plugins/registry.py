@@ -17,6 +17,7 @@ from scheduler.plugins import (
     default_binder,
     default_preemption,
     dynamic_resources,
+    gang_scheduling,
     image_locality,
     inter_pod_affinity,
     node_affinity,
@@ -55,6 +56,7 @@ PLUGIN_MODULES = (
     avoid_bounce_back,
     default_binder,
     node_declared_features,
+    gang_scheduling,
 )
 
 

@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -49,7 +49,6 @@ from scheduler.plugin_api import (
     ClusterEventWithHint,
     ClusterSnapshot,
     Code,
-    ConfigError,
     CycleState,
     FilterResult,
     Handle,
@@ -64,7 +63,13 @@ from scheduler.plugin_api import (
     StorageCapacityInfo,
     VolumeInfo,
 )
-from scheduler.plugins.helper.shape_score import BrokenLinear, build_shape, shape_errors
+from scheduler.plugins.helper.shape_score import (
+    SHAPE_TYPE_ERROR,
+    BrokenLinear,
+    ShapePoint,
+    build_shape,
+    shape_errors,
+)
 from scheduler.plugins.helper.volume_hints import after_claim_named
 
 T = TypeVar("T", VolumeInfo, ClaimInfo)
@@ -77,25 +82,27 @@ ERR_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-e
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 POLL_SECONDS = 1.0
 MAX_UTILIZATION = 100
-
-DEFAULT_ARGS: Mapping[str, Any] = {
-    "bindTimeoutSeconds": 600,
-    "shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}],
-}
+_BAD_TIMEOUT = ("Invalid value: {value!r}: invalid BindTimeoutSeconds, "
+                "should not be a negative value")
 
 
-def validate_args(args: Mapping[str, Any], path: str) -> None:
-    """ValidateVolumeBindingArgs (StorageCapacityScoring on); raises ConfigError."""
-    errors = [f"{path}.{key}: Invalid value: unknown field"
-              for key in sorted(set(args) - set(DEFAULT_ARGS))]
-    merged = {**DEFAULT_ARGS, **args}
-    timeout = merged["bindTimeoutSeconds"]
-    if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 0:
-        errors.append(f"{path}.bindTimeoutSeconds: Invalid value: {timeout!r}: invalid "
-                      "BindTimeoutSeconds, should not be a negative value")
-    errors.extend(shape_errors(merged["shape"], f"{path}.shape"))
-    if errors:
-        raise ConfigError("; ".join(errors))
+@dataclass(frozen=True)
+class VolumeBindingArgs:
+    """VolumeBindingArgs with upstream's v1 defaults; ValidateVolumeBindingArgs
+    (StorageCapacityScoring on) through field_errors."""
+
+    unknown_field_reason: ClassVar[str] = "Invalid value: unknown field"
+
+    bind_timeout_seconds: int = field(default=600, metadata={"type_error": _BAD_TIMEOUT})
+    shape: list[ShapePoint] = field(
+        default_factory=lambda: [ShapePoint(0, 10), ShapePoint(100, 0)],
+        metadata={"type_error": SHAPE_TYPE_ERROR})
+
+    def field_errors(self, path: str) -> Iterator[str]:
+        if self.bind_timeout_seconds < 0:
+            reason = _BAD_TIMEOUT.format(value=self.bind_timeout_seconds)
+            yield f"{path}.bindTimeoutSeconds: {reason}"
+        yield from shape_errors(self.shape, f"{path}.shape")
 
 
 def claim_names_volume(volume: VolumeInfo, claim: ClaimInfo) -> bool:
@@ -159,10 +166,10 @@ class VolumeBinding:
     name = NAME
     filter_reads_pod_lists = False
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: VolumeBindingArgs, handle: Handle) -> None:
         self.handle = handle
-        self.bind_timeout = float(args["bindTimeoutSeconds"])
-        self.shape: BrokenLinear = build_shape(args["shape"])
+        self.bind_timeout = float(args.bind_timeout_seconds)
+        self.shape: BrokenLinear = build_shape(args.shape)
         # The assume overlay (upstream's assume cache): name/key -> (the informer version it
         # was made from, the assumed object). Reads return the assumed object while the
         # informer object keeps that version.
@@ -552,8 +559,4 @@ def _after_capacity_change(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
     return QueueingHint.QUEUE if grew else QueueingHint.SKIP
 
 
-def new(args: Mapping[str, Any], handle: Handle) -> VolumeBinding:
-    return VolumeBinding({**DEFAULT_ARGS, **args}, handle)
-
-
-SPEC = PluginSpec(name=NAME, factory=new, default_args=DEFAULT_ARGS, validate=validate_args)
+SPEC = PluginSpec(name=NAME, factory=VolumeBinding, args=VolumeBindingArgs)

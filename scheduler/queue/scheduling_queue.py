@@ -183,20 +183,30 @@ class SchedulingQueue(Generic[P]):
         self._initial_backoff = initial_backoff
         self._max_backoff = max_backoff
         self._max_in_unschedulable = max_in_unschedulable
-        tables = hints_by_profile if hints_by_profile is not None else {"": hints}
+        self._init_hints(hints_by_profile if hints_by_profile is not None else {"": hints})
+        self._profile_of = profile_of
+        self._pre_enqueue = pre_enqueue
+        self._on_incoming = on_incoming or _ignore_incoming
+        self.nominator: Nominator[P] = Nominator(lookup)
+        self._init_queues(order)
+
+    def _init_hints(
+        self, tables: Mapping[str, Mapping[str, Sequence[ClusterEventWithHint]]]
+    ) -> None:
+        """The registered hints per profile and plugin, the events any of them registered,
+        and the memo of which plugins an event interests."""
         self._hints: dict[str, dict[str, tuple[ClusterEventWithHint, ...]]] = {
             profile: {plugin: tuple(registered) for plugin, registered in table.items()}
             for profile, table in tables.items()
         }
-        self._profile_of = profile_of
         self._registered = tuple(
             r.event for table in self._hints.values() for regs in table.values() for r in regs
         )
         self._interest: dict[ClusterEvent, frozenset[str]] = {}
-        self._pre_enqueue = pre_enqueue
-        self._on_incoming = on_incoming or _ignore_incoming
-        self.nominator: Nominator[P] = Nominator(lookup)
 
+    def _init_queues(self, order: Callable[[QueuedPodInfo[P]], Any]) -> None:
+        """The lock, the three heaps, the gated pool, the in-flight pods with their event
+        log, and the flusher's state."""
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._active: IndexedHeap[QueuedPodInfo[P]] = IndexedHeap(_uid, order)
@@ -317,14 +327,40 @@ class SchedulingQueue(Generic[P]):
                 if remaining <= 0:
                     return None
                 self._cond.wait(remaining)
-            qpi.attempts += 1
-            if qpi.initial_attempt_timestamp is None:
-                qpi.initial_attempt_timestamp = self._clock()
-            qpi.unschedulable_plugins.clear()
-            qpi.pending_plugins.clear()
-            self._in_flight.pop(qpi.uid, None)  # re-added at the end, keeping the order
-            self._in_flight[qpi.uid] = _InFlight(start_seq=self._next_seq, pod=qpi.pod)
+            self._start_attempt_locked(qpi)
             return qpi
+
+    def take(self, uids: Iterable[str]) -> list[QueuedPodInfo[P]]:
+        """Pop these pods too, wherever they wait but gated or in flight: the other members
+        of a pod group popped with the first (upstream queues a group as one entity)."""
+        taken: list[QueuedPodInfo[P]] = []
+        with self._lock:
+            for uid in uids:
+                if uid in self._in_flight:
+                    continue
+                qpi = self._active.get(uid)
+                if qpi is None:
+                    qpi = self._backoff.get(uid)
+                entry = self._pool.get(uid) if qpi is None else None
+                if entry is not None and not entry.qpi.gated:
+                    qpi = entry.qpi
+                if qpi is None:
+                    continue
+                self._active.delete(uid)
+                self._backoff.delete(uid)
+                self._pool.pop(uid, None)
+                self._start_attempt_locked(qpi)
+                taken.append(qpi)
+        return taken
+
+    def _start_attempt_locked(self, qpi: QueuedPodInfo[P]) -> None:
+        qpi.attempts += 1
+        if qpi.initial_attempt_timestamp is None:
+            qpi.initial_attempt_timestamp = self._clock()
+        qpi.unschedulable_plugins.clear()
+        qpi.pending_plugins.clear()
+        self._in_flight.pop(qpi.uid, None)  # re-added at the end, keeping the order
+        self._in_flight[qpi.uid] = _InFlight(start_seq=self._next_seq, pod=qpi.pod)
 
     def wake(self) -> None:
         """The popping thread has other work (the scheduler's inbox): a ``pop`` waiting for a
@@ -409,8 +445,9 @@ class SchedulingQueue(Generic[P]):
         new: object = None,
         pre_check: Callable[[P], bool] | None = None,
     ) -> None:
-        """A cluster event: move the pooled pods it may make schedulable (``pre_check``
-        narrows the candidates) and log it for the pods being scheduled."""
+        """A cluster event: move the pooled pods it may make schedulable (``pre_check``, a
+        cheap function of the pod called under the lock, narrows the candidates) and log it
+        for the pods being scheduled."""
         if not self.is_event_of_interest(event):
             return
         interested = self._interested_plugins(event)
@@ -421,12 +458,11 @@ class SchedulingQueue(Generic[P]):
                 self._candidate_locked(entry)
                 for entry in self._pool.values()
                 if self._may_move(entry.qpi, wildcard, interested)
+                and (pre_check is None or pre_check(entry.qpi.pod))
             ]
 
         decisions: list[tuple[_Candidate[P], Strategy]] = []
         for candidate in candidates:
-            if pre_check is not None and not pre_check(candidate.pod):
-                continue
             strategy = self._worth_requeuing(candidate, event, old, new)
             if strategy is not Strategy.SKIP:
                 decisions.append((candidate, strategy))

@@ -162,9 +162,45 @@ def evaluate(
     source_row = snapshot.row_of(source)
     if source_row is None:
         return Verdict(pod, source, blocker="its node is gone", reason=NOT_SIMULATED)
+    scored = _score_elsewhere(s, framework, pod, replacement, source_row, avoided)
+    if isinstance(scored, Verdict):
+        return scored
+    feasible, total, weighted = scored.feasible, scored.total, scored.weighted
+    position = {int(row): i for i, row in enumerate(feasible)}
+    at_source = position[source_row]
+    # The node the scheduler would choose: the replacement goes there, whatever the objectives.
+    best = max((position[int(row)] for row in scored.targets), key=lambda i: (int(total[i]), -i))
+    gains = {name: int(v[best] - v[at_source]) for name, v in weighted.items()
+             if v[best] != v[at_source]}
+    verdict = Verdict(
+        pod, source, snapshot.nodes.names[int(feasible[best])],
+        total_gain=int(total[best] - total[at_source]), gains=gains,
+        objective_gains={o: sum(g for n, g in gains.items() if n in objective_plugins(o, pod))
+                         for o in OBJECTIVE_PLUGINS},
+    )
+    return _decide(verdict, tuple(objectives), min_score_gain,
+                   Shares.of(s, pod, source_row, int(feasible[best])))
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """The replacement's feasible rows, those it may move to, and their scores: in all, and
+    weighted per Score plugin (AvoidBounceBack left out)."""
+
+    feasible: IntArray
+    targets: IntArray
+    total: IntArray
+    weighted: dict[str, IntArray]
+
+
+def _score_elsewhere(s: Scheduler, framework: Framework, pod: PodInfo, replacement: PodInfo,
+                     source_row: int, avoided: Iterable[str]) -> _Scored | Verdict:
+    """The replacement filtered and scored over every feasible node, its own among them; or
+    the verdict that says why it could not be."""
+    source = pod.node_name
     state = CycleState()
-    diagnosis = Diagnosis(codes=np.zeros(snapshot.nodes.capacity, dtype=np.uint8),
-                          num_all_nodes=snapshot.num_nodes)
+    diagnosis = Diagnosis(codes=np.zeros(s.snapshot.nodes.capacity, dtype=np.uint8),
+                          num_all_nodes=s.snapshot.num_nodes)
     try:
         feasible = _feasible_rows(s, framework, state, replacement, diagnosis)
         if source_row not in feasible:
@@ -183,20 +219,7 @@ def evaluate(
     total = sum(weighted.values(), np.zeros(feasible.size, dtype=np.int64))
     if s.extenders:
         total = total + extender_scores(s, replacement, view)
-    position = {int(row): i for i, row in enumerate(feasible)}
-    at_source = position[source_row]
-    # The node the scheduler would choose: the replacement goes there, whatever the objectives.
-    best = max((position[int(row)] for row in targets), key=lambda i: (int(total[i]), -i))
-    gains = {name: int(v[best] - v[at_source]) for name, v in weighted.items()
-             if v[best] != v[at_source]}
-    verdict = Verdict(
-        pod, source, snapshot.nodes.names[int(feasible[best])],
-        total_gain=int(total[best] - total[at_source]), gains=gains,
-        objective_gains={o: sum(g for n, g in gains.items() if n in objective_plugins(o, pod))
-                         for o in OBJECTIVE_PLUGINS},
-    )
-    return _decide(verdict, tuple(objectives), min_score_gain,
-                   Shares.of(s, pod, source_row, int(feasible[best])))
+    return _Scored(feasible, targets, total, weighted)
 
 
 def objective_plugins(objective: str, pod: PodInfo) -> frozenset[str]:

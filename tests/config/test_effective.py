@@ -125,3 +125,78 @@ def test_check_config_loads_the_installed_plugins(
                       "  pluginConfig: [{name: PreferLabel, args: {label: tier}}]}]\n")
     code = entry.main(["check-config", "--config", str(source)])
     assert code == 0, capsys.readouterr().err
+
+
+RTCR_SHAPE = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+FIT_ARGS = [
+    pytest.param(None, """\
+ignoredResources: []
+ignoredResourceGroups: []
+scoringStrategy:
+  type: LeastAllocated
+  resources:
+  - name: cpu
+    weight: 1
+  - name: memory
+    weight: 1
+""", id="the default"),
+    pytest.param({"scoringStrategy": {"type": "LeastAllocated",
+                                      "resources": [{"name": "memory", "weight": 2}]}}, """\
+ignoredResources: []
+ignoredResourceGroups: []
+scoringStrategy:
+  type: LeastAllocated
+  resources:
+  - name: memory
+    weight: 2
+""", id="LeastAllocated"),
+    pytest.param({"ignoredResources": ["example.com/foo"], "scoringStrategy": {
+        "type": "MostAllocated", "resources": [{"name": "cpu", "weight": 1},
+                                               {"name": "nvidia.com/gpu", "weight": 5}]}}, """\
+ignoredResources:
+- example.com/foo
+ignoredResourceGroups: []
+scoringStrategy:
+  type: MostAllocated
+  resources:
+  - name: cpu
+    weight: 1
+  - name: nvidia.com/gpu
+    weight: 5
+""", id="MostAllocated"),
+    pytest.param({"scoringStrategy": {
+        "type": "RequestedToCapacityRatio", "resources": [{"name": "cpu", "weight": 1}],
+        "requestedToCapacityRatio": {"shape": RTCR_SHAPE}}}, """\
+ignoredResources: []
+ignoredResourceGroups: []
+scoringStrategy:
+  type: RequestedToCapacityRatio
+  resources:
+  - name: cpu
+    weight: 1
+  requestedToCapacityRatio:
+    shape:
+    - utilization: 0
+      score: 0
+    - utilization: 100
+      score: 10
+""", id="RequestedToCapacityRatio"),
+]
+
+
+@pytest.mark.parametrize(("args", "written"), FIT_ARGS)
+def test_node_resources_fit_args_are_written_as_given_over_the_defaults(
+    args: dict[str, Any] | None, written: str
+) -> None:
+    """NodeResourcesFit's args as they were written before they were typed: no
+    ``requestedToCapacityRatio: null`` for the other strategies. kube-scheduler v1.37.2
+    (``--write-config-to``) writes the same scoringStrategy for these inputs; it leaves the
+    empty ignored lists out (Go's omitempty) and adds the args' apiVersion and kind."""
+    registry = default_registry()
+    profile: dict[str, Any] = {"schedulerName": "s"}
+    if args is not None:
+        profile["pluginConfig"] = [{"name": "NodeResourcesFit", "args": args}]
+    out = effective(parse_config({"profiles": [profile]}, registry), registry)
+    (fit,) = [e["args"] for e in out["profiles"][0]["pluginConfig"]
+              if e["name"] == "NodeResourcesFit"]
+    assert yaml.safe_dump(fit, sort_keys=False) == written

@@ -22,9 +22,9 @@ REFUSED = {
     "clientConnection.contentType": "API client reads and writes JSON only",
     "enableProfiling": "serves no /debug/pprof",
     "enableContentionProfiling": "serves no /debug/pprof",
-    "profiles[0].plugins.placementGenerate": "no workload (pod group) scheduling",
-    "profiles[0].plugins.placementScore": "no workload (pod group) scheduling",
-    "profiles[0].plugins.podGroupPostFilter": "no workload (pod group) scheduling",
+    "profiles[0].plugins.placementGenerate": "pod-group cycle has no placement generation",
+    "profiles[0].plugins.placementScore": "pod-group cycle has no placement generation",
+    "profiles[0].plugins.podGroupPostFilter": "pod-group cycle has no placement generation",
 }
 
 

@@ -15,6 +15,7 @@ from scheduler.framework.registry import ConfigError
 from scheduler.plugins import balanced_allocation as ba
 from scheduler.plugins.balanced_allocation import (
     BalancedAllocation,
+    BalancedAllocationArgs,
     balanced_resource_score,
     balanced_resource_scorer,
 )
@@ -23,6 +24,18 @@ from scheduler.testing import container, full_view, node, pod, pod_info, snapsho
 GPU = "nvidia.com/gpu"
 CPU_MEM_GPU = {"resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1},
                              {"name": GPU, "weight": 1}]}
+
+
+def validate(args: dict[str, Any], path: str) -> None:
+    assert ba.SPEC.validate is not None
+    ba.SPEC.validate(args, path)
+
+
+def built(args: dict[str, Any]) -> BalancedAllocation:
+    """The plugin as a profile builds it: args over the defaults, decoded."""
+    plugin = ba.SPEC.build({**ba.SPEC.default_args, **args}, None)  # type: ignore[arg-type]
+    assert isinstance(plugin, BalancedAllocation)
+    return plugin
 
 
 def cm(cpu: str | None, mem: str | None = None, gpu: str | None = None) -> dict[str, Any]:
@@ -84,7 +97,7 @@ def test_score(
     snapshot = snapshot_of(nodes, pods)
     view = full_view(snapshot)
     incoming = pod_info("p", containers=with_names(containers))
-    plugin = ba.new({**ba.DEFAULT_ARGS, **args}, None)  # type: ignore[arg-type]
+    plugin = built(args)
     state = CycleState()
     assert plugin.pre_score(state, incoming, view).is_success()
     scores = plugin.normalize(state, incoming, plugin.score(state, incoming, view))
@@ -103,7 +116,7 @@ BEST_EFFORT = [
 def test_pre_score_skips_best_effort_pods(containers: list[dict[str, Any]]) -> None:
     snapshot = snapshot_of([mk_node("node1", 4000, 10000)])
     incoming = pod_info("p", containers=with_names(containers))
-    status = BalancedAllocation(ba.DEFAULT_ARGS).pre_score(
+    status = BalancedAllocation(BalancedAllocationArgs()).pre_score(
         CycleState(), incoming, full_view(snapshot)
     )
     assert status.code is Code.SKIP
@@ -112,7 +125,7 @@ def test_pre_score_skips_best_effort_pods(containers: list[dict[str, Any]]) -> N
 def test_pre_score_does_not_skip_a_pod_requesting_only_a_configured_scalar() -> None:
     snapshot = snapshot_of([mk_node("node1", 4000, 10000, 8)])
     incoming = pod_info("p", containers=with_names([cm(None, None, "1")]))
-    plugin = ba.new({**ba.DEFAULT_ARGS, **CPU_MEM_GPU}, None)  # type: ignore[arg-type]
+    plugin = built(CPU_MEM_GPU)
     assert plugin.pre_score(CycleState(), incoming, full_view(snapshot)).is_success()
 
 
@@ -126,7 +139,7 @@ def test_score_counts_hypothetical_pods() -> None:
     snapshot = snapshot_of([mk_node("node2", 10000, 20000)], [existing])
     incoming = pod_info("p", containers=with_names([cm("1000m", "2000"), cm("2000m", "3000")]))
     nominated = pod_info("nominated", containers=with_names([cm(None, "10000")]))
-    plugin = BalancedAllocation(ba.DEFAULT_ARGS)
+    plugin = BalancedAllocation(BalancedAllocationArgs())
     assert plugin.score(CycleState(), incoming, full_view(snapshot)).tolist() == [74]
     added = view_with(snapshot, "node2", added=[nominated])
     assert plugin.score(CycleState(), incoming, added).tolist() == [76]
@@ -141,6 +154,16 @@ BAD_ARGS = [
                  'resources[1].name: Duplicate value: "cpu"', id="duplicate resources"),
     pytest.param({"resource": []}, "resource: Invalid value: unknown field",
                  id="a misspelt field is refused"),
+    pytest.param({"resources": [{"name": "cpu", "weight": True}]},
+                 "resources[0].weight: Invalid value: True: must be 1", id="a boolean weight"),
+    pytest.param({"resources": [{"weight": 1}]},
+                 "resources[0].name: Required value: must be a non-empty string",
+                 id="a resource needs a name"),
+    pytest.param({"resources": ["cpu"]},
+                 "resources[0]: Invalid value: 'cpu': must be a mapping with name and weight",
+                 id="a resource is a mapping"),
+    pytest.param({"resources": "cpu"}, "resources: Invalid value: 'cpu': must be a list",
+                 id="resources is a list"),
 ]
 
 
@@ -148,14 +171,15 @@ BAD_ARGS = [
 def test_validate_args_refuses(args: dict[str, Any], message: str) -> None:
     path = "profiles[0].pluginConfig[0].args"
     with pytest.raises(ConfigError) as err:
-        ba.validate_args({**ba.DEFAULT_ARGS, **args}, path)
+        validate({**ba.SPEC.default_args, **args}, path)
     assert f"{path}.{message}" in str(err.value)
 
 
 def test_args_defaulting() -> None:
-    ba.validate_args({"resources": []}, "args")
-    ba.validate_args({"resources": [{"name": "cpu", "weight": 0}]}, "args")
-    plugin = ba.new({"resources": []}, None)  # type: ignore[arg-type]
+    validate({"resources": []}, "args")
+    validate({"resources": [{"name": "cpu", "weight": 0}]}, "args")
+    validate({"resources": None}, "args")
+    plugin = built({"resources": []})
     assert [(r.name, r.weight) for r in plugin.resources] == [("cpu", 1), ("memory", 1)]
 
 
@@ -198,3 +222,18 @@ def test_the_two_resource_pass_gives_the_per_resource_scores() -> None:
     got = balanced_resource_scorer(requested, allocated, allocatable)
     want = balanced_resource_scorer(list(requested), list(allocated), list(allocatable))
     assert got.tolist() == want.tolist()
+
+
+def test_every_resource_problem_is_reported_one_a_line() -> None:
+    """validation_pluginargs.go ValidateNodeResourcesBalancedAllocationArgs."""
+    with pytest.raises(ConfigError) as err:
+        validate({"resources": [{"name": "cpu", "weight": 2}, {"name": "cpu"}]}, "A")
+    assert str(err.value).splitlines() == [
+        "A.resources[0].weight: Invalid value: 2: must be 1",
+        'A.resources[1].name: Duplicate value: "cpu"',
+    ]
+
+
+def test_default_args_are_upstreams_v1_defaults() -> None:
+    assert ba.SPEC.default_args == {"resources": [{"name": "cpu", "weight": 1},
+                                                  {"name": "memory", "weight": 1}]}

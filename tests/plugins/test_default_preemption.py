@@ -39,13 +39,13 @@ from scheduler.framework.ports import EvictionOutcome, EvictionResult, NullPorts
 from scheduler.framework.registry import ConfigError, PluginSpec, Registry
 from scheduler.model.disruption import DisruptionBudget
 from scheduler.model.pod import PodInfo
+from scheduler.plugins.default_preemption import SPEC as DP_SPEC
 from scheduler.plugins.default_preemption import (
     Candidate,
     DefaultPreemption,
     aggregate_errors,
     select_candidate,
     split_by_pdb,
-    validate_args,
 )
 from scheduler.plugins.registry import default_registry
 from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
@@ -1069,13 +1069,35 @@ def test_num_candidates(pct: int, absolute: int, num_nodes: int, want: int) -> N
         pytest.param({"pdbMode": "Sometimes"}, "pdbMode", id="unknown pdbMode is rejected"),
         pytest.param({"victimScope": "Mine"}, "victimScope", id="unknown victimScope is rejected"),
         pytest.param({"extra": 1}, "extra: unknown field", id="unknown field is rejected"),
+        # YAML's true is not the integer 1 (upstream decodes into int32 and refuses it).
+        pytest.param({"minCandidateNodesPercentage": True}, "minCandidateNodesPercentage",
+                     id="a boolean percentage is rejected"),
+        pytest.param({"minCandidateNodesAbsolute": True}, "minCandidateNodesAbsolute",
+                     id="a boolean absolute minimum is rejected"),
     ],
 )
 def test_validate_args(args: dict[str, Any], error: str) -> None:
     merged = {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100,
               "pdbMode": "BestEffort", "victimScope": "All", **args}
+    assert DP_SPEC.validate is not None
     with pytest.raises(ConfigError, match=error):
-        validate_args(merged, "args")
+        DP_SPEC.validate(merged, "args")
+
+
+def test_validate_args_reports_every_problem() -> None:
+    """validation_pluginargs.go ValidateDefaultPreemptionArgs, with v1's defaults."""
+    assert DP_SPEC.default_args == {"minCandidateNodesPercentage": 10,
+                                    "minCandidateNodesAbsolute": 100,
+                                    "pdbMode": "BestEffort", "victimScope": "All"}
+    assert DP_SPEC.validate is not None
+    with pytest.raises(ConfigError) as excinfo:
+        DP_SPEC.validate({"minCandidateNodesPercentage": True, "minCandidateNodesAbsolute": 100,
+                          "pdbMode": "Never", "victimScope": "All", "extra": 1}, "A")
+    assert str(excinfo.value).splitlines() == [
+        "A.extra: unknown field",
+        "A.minCandidateNodesPercentage: must be in [0, 100]",
+        "A.pdbMode: must be BestEffort or Strict",
+    ]
 
 
 # -- filterPodsWithPDBViolation ---------------------------------------------------------------
@@ -1371,8 +1393,13 @@ def deleted(c: Cluster, obj: Mapping[str, Any]) -> None:
         ),
         pytest.param(
             {}, FakeEvictor({"p1.1": E.GONE}),
-            [("evict", "p1.1"), *removed("p1.2")], ACTIVATED,
-            id="a victim already gone: no deletion event will come for it, retry at once",
+            [("evict", "p1.1"), *removed("p1.2")], POOLED,
+            id="a victim already gone, the last one evicted: its deletion lifts the gate",
+        ),
+        pytest.param(
+            {}, FakeEvictor({"p1.2": E.GONE}),
+            [*removed("p1.1"), ("evict", "p1.2")], ACTIVATED,
+            id="the last victim already gone: no deletion event will come for it, retry at once",
         ),
         pytest.param(
             {}, FakeEvictor({"p1.1": E.BLOCKED_BY_PDB}, delete_ok=False),
@@ -1409,6 +1436,11 @@ def test_actuation(
 
     actuations.run()
     assert evictor.calls == want_calls
+    if want_after == POOLED:
+        # The last victim was evicted: gated until the watch shows it gone (issue 38).
+        assert c.plugin.is_running_preemption(preemptor.uid)
+        for victim in ("p1.1", "p1.2"):
+            c.s.pods.pop(victim)
     assert not c.plugin.is_running_preemption(preemptor.uid)
     assert not any(call[0] == "nominate" for call in evictor.calls), \
         "the nomination is written once, by the failure handler"
@@ -1557,13 +1589,14 @@ def test_while_gated_no_cycle_runs_and_no_waiting_message_is_posted() -> None:
     assert len(c.ports.failures) == 1
     hold.set()
     assert c.plugin.wait_for_actuations(10)
-    assert c.plugin.pre_enqueue(preemptor) == SUCCESS
+    assert c.plugin.pre_enqueue(preemptor) == waiting, "until the watch shows the victims go"
 
     # The victims now terminate with our condition: no further preemption (TestPreempt's
     # second call), and the nomination stays.
     for name in ("p1.1", "p1.2"):
         c.set_pod(p(name, on="node1", prio=LOW, res=SMALL, terminating=True,
                     conditions=[PREEMPTED]))
+    assert c.plugin.pre_enqueue(preemptor) == SUCCESS
     message, nomination = c.schedule(preemptor)
     assert message == (f"{FULL} preemption: not eligible due to a terminating pod on the "
                        "nominated node.")
@@ -1683,3 +1716,61 @@ def test_without_an_evictor_the_decision_is_still_made() -> None:
     assert c.post_filter(preemptor) == success("node1", 2)
     assert not c.plugin.is_running_preemption(preemptor.uid)
     assert c.plugin.wait_for_actuations(0)
+
+
+def test_the_gate_holds_until_the_watch_shows_the_last_victim_gone() -> None:
+    """Upstream's informer applies a deletion to the cache before any later event can requeue
+    the preemptor, so the pod's next cycle sees its victim gone. Ours may learn of other
+    deletions first (the watch lags the eviction call under load): until the watch shows the
+    last victim gone or terminating, the actuation is not over, or the pod would run a cycle
+    with its victim still in the cache and preempt a second pod elsewhere (issue 38)."""
+    evictor = FakeEvictor()
+    victim, other = p("v1", on="node1", prio=LOW), p("v2", on="node2", prio=MID)
+    c = cluster([n("node1", ONE_POD), n("node2", ONE_POD)], [victim, other], evictor=evictor)
+    preemptor = info(p("p", prio=HIGH))
+    _, nomination = c.schedule(preemptor)
+    assert nomination == "node1"
+    assert c.plugin.wait_for_actuations(10)
+    assert evictor.count("evict") == 1
+    # The eviction call returned; the watch has not delivered v1's deletion yet, but another
+    # bound pod's.
+    elsewhere = info(p("elsewhere", on="node9", prio=LOW))
+    c.s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, elsewhere, None)
+    assert where(c, preemptor) == UNSCHEDULABLE, "v1 still exists for the scheduler: gated"
+    assert not schedule_one(c.s, timeout=0)
+    deleted(c, victim)
+    assert where(c, preemptor) in (ACTIVE, BACKOFF)
+    assert schedule_one(c.s, timeout=0)
+    assert c.plugin.wait_for_actuations(10)
+    assert evictor.count("evict") == 1, "no second victim"
+    assert wait_for(lambda: c.ports.bound == [(preemptor.key, "node1")])
+
+
+def test_a_finished_actuation_is_forgotten_once_its_last_victim_is_seen_terminating() -> None:
+    evictor = FakeEvictor()
+    c = cluster([n("node1", ONE_POD)], [p("v1", on="node1", prio=LOW)], evictor=evictor)
+    preemptor = info(p("p", prio=HIGH))
+    c.schedule(preemptor)
+    assert c.plugin.wait_for_actuations(10)
+    assert c.plugin.is_running_preemption(preemptor.uid)
+    c.set_pod(p("v1", on="node1", prio=LOW, terminating=True, conditions=[PREEMPTED]))
+    assert not c.plugin.is_running_preemption(preemptor.uid)
+    assert c.plugin._actuations == {}
+
+
+def test_a_preemption_starts_its_evictions_however_many_others_hang_on_the_api() -> None:
+    """Upstream's prepareCandidateAsync starts a goroutine per preemption, so no preemption
+    waits for another's API calls. With a few actuation threads, a burst of preemptions on a
+    slow API server queued behind the first ones: their preemptors stayed gated, "waiting
+    for the preemption", while their victims ran on (issue 38)."""
+    evictor = ConcurrentEvictions()
+    count = 8
+    nodes = [n(f"node{i}", ONE_POD) for i in range(count)]
+    victims = [p(f"v{i}", on=f"node{i}", prio=LOW) for i in range(count)]
+    c = cluster(nodes, victims, evictor=evictor)
+    for i in range(count):
+        c.schedule(info(p(f"p{i}", prio=HIGH)))
+    assert wait_for(lambda: evictor.waiting == count, timeout=5), "all on their way"
+    evictor.release.set()
+    assert c.plugin.wait_for_actuations(10)
+    assert evictor.count("evict") == count

@@ -18,7 +18,6 @@ from scheduler.plugins.inter_pod_affinity import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
-    InterPodAffinity,
 )
 from scheduler.testing import (
     full_view,
@@ -51,6 +50,13 @@ NAMESPACES = [
 
 
 # -- builders -------------------------------------------------------------------------------
+def built(args: dict[str, Any]) -> ipa.InterPodAffinity:
+    """The plugin as a profile builds it: args over the defaults, decoded."""
+    plugin = ipa.SPEC.build({**ipa.SPEC.default_args, **args}, None)  # type: ignore[arg-type]
+    assert isinstance(plugin, ipa.InterPodAffinity)
+    return plugin
+
+
 def in_(key: str, *values: str) -> dict[str, Any]:
     return {"key": key, "operator": "In", "values": list(values)}
 
@@ -131,7 +137,7 @@ def anode(name: str, **labels: str) -> dict[str, Any]:
 def run_filter(
     incoming: PodInfo, snapshot: Any, view: NodeView | None = None
 ) -> dict[str, str] | str:
-    plugin = InterPodAffinity({})
+    plugin = built({})
     state = CycleState()
     _, status = plugin.pre_filter(state, incoming, snapshot)
     if status.is_skip():
@@ -762,7 +768,7 @@ def test_score(
     want: list[int] | str,
 ) -> None:
     snapshot = snapshot_of(nodes, pods, NAMESPACES)
-    plugin = InterPodAffinity(args)
+    plugin = built(args)
     state = CycleState()
     pod_info = info(incoming)
     view = full_view(snapshot)
@@ -782,7 +788,7 @@ def test_score_raw_values_are_sums_of_domain_weights() -> None:
     )
     incoming = info(apod("p", preferred=[STAY_S1_REGION], preferred_anti=[AWAY_S2_AZ,
                                                                            STAY_S2_REGION]))
-    plugin = InterPodAffinity({})
+    plugin = built({})
     state = CycleState()
     view = full_view(snapshot)
     assert plugin.pre_score(state, incoming, view).is_success()
@@ -792,6 +798,11 @@ def test_score_raw_values_are_sums_of_domain_weights() -> None:
 
 
 # -- arguments and events -------------------------------------------------------------------
+def validate(args: dict[str, Any], path: str) -> None:
+    assert ipa.SPEC.validate is not None
+    ipa.SPEC.validate({**ipa.SPEC.default_args, **args}, path)
+
+
 @pytest.mark.parametrize(
     ("args", "field"),
     [
@@ -804,11 +815,16 @@ def test_score_raw_values_are_sums_of_domain_weights() -> None:
         pytest.param({"ignorePreferredTermsOfExistingPods": "yes"},
                      "ignorePreferredTermsOfExistingPods",
                      id="ignorePreferredTermsOfExistingPods must be a boolean"),
+        pytest.param({"ignorePreferredTermsOfExistingPods": 1},
+                     "ignorePreferredTermsOfExistingPods",
+                     id="an integer ignorePreferredTermsOfExistingPods is not a boolean"),
+        pytest.param({"hardPodAffinityWeight": True}, "hardPodAffinityWeight",
+                     id="a boolean hardPodAffinityWeight is not an integer"),
     ],
 )
 def test_validate_args_names_the_field(args: dict[str, Any], field: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(f"args.{field}")):
-        ipa.validate_args(args, "args")
+        validate(args, "args")
 
 
 @pytest.mark.parametrize(
@@ -821,11 +837,11 @@ def test_validate_args_names_the_field(args: dict[str, Any], field: str) -> None
     ],
 )
 def test_validate_args_accepts(args: dict[str, Any]) -> None:
-    ipa.validate_args(args, "args")
+    validate(args, "args")
 
 
 def test_events_to_register() -> None:
-    events = InterPodAffinity({}).events_to_register()
+    events = built({}).events_to_register()
     got = {(e.event.resource, e.event.action) for e in events}
     assert got == {
         (Resource.ASSIGNED_POD, Action.ADD | Action.UPDATE_POD_LABEL | Action.DELETE),
@@ -855,7 +871,7 @@ TARGET = apod("p", affinity=[term("region", in_("service", "securityscan", "valu
     ],
 )
 def test_assigned_pod_hint(old: Any, new: Any, want: QueueingHint) -> None:
-    plugin = InterPodAffinity({})
+    plugin = built({})
     hint = plugin.events_to_register()[0].hint
     assert hint is not None
     got = hint(info(TARGET), None if old is None else info(old),
@@ -884,7 +900,7 @@ def test_existing_anti_affinity_groups_follow_the_cache_between_cycles() -> None
         [apod("x", on="a", anti=[term("zone", in_("app", "web"))]),
          apod("y", on="b", anti=[term("zone", in_("app", "web"))])],
     )
-    plugin = InterPodAffinity({})
+    plugin = built({})
     incoming = info(apod("p", labels={"app": "web"}))
 
     def verdicts() -> dict[str, str]:
@@ -908,3 +924,17 @@ def test_existing_anti_affinity_groups_follow_the_cache_between_cycles() -> None
     state = CycleState()
     _, status = plugin.pre_filter(state, incoming, other)
     assert status.is_skip()
+
+
+def test_validate_args_words_every_problem_as_upstream() -> None:
+    """validation_pluginargs.go ValidateInterPodAffinityArgs; defaults are v1's."""
+    assert ipa.SPEC.default_args == {"hardPodAffinityWeight": 1,
+                                     "ignorePreferredTermsOfExistingPods": False}
+    with pytest.raises(ConfigError) as excinfo:
+        validate({"hardPodAffinityWeight": True, "ignorePreferredTermsOfExistingPods": 1,
+                  "extra": 1}, "A")
+    assert str(excinfo.value).splitlines() == [
+        "A.extra: Invalid value: unknown field",
+        "A.hardPodAffinityWeight: Invalid value: True: not in valid range [0, 100]",
+        "A.ignorePreferredTermsOfExistingPods: Invalid value: 1: must be a boolean",
+    ]

@@ -79,6 +79,13 @@ def affinity_spec(
     return spec
 
 
+def built(args: Mapping[str, Any]) -> NodeAffinity:
+    """The plugin as a profile builds it: args over the defaults, decoded."""
+    plugin = na.SPEC.build({**na.SPEC.default_args, **args}, None)  # type: ignore[arg-type]
+    assert isinstance(plugin, NodeAffinity)
+    return plugin
+
+
 def added(
     *terms: Mapping[str, Any], preferred: Sequence[tuple[int, Mapping[str, Any]]] = ()
 ) -> dict[str, Any]:
@@ -188,7 +195,7 @@ def test_filter(
     snapshot = snapshot_of([node(node_name, labels=labels)])
     view = full_view(snapshot)
     pod = pod_info("p", spec=spec)
-    plugin = na.new({**na.DEFAULT_ARGS, **args}, None)  # type: ignore[arg-type]
+    plugin = built(args)
     state = CycleState()
     _, status = plugin.pre_filter(state, pod, snapshot)
     assert status.code is pre_filter_code
@@ -223,14 +230,14 @@ PRE_FILTER_RESULT = [
 @pytest.mark.parametrize(("spec", "names"), PRE_FILTER_RESULT)
 def test_pre_filter_result(spec: dict[str, Any], names: frozenset[str] | None) -> None:
     snapshot = snapshot_of([node("node1"), node("node2")])
-    result, status = NodeAffinity({}).pre_filter(CycleState(), pod_info("p", spec=spec), snapshot)
+    result, status = built({}).pre_filter(CycleState(), pod_info("p", spec=spec), snapshot)
     assert status.is_success()
     assert (result.node_names if result is not None else None) == names
 
 
 def test_pre_filter_does_not_skip_with_added_affinity() -> None:
     snapshot = snapshot_of([node("node1")])
-    plugin = NodeAffinity(added(term(expr("zone", "In", "a"))))
+    plugin = built(added(term(expr("zone", "In", "a"))))
     _, status = plugin.pre_filter(CycleState(), pod_info("p"), snapshot)
     assert status.is_success()
 
@@ -240,7 +247,7 @@ def test_filter_batch_and_cache_follow_label_changes() -> None:
         [node("a", labels={"disk": "ssd"}), node("b"), node("c", labels={"disk": "hdd"})]
     )
     pod = pod_info("p", spec=affinity_spec(term(expr("disk", "In", "ssd"))))
-    plugin = NodeAffinity({})
+    plugin = built({})
     view = full_view(Snapshot(cache))
     result = plugin.filter(CycleState(), pod, view)
     assert rejected_reasons(result, view.names()) == {
@@ -294,7 +301,7 @@ def test_score(
     snapshot = snapshot_of(nodes)
     view = full_view(snapshot)
     pod = pod_info("p", spec=spec)
-    plugin = na.new({**na.DEFAULT_ARGS, **args}, None)  # type: ignore[arg-type]
+    plugin = built(args)
     state = CycleState()
     status = plugin.pre_score(state, pod, view)
     if want is None:
@@ -308,6 +315,11 @@ def test_score(
 
 
 # -- arguments ------------------------------------------------------------------------------
+def validate(args: dict[str, Any], path: str) -> None:
+    assert na.SPEC.validate is not None
+    na.SPEC.validate(args, path)
+
+
 BAD_ARGS = [
     pytest.param(added(term(expr("foo", "Equals", "bar"))),
                  "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution"
@@ -321,6 +333,9 @@ BAD_ARGS = [
                  "unknown field", id="an unknown addedAffinity field"),
     pytest.param({"addedAfinity": {}}, "addedAfinity: Invalid value: unknown field",
                  id="a misspelt argument"),
+    pytest.param({"addedAffinity": "zone"},
+                 "addedAffinity: Invalid value: 'zone': must be a mapping",
+                 id="addedAffinity is a mapping"),
 ]
 
 
@@ -328,13 +343,13 @@ BAD_ARGS = [
 def test_validate_args_refuses(args: dict[str, Any], message: str) -> None:
     path = "profiles[0].pluginConfig[2].args"
     with pytest.raises(ConfigError) as err:
-        na.validate_args({**na.DEFAULT_ARGS, **args}, path)
+        validate({**na.SPEC.default_args, **args}, path)
     assert f"{path}.{message}" in str(err.value)
 
 
 def test_validate_args_accepts_defaults_and_valid_added_affinity() -> None:
-    na.validate_args(dict(na.DEFAULT_ARGS), "args")
-    na.validate_args(added(term(expr("zone", "In", "a")), preferred=AFFINITY1), "args")
+    validate(dict(na.SPEC.default_args), "args")
+    validate(added(term(expr("zone", "In", "a")), preferred=AFFINITY1), "args")
 
 
 # -- events ---------------------------------------------------------------------------------
@@ -364,7 +379,7 @@ HINTS = [
 
 @pytest.mark.parametrize(("args", "old", "new", "want"), HINTS)
 def test_node_change_hint(args: dict[str, Any], old: Any, new: Any, want: QueueingHint) -> None:
-    plugin = NodeAffinity(args)
+    plugin = built(args)
     (registered,) = plugin.events_to_register()
     assert registered.hint is not None
     assert registered.hint(pod_info("p", spec=POD_AFFINITY), summary(old), summary(new)) is want

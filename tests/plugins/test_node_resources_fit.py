@@ -45,6 +45,18 @@ UU = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 OK = Code.SUCCESS
 
 
+def validate(args: dict[str, Any], path: str) -> None:
+    assert fit.SPEC.validate is not None
+    fit.SPEC.validate(args, path)
+
+
+def built(args: Mapping[str, Any] | None = None) -> NodeResourcesFit:
+    """The plugin as a profile builds it: args over the defaults, decoded."""
+    plugin = fit.SPEC.build({**fit.SPEC.default_args, **(args or {})}, None)  # type: ignore[arg-type]
+    assert isinstance(plugin, NodeResourcesFit)
+    return plugin
+
+
 def c(cpu_m: int = 0, mem: int = 0, *, eph: int = 0, ext: Mapping[str, int] | None = None
       ) -> dict[str, Any]:
     """A container requesting ``cpu_m`` millicores, ``mem`` bytes and scalar resources."""
@@ -198,7 +210,7 @@ def test_filter_enough_requests(
     reasons: list[str],
 ) -> None:
     existing_pods = [rpod(f"e{i}", [ct], node_name="n1") for i, ct in enumerate(existing)]
-    plugin = fit.new({**fit.DEFAULT_ARGS, **args}, None)  # type: ignore[arg-type]
+    plugin = built(args)
     codes, got = run_filter(plugin, incoming, existing_pods, [upstream_node()])
     assert codes == [code]
     assert got["n1"] == reasons
@@ -226,7 +238,7 @@ def test_filter_not_enough_pods(
     incoming: dict[str, Any], existing: list[dict[str, Any]], code: Code, reasons: list[str]
 ) -> None:
     existing_pods = [rpod(f"e{i}", [ct], node_name="n1") for i, ct in enumerate(existing)]
-    plugin = fit.new(fit.DEFAULT_ARGS, None)  # type: ignore[arg-type]
+    plugin = built()
     codes, got = run_filter(plugin, incoming, existing_pods, [upstream_node(pods=1)])
     assert codes == [code]
     assert got["n1"] == reasons
@@ -250,7 +262,7 @@ def test_filter_restartable_init_containers(
         containers=[container("regular", cpu=request_cpu)],
         init_containers=[container("sidecar", cpu=sidecar_cpu, restart_policy="Always")],
     )
-    plugin = fit.new(fit.DEFAULT_ARGS, None)  # type: ignore[arg-type]
+    plugin = built()
     nodes = [node("n1", cpu="2m", memory="0", pods=1)]
     codes, got = run_filter(plugin, incoming, [], nodes)
     assert codes == [code]
@@ -263,7 +275,7 @@ def test_filter_batches_rows_independently() -> None:
         rpod("on-a", [c(9, 1)], node_name="a"),
         rpod("on-c", [c(1, 1)], node_name="c"),
     ]
-    plugin = fit.new(fit.DEFAULT_ARGS, None)  # type: ignore[arg-type]
+    plugin = built()
     codes, got = run_filter(plugin, rpod("p", [c(2, 1)]), existing, nodes)
     assert codes == [U, OK, U]
     assert got == {"a": ["Insufficient cpu"], "b": [], "c": ["Too many pods"]}
@@ -287,7 +299,7 @@ def test_filter_counts_hypothetical_pods(delta: str, code: Code, reasons: list[s
         view = view_with(snapshot, "n1", removed=[info_of(victim)])
     else:
         view = view_with(snapshot, "n1", added=[other])
-    plugin = fit.new(fit.DEFAULT_ARGS, None)  # type: ignore[arg-type]
+    plugin = built()
     result = plugin.filter(CycleState(), incoming, view)
     assert Code(int(result.codes[0])) is code
     assert rejected_reasons(result, ["n1"])["n1"] == reasons
@@ -384,7 +396,7 @@ def score_nodes(
     snapshot = snapshot_of(nodes, pods)
     named = [{**ct, "name": f"c{i}"} for i, ct in enumerate(containers)]
     incoming = pod_info("p", containers=named)
-    plugin = fit.new({**fit.DEFAULT_ARGS, **args}, None)  # type: ignore[arg-type]
+    plugin = built(args)
     state = CycleState()
     view = full_view(snapshot)
     assert plugin.pre_score(state, incoming, view).is_success()
@@ -436,7 +448,7 @@ def test_score_zero_allocatable_gives_zero() -> None:
 def test_score_counts_hypothetical_pods_with_non_zero_defaults() -> None:
     snapshot = snapshot_of([node("n1", cpu="1", memory="1Gi")])
     incoming = pod_info("p")
-    plugin = fit.new(fit.DEFAULT_ARGS, None)  # type: ignore[arg-type]
+    plugin = built()
     plain = plugin.score(CycleState(), incoming, full_view(snapshot))
     nominated = pod_info("nominated")
     added = view_with(snapshot, "n1", added=[nominated])
@@ -510,6 +522,36 @@ BAD_ARGS = [
                  id="ignored resources must be qualified names"),
     pytest.param({"scoringStrtegy": {}}, "scoringStrtegy: Invalid value: unknown field",
                  id="a misspelt field is refused"),
+    pytest.param({"scoringStrategy": {"type": 5}},
+                 'scoringStrategy.type: Unsupported value: 5: supported values: "LeastAllocated"',
+                 id="a strategy type that is no string"),
+    pytest.param({"scoringStrategy": {"resources": []}},
+                 "scoringStrategy.type: Unsupported value: None", id="a strategy needs a type"),
+    pytest.param({"scoringStrategy": "LeastAllocated"},
+                 "scoringStrategy: Invalid value: 'LeastAllocated': must be a mapping",
+                 id="the strategy is a mapping"),
+    pytest.param({"scoringStrategy": {"type": "MostAllocated", "resources": "cpu"}},
+                 "scoringStrategy.resources: Invalid value: 'cpu': must be a list",
+                 id="resources is a list"),
+    pytest.param({"scoringStrategy": {"type": "MostAllocated", "resources": ["cpu"]}},
+                 "resources[0]: Invalid value: 'cpu': must be a mapping with name and weight",
+                 id="a resource is a mapping"),
+    pytest.param({"scoringStrategy": {"type": "MostAllocated", "resources": [{"weight": 2}]}},
+                 "resources[0].name: Required value: must be a non-empty string",
+                 id="a resource needs a name"),
+    pytest.param({"scoringStrategy": {"type": "MostAllocated",
+                                      "resources": [{"name": "cpu", "wieght": 2}]}},
+                 "resources[0].wieght: Invalid value: unknown field",
+                 id="a misspelt resource field is refused"),
+    pytest.param({"scoringStrategy": {"type": "LeastAllocated", "x": 1}},
+                 "scoringStrategy.x: Invalid value: unknown field",
+                 id="a misspelt strategy field is refused"),
+    pytest.param({"ignoredResources": "example.com/foo"},
+                 "ignoredResources: Invalid value: 'example.com/foo': must be a list",
+                 id="ignored resources are a list"),
+    pytest.param({"ignoredResourceGroups": [5]},
+                 "ignoredResourceGroups[0]: Invalid value: 5: must be a string",
+                 id="ignored resource groups are strings"),
 ]
 
 
@@ -517,9 +559,40 @@ BAD_ARGS = [
 def test_validate_args_refuses(args: dict[str, Any], message: str) -> None:
     path = "profiles[0].pluginConfig[1].args"
     with pytest.raises(ConfigError) as err:
-        fit.validate_args({**fit.DEFAULT_ARGS, **args}, path)
+        validate({**fit.SPEC.default_args, **args}, path)
     assert f"{path}." in str(err.value)
     assert message in str(err.value)
+
+
+def test_every_args_problem_is_reported_one_a_line() -> None:
+    """validation_pluginargs.go ValidateNodeResourcesFitArgs: every problem, in its order,
+    the strategy's with the others'."""
+    with pytest.raises(ConfigError) as err:
+        validate({**fit.SPEC.default_args, "ignoredResources": ["-bad-"],
+                  "ignoredResourceGroups": ["example.com/aaa"],
+                  "scoringStrategy": {"type": "Foo",
+                                      "resources": [{"name": "cpu", "weight": 101}, {"weight": 1}],
+                                      "requestedToCapacityRatio": {"shape": []}}}, "A")
+    lines = str(err.value).splitlines()
+    assert lines[0].startswith("A.ignoredResources[0]: Invalid value: '-bad-': name part must")
+    assert lines[1:] == [
+        "A.ignoredResourceGroups[0]: Invalid value: 'example.com/aaa': "
+        "resource group name can't contain '/'",
+        "A.scoringStrategy.type: Unsupported value: 'Foo': supported values: "
+        '"LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"',
+        "A.scoringStrategy.resources[0].weight: Invalid value: 101: "
+        "resource weight of cpu not in valid range (0, 100]",
+        "A.scoringStrategy.resources[1].name: Required value: must be a non-empty string",
+        "A.scoringStrategy.requestedToCapacityRatio: Forbidden: "
+        "must be nil when type is not RequestedToCapacityRatio",
+    ]
+
+
+def test_default_args_are_upstreams_v1_defaults() -> None:
+    assert fit.SPEC.default_args == {
+        "ignoredResources": [], "ignoredResourceGroups": [],
+        "scoringStrategy": {"type": "LeastAllocated", "resources": [
+            {"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]}}
 
 
 GOOD_ARGS = [
@@ -529,6 +602,10 @@ GOOD_ARGS = [
                  id="a strategy without resources gets cpu and memory"),
     pytest.param(strategy("LeastAllocated", [("memory", 0), ("cpu", 3)]), "LeastAllocated",
                  (("memory", 1), ("cpu", 3)), id="a zero weight defaults to 1"),
+    pytest.param({"scoringStrategy": None, "ignoredResources": None}, "LeastAllocated",
+                 (("cpu", 1), ("memory", 1)), id="no strategy is the default one"),
+    pytest.param(strategy("RequestedToCapacityRatio", [("cpu", 2)], shape=[(0, 0), (100, 10)]),
+                 "RequestedToCapacityRatio", (("cpu", 2),), id="RequestedToCapacityRatio"),
 ]
 
 
@@ -536,16 +613,15 @@ GOOD_ARGS = [
 def test_args_defaulting(
     args: dict[str, Any], kind: str, resources: tuple[tuple[str, int], ...]
 ) -> None:
-    merged = {**fit.DEFAULT_ARGS, **args}
-    fit.validate_args(merged, "args")
-    plugin = fit.new(merged, None)  # type: ignore[arg-type]
+    validate({**fit.SPEC.default_args, **args}, "args")
+    plugin = built(args)
     assert plugin.strategy == kind
     assert tuple((r.name, r.weight) for r in plugin.resources) == resources
 
 
 # -- events ---------------------------------------------------------------------------------
 def test_events_to_register() -> None:
-    plugin = fit.new(fit.DEFAULT_ARGS, None)  # type: ignore[arg-type]
+    plugin = built()
     events = {(e.event.resource, e.event.action) for e in plugin.events_to_register()}
     assert (Resource.ASSIGNED_POD, Action.DELETE) in events
     assert (Resource.NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE) in events
@@ -572,7 +648,7 @@ def test_node_change_hint(
 ) -> None:
     incoming = pod_info("p", cpu="2")
     hint = next(
-        e.hint for e in fit.new(fit.DEFAULT_ARGS, None).events_to_register()  # type: ignore[arg-type]
+        e.hint for e in built().events_to_register()
         if e.event.resource is Resource.NODE
     )
     assert hint is not None
@@ -622,11 +698,12 @@ CHANGES = [
     pytest.param(_assume, id="the scheduler assumes a pod"),
 ]
 SCORERS = [
-    pytest.param(lambda: fit.new({**fit.DEFAULT_ARGS, **LEAST}, None), id="LeastAllocated"),
-    pytest.param(lambda: fit.new({**fit.DEFAULT_ARGS, **MOST}, None), id="MostAllocated"),
-    pytest.param(lambda: fit.new({**fit.DEFAULT_ARGS, **RTCR_UP}, None),
+    pytest.param(lambda: built(LEAST), id="LeastAllocated"),
+    pytest.param(lambda: built(MOST), id="MostAllocated"),
+    pytest.param(lambda: built(RTCR_UP),
                  id="RequestedToCapacityRatio"),
-    pytest.param(lambda: balanced.new({}, None), id="BalancedAllocation"),
+    pytest.param(lambda: balanced.new(balanced.BalancedAllocationArgs(), None),
+                 id="BalancedAllocation"),
 ]
 
 
@@ -666,21 +743,21 @@ def test_kept_misfits_follow_the_table(change: Callable[[Cache], None]) -> None:
     snapshot = Snapshot(cache)
     # n1: short of cpu, and of memory beyond its allocatable; n3: short of cpu; n2 fits.
     incoming = pod_info("incoming", cpu="2", memory="10Gi")
-    kept = fit.new(fit.DEFAULT_ARGS, None)  # type: ignore[arg-type]
+    kept = built()
     before = _filter_answer(kept, incoming, full_view(snapshot))
     assert before[0] == [Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.SUCCESS, Code.UNSCHEDULABLE]
     assert before[1] == [([True, False, True], "Insufficient cpu"),
                          ([True, False, False], "Insufficient memory")]
     change(cache)
     for view in (full_view(snapshot), full_view(snapshot).subset(np.asarray([0, 1]))):
-        fresh = fit.new(fit.DEFAULT_ARGS, None)  # type: ignore[arg-type]
+        fresh = built()
         assert _filter_answer(kept, incoming, view) == _filter_answer(fresh, incoming, view)
 
 
 def test_kept_misfits_are_not_used_for_hypothetical_pods() -> None:
     snapshot = snapshot_of([node("n1", cpu="4", memory="8Gi")])
     incoming = pod_info("incoming", cpu="1", memory="1Gi")
-    plugin = fit.new(fit.DEFAULT_ARGS, None)  # type: ignore[arg-type]
+    plugin = built()
     assert _filter_answer(plugin, incoming, full_view(snapshot))[0] == [Code.SUCCESS]
     view = full_view(snapshot)
     requested = view.requested + snapshot.resources.vector({"cpu": 3500})
@@ -695,7 +772,7 @@ def test_kept_scores_are_not_used_for_hypothetical_pods() -> None:
     # lists, covered above): a view with other numbers is scored from them.
     snapshot = snapshot_of([node("n1", cpu="4", memory="8Gi")])
     incoming = pod_info("incoming", cpu="1", memory="1Gi")
-    plugin = balanced.new({}, None)  # type: ignore[arg-type]
+    plugin = balanced.new(balanced.BalancedAllocationArgs(), None)  # type: ignore[arg-type]
     plain = plugin.score(CycleState(), incoming, full_view(snapshot))
     view = full_view(snapshot)
     requested = view.requested + snapshot.resources.vector({"cpu": 2000, "memory": 1 << 30})
@@ -706,7 +783,7 @@ def test_kept_scores_are_not_used_for_hypothetical_pods() -> None:
 
 def test_kept_scores_per_request_are_bounded() -> None:
     snapshot = snapshot_of([node("n1", cpu="64", memory="64Gi")])
-    plugin = fit.new(fit.DEFAULT_ARGS, None)  # type: ignore[arg-type]
+    plugin = built()
     got = [int(plugin.score(CycleState(), pod_info(f"p{i}", cpu=f"{i + 1}"),
                             full_view(snapshot))[0]) for i in range(40)]
     # cpu (64 - i - 1)*100/64 and memory (64Gi - 200Mi)*100/64Gi = 99, halved.

@@ -42,6 +42,18 @@ CODE_NAMES = {
 
 
 # -- builders -------------------------------------------------------------------------------
+def built(args: Mapping[str, Any]) -> PodTopologySpread:
+    """The plugin as a profile builds it: args over the defaults, decoded."""
+    plugin = pts.SPEC.build({**pts.SPEC.default_args, **args}, None)  # type: ignore[arg-type]
+    assert isinstance(plugin, PodTopologySpread)
+    return plugin
+
+
+def validate(args: Mapping[str, Any], path: str) -> None:
+    assert pts.SPEC.validate is not None
+    pts.SPEC.validate({**pts.SPEC.default_args, **args}, path)
+
+
 def spread(
     skew: int,
     key: str,
@@ -155,7 +167,7 @@ def view_of(snapshot: Any, names: Sequence[str]) -> NodeView:
 
 
 def list_defaulting() -> PodTopologySpread:
-    return PodTopologySpread({"defaultingType": "List"})
+    return built({"defaultingType": "List"})
 
 
 def run_filter(
@@ -446,7 +458,7 @@ def test_filter(
 )
 def test_pre_filter_skips(incoming: dict[str, Any], args: dict[str, Any]) -> None:
     snapshot = snapshot_of(zone_nodes(), foo_pods(*A2_B1_Y3))
-    _, status = PodTopologySpread(args).pre_filter(CycleState(), info(incoming), snapshot)
+    _, status = built(args).pre_filter(CycleState(), info(incoming), snapshot)
     assert status.is_skip()
 
 
@@ -735,7 +747,7 @@ def test_score(
     want: dict[str, int],
 ) -> None:
     snapshot = snapshot_of(nodes, pods)
-    plugin = PodTopologySpread({}) if "ownerReferences" in incoming["metadata"] \
+    plugin = built({}) if "ownerReferences" in incoming["metadata"] \
         else list_defaulting()
     assert run_score(plugin, info(incoming), snapshot, candidates) == want
 
@@ -773,13 +785,13 @@ def test_score_in_batches_matches_one_batch() -> None:
 )
 def test_pre_score_skips(incoming: dict[str, Any], args: dict[str, Any]) -> None:
     snapshot = snapshot_of(hostnames("node-a", "node-b"))
-    status = PodTopologySpread(args).pre_score(CycleState(), info(incoming),
+    status = built(args).pre_score(CycleState(), info(incoming),
                                                full_view(snapshot))
     assert status.is_skip()
 
 
 def test_list_default_constraints_filter_pods_of_the_same_owner() -> None:
-    plugin = PodTopologySpread({
+    plugin = built({
         "defaultingType": "List",
         "defaultConstraints": [spread(1, "node", selector=NULL)],
     })
@@ -826,14 +838,14 @@ def test_list_default_constraints_filter_pods_of_the_same_owner() -> None:
 )
 def test_validate_args_names_the_field(args: dict[str, Any], field: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(f"args.{field}")):
-        pts.validate_args(args, "args")
+        validate(args, "args")
 
 
 @pytest.mark.parametrize(
     "args",
     [
         pytest.param({}, id="empty args mean System defaulting"),
-        pytest.param(dict(pts.DEFAULT_ARGS), id="the defaults are valid"),
+        pytest.param(dict(pts.SPEC.default_args), id="the defaults are valid"),
         pytest.param({"defaultingType": "List",
                       "defaultConstraints": [spread(1, "zone", selector=NULL),
                                              spread(1, "zone", "ScheduleAnyway", selector=NULL)]},
@@ -841,7 +853,7 @@ def test_validate_args_names_the_field(args: dict[str, Any], field: str) -> None
     ],
 )
 def test_validate_args_accepts(args: dict[str, Any]) -> None:
-    pts.validate_args(args, "args")
+    validate(args, "args")
 
 
 def test_events_to_register() -> None:
@@ -861,7 +873,7 @@ def test_default_owner_groups_follow_the_cache_between_cycles() -> None:
         hostnames("node-a", "node-b"),
         foo_pods(("p-a1", "node-a"), ("p-a2", "node-a"), owner=("ReplicaSet", "rs")),
     )
-    plugin = PodTopologySpread({})
+    plugin = built({})
     incoming = info(raw_pod("p", owner=("ReplicaSet", "rs")))
     # hostname maxSkew 3: raw round(2·ln 4 + 2) = 5 against 2, normalised 100·(5+2-s)/5.
     assert run_score(plugin, incoming, snapshot, ["node-a", "node-b"]) == {
@@ -883,7 +895,7 @@ def test_one_plugin_spreads_the_pods_of_each_controller_by_their_own_siblings() 
         hostnames("node-a", "node-b"),
         foo_pods(("p-a1", "node-a"), ("p-a2", "node-a"), owner=("ReplicaSet", "rs")),
     )
-    plugin = PodTopologySpread({})
+    plugin = built({})
     names = ["node-a", "node-b"]
     assert run_score(plugin, info(raw_pod("p", owner=("ReplicaSet", "rs"))), snapshot,
                      names) == {"node-a": 40, "node-b": 100}
@@ -900,12 +912,12 @@ def test_node_zones_follow_the_cache_between_cycles() -> None:
              for n, z in zip(names, ("z1", "z2", "z3"), strict=True)]
     snapshot = snapshot_of(zoned, foo_pods(("p-a1", "node-a"), ("p-c1", "node-c"),
                                            owner=("ReplicaSet", "rs")))
-    plugin = PodTopologySpread({})
+    plugin = built({})
     incoming = info(raw_pod("p", owner=("ReplicaSet", "rs")))
     before = run_score(plugin, incoming, snapshot, names)
     snapshot.cache.upsert_node(node("node-b", labels={HOSTNAME: "node-b", zone: "z1"}))
     after = run_score(plugin, incoming, snapshot, names)
-    assert after == run_score(PodTopologySpread({}), incoming, snapshot, names)
+    assert after == run_score(built({}), incoming, snapshot, names)
     assert after != before, "node-b now shares a zone with a sibling"
 
 
@@ -916,12 +928,12 @@ def test_node_facts_are_kept_per_snapshot() -> None:
     names = ["node-a", "node-b", "node-c"]
     siblings = foo_pods(("p-a1", "node-a"), ("p-c1", "node-c"), owner=("ReplicaSet", "rs"))
     incoming = info(raw_pod("p", owner=("ReplicaSet", "rs")))
-    plugin = PodTopologySpread({})
+    plugin = built({})
     for zones in (("z1", "z2", "z3"), ("z1", "z1", "z2")):
         snapshot = snapshot_of([node(n, labels={HOSTNAME: n, zone: z})
                                 for n, z in zip(names, zones, strict=True)], siblings)
         assert run_score(plugin, incoming, snapshot, names) == run_score(
-            PodTopologySpread({}), incoming, snapshot, names), zones
+            built({}), incoming, snapshot, names), zones
 
 
 SPREAD_ON_FOO = raw_pod("p", constraints=[spread(1, "zone")])
@@ -965,3 +977,27 @@ def test_queueing_hints(hint_index: int, old: Any, new: Any, want: QueueingHint)
         return info(obj)
 
     assert hint(info(SPREAD_ON_FOO), convert(old), convert(new)) is want
+
+
+@pytest.mark.parametrize(
+    ("args", "lines"),
+    [
+        pytest.param({"defaultingType": "Sometimes", "extra": 1},
+                     ["A.extra: Invalid value: unknown field",
+                      "A.defaultingType: Unsupported value: 'Sometimes': supported values: "
+                      '"List", "System"'], id="unknown field and defaulting, both reported"),
+        pytest.param({"defaultingType": "List", "defaultConstraints": "zone"},
+                     ["A.defaultConstraints: Invalid value: must be a list"],
+                     id="defaultConstraints is a list"),
+        pytest.param({"defaultConstraints": [5]},
+                     ["A.defaultingType: Invalid value: 'System': when .defaultConstraints are "
+                      "not empty", "A.defaultConstraints[0]: Invalid value: must be a mapping"],
+                     id="System with constraints, and a constraint that is not a mapping"),
+    ],
+)
+def test_validate_args_words_as_upstream(args: dict[str, Any], lines: list[str]) -> None:
+    """validation_pluginargs.go ValidatePodTopologySpreadArgs; defaults are v1's."""
+    assert pts.SPEC.default_args == {"defaultingType": "System", "defaultConstraints": []}
+    with pytest.raises(ConfigError) as excinfo:
+        validate(args, "A")
+    assert str(excinfo.value).splitlines() == lines

@@ -273,3 +273,51 @@ def test_the_expected_node_is_reported_before_pre_bind_waits_only_when_it_will()
     run_cycles(s)
     assert ports.expected == [("default/p", "a")]
     assert {key for key, _ in ports.bound} == {"default/p", "default/plain"}
+
+
+def test_default_args_are_upstreams_v1_defaults() -> None:
+    assert SPEC.default_args == {
+        "bindTimeoutSeconds": 600,
+        "shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "lines"),
+    [
+        pytest.param({"bindTimeoutSeconds": "10"},
+                     ["A.bindTimeoutSeconds: Invalid value: '10': invalid BindTimeoutSeconds, "
+                      "should not be a negative value"], id="a timeout that is not an integer"),
+        pytest.param({"bindTimeoutSeconds": True},
+                     ["A.bindTimeoutSeconds: Invalid value: True: invalid BindTimeoutSeconds, "
+                      "should not be a negative value"], id="a boolean timeout"),
+        pytest.param({"shape": []},
+                     ["A.shape: Required value: at least one point must be specified"],
+                     id="an empty shape"),
+        pytest.param({"shape": "flat"},
+                     ["A.shape: Required value: at least one point must be specified"],
+                     id="a shape that is not a list"),
+        pytest.param({"shape": [{"utilization": 50}, {"utilization": 50, "score": 11}]},
+                     ["A.shape[1].utilization: Invalid value: 50: values must be sorted in "
+                      "increasing order",
+                      "A.shape[1].score: Invalid value: 11: not in valid range [0, 10]"],
+                     id="unsorted and out of range, both reported"),
+        pytest.param({"shape": [{"utilization": "x", "scor": 1}], "extra": 1},
+                     ["A.extra: Invalid value: unknown field",
+                      "A.shape[0].scor: Invalid value: unknown field",
+                      "A.shape[0].utilization: Invalid value: 'x': not in valid range [0, 100]"],
+                     id="unknown fields and a bad type, all reported"),
+        pytest.param({"bindTimeoutSeconds": -1, "shape": [{"utilization": 101}]},
+                     ["A.bindTimeoutSeconds: Invalid value: -1: invalid BindTimeoutSeconds, "
+                      "should not be a negative value",
+                      "A.shape[0].utilization: Invalid value: 101: not in valid range [0, 100]"],
+                     id="every field's problem"),
+    ],
+)
+def test_validate_volume_binding_args(args: dict[str, Any], lines: list[str]) -> None:
+    """validation_pluginargs.go ValidateVolumeBindingArgs and validateFunctionShape."""
+    from scheduler.plugin_api import ConfigError
+    assert SPEC.validate is not None
+    with pytest.raises(ConfigError) as excinfo:
+        SPEC.validate({**SPEC.default_args, **args}, "A")
+    assert str(excinfo.value).splitlines() == lines

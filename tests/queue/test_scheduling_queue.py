@@ -400,3 +400,26 @@ def test_the_leftover_flush_looks_at_gated_pods_again() -> None:
     clock.advance(301)
     queue.flush_unschedulable_leftover()
     assert where(queue, pod) == ACTIVE
+
+
+def test_take_pops_a_groups_other_members_from_every_queue_but_gated_or_in_flight() -> None:
+    """Upstream queues a pod group as one entity (QueuedPodGroupInfo): the members popped
+    with the first come from activeQ, backoffQ and the unschedulable pool alike."""
+    clock = FakeClock()
+    queue = make_queue(clock, pre_enqueue=lambda p: SCHEDULING_GATES if p.name == "gated" else None)
+    backoff = make_pod("backoff")
+    park(queue, backoff, [NODE_RESOURCES_FIT])
+    queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, None, None)
+    pooled = make_pod("pooled")
+    park(queue, pooled, [NODE_RESOURCES_FIT])
+    assert where(queue, backoff) == BACKOFF and where(queue, pooled) == UNSCHEDULABLE
+    active, gated, flying = make_pod("active"), make_pod("gated"), make_pod("flying")
+    queue.add(flying)
+    pop_now(queue)
+    queue.add(active)
+    queue.add(gated)
+    taken = queue.take([p.uid for p in (pooled, backoff, active, gated, flying)])
+    assert sorted(q.pod.name for q in taken) == ["active", "backoff", "pooled"]
+    assert where(queue, gated) == UNSCHEDULABLE
+    assert all(q.attempts >= 1 for q in taken)
+    assert sorted(queue.in_flight()) == sorted(p.uid for p in (pooled, backoff, active, flying))

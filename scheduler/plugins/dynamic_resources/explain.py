@@ -26,8 +26,9 @@ from scheduler.plugin_api import (
     ResourceSlice,
     SelectorCache,
 )
-from scheduler.plugins.dynamic_resources.allocator import AllocatedState, claim_ref
+from scheduler.plugins.dynamic_resources.allocator import AllocatedState
 from scheduler.plugins.dynamic_resources.pools import node_matches
+from scheduler.plugins.dynamic_resources.view import claim_ref
 
 
 @dataclass

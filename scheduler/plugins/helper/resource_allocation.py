@@ -1,10 +1,10 @@
 """A pod's requests against the nodes' allocatable, for every node of a view at once
-(upstream ``noderesources/resource_allocation.go``), and the ``resources`` lists with weights
-of the NodeResources plugins' arguments."""
+(upstream ``noderesources/resource_allocation.go``), and the defaults of the ``resources``
+lists with weights of the NodeResources plugins' arguments."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,6 @@ from scheduler.plugin_api import (
     PodInfo,
     is_scalar_resource,
 )
-from scheduler.plugins.helper.shape_score import is_int
 
 DEFAULT_RESOURCES: tuple[Mapping[str, Any], ...] = (
     {"name": CPU, "weight": 1},
@@ -32,60 +31,6 @@ DEFAULT_RESOURCES: tuple[Mapping[str, Any], ...] = (
 class ResourceSpec:
     name: str
     weight: int
-
-
-def default_resources(raw: Any) -> Any:
-    """SetDefaults for a ``resources`` list: empty → cpu and memory; weight 0 → 1."""
-    if raw is None or (isinstance(raw, list) and not raw):
-        return [dict(r) for r in DEFAULT_RESOURCES]
-    if not isinstance(raw, list):
-        return raw
-    out: list[Any] = []
-    for item in raw:
-        if isinstance(item, Mapping):
-            item = dict(item)
-            if item.get("weight") in (None, 0):
-                item["weight"] = 1
-        out.append(item)
-    return out
-
-
-def resource_items(
-    resources: Any, path: str, errors: list[str]
-) -> Iterator[tuple[str, str | None, Any]]:
-    """The well-formed items of a ``resources`` list as (path, name, weight).
-
-    Shape problems (not a list, an item that is not a mapping, unknown fields, a missing name)
-    go to ``errors``; an item without a valid name is yielded with ``None`` so its weight is
-    still checked. Shared by the plugins whose arguments list resources with weights.
-    """
-    if not isinstance(resources, list):
-        errors.append(f"{path}: Invalid value: {resources!r}: must be a list")
-        return
-    for i, item in enumerate(resources):
-        p = f"{path}[{i}]"
-        if not isinstance(item, Mapping):
-            errors.append(f"{p}: Invalid value: {item!r}: must be a mapping with name and weight")
-            continue
-        errors.extend(f"{p}.{k}: Invalid value: unknown field" for k in item
-                      if k not in ("name", "weight"))
-        name = item.get("name")
-        if not isinstance(name, str) or not name:
-            errors.append(f"{p}.name: Required value: must be a non-empty string")
-            name = None
-        yield p, name, item.get("weight")
-
-
-def resources_errors(resources: Any, path: str) -> list[str]:
-    """validateResources: each weight in (0, 100]; the list and its items well-formed."""
-    errors: list[str] = []
-    for p, name, weight in resource_items(resources, path, errors):
-        if not is_int(weight) or not 0 < weight <= 100:
-            errors.append(
-                f"{p}.weight: Invalid value: {weight!r}: resource weight of {name} not in "
-                "valid range (0, 100]"
-            )
-    return errors
 
 
 def parse_resources(raw: Sequence[Mapping[str, Any]]) -> tuple[ResourceSpec, ...]:

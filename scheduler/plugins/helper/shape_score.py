@@ -3,9 +3,10 @@ validation, shared by NodeResourcesFit's RequestedToCapacityRatio and VolumeBind
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeGuard
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -16,52 +17,54 @@ MAX_CUSTOM_PRIORITY_SCORE = 10
 MAX_UTILIZATION = 100
 
 
-def is_int(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
+@dataclass(frozen=True)
+class ShapePoint:
+    """UtilizationShapePoint, typed (``scheduler.framework.args``); its ranges and order are
+    checked over the whole shape by :func:`shape_errors`, worded as upstream's."""
+
+    unknown_field_reason: ClassVar[str] = "Invalid value: unknown field"
+
+    utilization: int = field(default=0, metadata={
+        "type_error": f"Invalid value: {{value!r}}: not in valid range [0, {MAX_UTILIZATION}]"})
+    score: int = field(default=0, metadata={
+        "type_error": "Invalid value: {value!r}: "
+                      f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"})
 
 
+# A shape's type_error: what upstream says of an empty one.
+SHAPE_TYPE_ERROR = "Required value: at least one point must be specified"
 
-def shape_errors(shape: Any, path: str) -> list[str]:
-    """validateFunctionShape."""
-    if not isinstance(shape, list) or not shape:
-        return [f"{path}: Required value: at least one point must be specified"]
+
+def _as_mapping(point: Any) -> Any:
+    """A typed ShapePoint as its configuration mapping; anything else as it is."""
+    return dataclasses.asdict(point) if isinstance(point, ShapePoint) else point
+
+
+def shape_errors(shape: Sequence[ShapePoint], path: str) -> list[str]:
+    """validateFunctionShape over decoded ShapePoints."""
+    if not shape:
+        return [f"{path}: {SHAPE_TYPE_ERROR}"]
     errors: list[str] = []
-    points: list[tuple[Any, Any] | None] = []
-    for i, point in enumerate(shape):
-        if not isinstance(point, Mapping):
-            errors.append(f"{path}[{i}]: Invalid value: {point!r}: must be a mapping")
-            points.append(None)
-            continue
-        errors.extend(f"{path}[{i}].{k}: Invalid value: unknown field" for k in point
-                      if k not in ("utilization", "score"))
-        points.append((point.get("utilization", 0), point.get("score", 0)))
-    for i in range(1, len(points)):
-        before, after = points[i - 1], points[i]
-        if before is None or after is None:
-            continue
-        prev, cur = before[0], after[0]
-        if is_int(prev) and is_int(cur) and prev >= cur:
+    for i in range(1, len(shape)):
+        cur = shape[i].utilization
+        if shape[i - 1].utilization >= cur:
             errors.append(
                 f"{path}[{i}].utilization: Invalid value: {cur}: "
                 "values must be sorted in increasing order"
             )
             break
-    for i, point in enumerate(points):
-        if point is None:
-            continue
-        utilization, score = point
-        if not is_int(utilization) or not 0 <= utilization <= MAX_UTILIZATION:
+    for i, point in enumerate(shape):
+        if not 0 <= point.utilization <= MAX_UTILIZATION:
             errors.append(
-                f"{path}[{i}].utilization: Invalid value: {utilization!r}: "
+                f"{path}[{i}].utilization: Invalid value: {point.utilization!r}: "
                 f"not in valid range [0, {MAX_UTILIZATION}]"
             )
-        if not is_int(score) or not 0 <= score <= MAX_CUSTOM_PRIORITY_SCORE:
+        if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
             errors.append(
-                f"{path}[{i}].score: Invalid value: {score!r}: "
+                f"{path}[{i}].score: Invalid value: {point.score!r}: "
                 f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]"
             )
     return errors
-
 
 
 def _go_div(a: IntArray, b: IntArray | int) -> IntArray:
@@ -92,8 +95,9 @@ class BrokenLinear:
         return out
 
 
-def build_shape(raw: Sequence[Mapping[str, Any]]) -> BrokenLinear:
+def build_shape(shape: Sequence[Mapping[str, Any]] | Sequence[ShapePoint]) -> BrokenLinear:
     scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+    raw = [_as_mapping(p) for p in shape]
     return BrokenLinear(
         tuple(int(p.get("utilization", 0)) for p in raw),
         tuple(int(p.get("score", 0)) * scale for p in raw),

@@ -30,7 +30,7 @@ terms are kept grouped by equal terms across cycles (:class:`PodGroups`), so sym
 scoring match each distinct term once instead of once per pod.
 """
 
-from scheduler.plugins.inter_pod_affinity.args import DEFAULT_ARGS, NAME, validate_args
+from scheduler.plugins.inter_pod_affinity.args import NAME, InterPodAffinityArgs
 from scheduler.plugins.inter_pod_affinity.filtering import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
@@ -39,13 +39,12 @@ from scheduler.plugins.inter_pod_affinity.filtering import (
 from scheduler.plugins.inter_pod_affinity.plugin import SPEC, InterPodAffinity, new
 
 __all__ = [
-    "DEFAULT_ARGS",
     "ERR_REASON_AFFINITY_RULES_NOT_MATCH",
     "ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH",
     "ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH",
     "NAME",
     "SPEC",
     "InterPodAffinity",
+    "InterPodAffinityArgs",
     "new",
-    "validate_args",
 ]

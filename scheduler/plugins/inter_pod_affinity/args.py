@@ -1,47 +1,30 @@
-"""InterPodAffinity's name and arguments: upstream's defaults and
-``ValidateInterPodAffinityArgs``."""
+"""InterPodAffinity's name and arguments: upstream's v1 defaults and
+``ValidateInterPodAffinityArgs``, as a typed dataclass (``scheduler.framework.args``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from scheduler.plugin_api import (
-    ConfigError,
-)
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 NAME = "InterPodAffinity"
-
-DEFAULT_ARGS: Mapping[str, Any] = {
-    "hardPodAffinityWeight": 1,
-    "ignorePreferredTermsOfExistingPods": False,
-}
 
 MIN_HARD_POD_AFFINITY_WEIGHT = 0
 MAX_HARD_POD_AFFINITY_WEIGHT = 100
 
+_WEIGHT_RANGE = ("Invalid value: {value!r}: not in valid range "
+                 f"[{MIN_HARD_POD_AFFINITY_WEIGHT}, {MAX_HARD_POD_AFFINITY_WEIGHT}]")
 
-def validate_args(args: Mapping[str, Any], path: str) -> None:
-    """ValidateInterPodAffinityArgs; raises :class:`ConfigError` naming the bad field."""
-    errors: list[str] = []
-    for key in sorted(set(args) - set(DEFAULT_ARGS)):
-        errors.append(f"{path}.{key}: Invalid value: unknown field")
-    merged = {**DEFAULT_ARGS, **args}
-    weight = merged["hardPodAffinityWeight"]
-    if (
-        isinstance(weight, bool)
-        or not isinstance(weight, int)
-        or not MIN_HARD_POD_AFFINITY_WEIGHT <= weight <= MAX_HARD_POD_AFFINITY_WEIGHT
-    ):
-        errors.append(
-            f"{path}.hardPodAffinityWeight: Invalid value: {weight!r}: not in valid range "
-            f"[{MIN_HARD_POD_AFFINITY_WEIGHT}, {MAX_HARD_POD_AFFINITY_WEIGHT}]"
-        )
-    ignore = merged["ignorePreferredTermsOfExistingPods"]
-    if not isinstance(ignore, bool):
-        errors.append(
-            f"{path}.ignorePreferredTermsOfExistingPods: Invalid value: {ignore!r}: "
-            "must be a boolean"
-        )
-    if errors:
-        raise ConfigError("; ".join(errors))
+
+@dataclass(frozen=True)
+class InterPodAffinityArgs:
+    unknown_field_reason: ClassVar[str] = "Invalid value: unknown field"
+
+    hard_pod_affinity_weight: int = field(default=1, metadata={"type_error": _WEIGHT_RANGE})
+    ignore_preferred_terms_of_existing_pods: bool = field(
+        default=False, metadata={"type_error": "Invalid value: {value!r}: must be a boolean"})
+
+    def field_errors(self, path: str) -> Iterator[str]:
+        weight = self.hard_pod_affinity_weight
+        if not MIN_HARD_POD_AFFINITY_WEIGHT <= weight <= MAX_HARD_POD_AFFINITY_WEIGHT:
+            yield f"{path}.hardPodAffinityWeight: {_WEIGHT_RANGE.format(value=weight)}"

@@ -3,7 +3,7 @@ hints (upstream ``plugin.go``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from scheduler.plugin_api import (
@@ -18,7 +18,7 @@ from scheduler.plugin_api import (
     QueueingHint,
     Resource,
 )
-from scheduler.plugins.inter_pod_affinity.args import DEFAULT_ARGS, NAME, validate_args
+from scheduler.plugins.inter_pod_affinity.args import NAME, InterPodAffinityArgs
 from scheduler.plugins.inter_pod_affinity.filtering import Filtering
 from scheduler.plugins.inter_pod_affinity.scoring import Scoring
 from scheduler.plugins.inter_pod_affinity.terms import PodGroups, anti_affinity_key, scoring_key
@@ -30,12 +30,9 @@ class InterPodAffinity(Filtering, Scoring):
     # Filter reads the hypothetical pods of a NodeView row (see interface.NodeView).
     filter_reads_pod_lists = True
 
-    def __init__(self, args: Mapping[str, Any]) -> None:
-        merged = {**DEFAULT_ARGS, **args}
-        self.hard_pod_affinity_weight = int(merged["hardPodAffinityWeight"])
-        self.ignore_preferred_terms_of_existing_pods = bool(
-            merged["ignorePreferredTermsOfExistingPods"]
-        )
+    def __init__(self, args: InterPodAffinityArgs) -> None:
+        self.hard_pod_affinity_weight = args.hard_pod_affinity_weight
+        self.ignore_preferred_terms_of_existing_pods = args.ignore_preferred_terms_of_existing_pods
         self._anti_groups = PodGroups(anti_affinity_key)
         self._scoring_groups = PodGroups(scoring_key)
 
@@ -136,9 +133,8 @@ def _term_matches(term: AffinityTerm, owner: Any, target: Any) -> bool:
 
 
 
-def new(args: Mapping[str, Any], handle: Handle) -> InterPodAffinity:
-    validate_args(args, f"{NAME}Args")
+def new(args: InterPodAffinityArgs, handle: Handle) -> InterPodAffinity:
     return InterPodAffinity(args)
 
 
-SPEC = PluginSpec(name=NAME, factory=new, default_args=DEFAULT_ARGS, validate=validate_args)
+SPEC = PluginSpec(name=NAME, factory=new, args=InterPodAffinityArgs)

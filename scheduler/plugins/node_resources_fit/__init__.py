@@ -33,7 +33,7 @@ in v1.37). Such a request is treated as a plain extended resource, so a node tha
 advertise it in ``status.allocatable`` fails with ``Insufficient <name>``.
 """
 
-from scheduler.plugins.node_resources_fit.args import DEFAULT_ARGS, validate_args
+from scheduler.plugins.node_resources_fit.args import NodeResourcesFitArgs
 from scheduler.plugins.node_resources_fit.fit import (
     NAME,
     SPEC,
@@ -45,13 +45,12 @@ from scheduler.plugins.node_resources_fit.fit import (
 )
 
 __all__ = [
-    "DEFAULT_ARGS",
     "NAME",
     "SPEC",
     "NodeResourcesFit",
+    "NodeResourcesFitArgs",
     "compute_pod_resource_request",
     "fits_empty_node",
     "insufficient_reason",
     "new",
-    "validate_args",
 ]

@@ -45,7 +45,6 @@ from scheduler.plugin_api import (
 from scheduler.plugins.helper.explain_text import nodes_phrase, quantity
 from scheduler.plugins.helper.resource_allocation import (
     allocation_inputs,
-    parse_resources,
     pod_request,
 )
 from scheduler.plugins.helper.row_memo import RowMemo
@@ -54,11 +53,9 @@ from scheduler.plugins.helper.shape_score import (
     build_shape,
 )
 from scheduler.plugins.node_resources_fit.args import (
-    DEFAULT_ARGS,
     MOST_ALLOCATED,
     REQUESTED_TO_CAPACITY_RATIO,
-    defaulted_args,
-    validate_args,
+    NodeResourcesFitArgs,
 )
 from scheduler.plugins.node_resources_fit.scoring import (
     least_allocated_score,
@@ -144,17 +141,18 @@ class NodeResourcesFit:
     # Filter needs only the NodeView's numbers, not its hypothetical pod lists.
     filter_reads_pod_lists = False
 
-    def __init__(self, args: Mapping[str, Any], dra: DraManager | None = None) -> None:
+    def __init__(self, args: NodeResourcesFitArgs, dra: DraManager | None = None) -> None:
         self.dra = dra
-        args = defaulted_args(args)
-        self.ignored_resources = frozenset(args["ignoredResources"])
-        self.ignored_resource_groups = frozenset(args["ignoredResourceGroups"])
-        strategy = args["scoringStrategy"]
-        self.strategy: str = strategy["type"]
-        self.resources = parse_resources(strategy["resources"])
+        self.ignored_resources = frozenset(args.ignored_resources or ())
+        self.ignored_resource_groups = frozenset(args.ignored_resource_groups or ())
+        strategy = args.strategy
+        assert strategy.type is not None  # validated
+        self.strategy: str = strategy.type
+        self.resources = strategy.resource_specs()
         self.shape: BrokenLinear | None = None
-        if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
-            self.shape = build_shape(strategy["requestedToCapacityRatio"]["shape"])
+        ratio = strategy.requested_to_capacity_ratio
+        if self.strategy == REQUESTED_TO_CAPACITY_RATIO and ratio is not None:
+            self.shape = build_shape(ratio.shape)
         self._weights = weights_column(self.resources)
         self._scores: RowMemo[tuple[int, ...]] = RowMemo(self._score_rows)
         self._misfits: RowMemo[tuple[Checks, frozenset[str]]] = RowMemo(self._misfit_rows)
@@ -433,9 +431,9 @@ def delegable_to_dra(name: str, dra: DraManager) -> bool:
     return is_dra_extended_resource_name(name) and dra.class_for_extended_resource(name) is not None
 
 
-def new(args: Mapping[str, Any], handle: Handle) -> NodeResourcesFit:
+def new(args: NodeResourcesFitArgs, handle: Handle) -> NodeResourcesFit:
     # The registry builds one without a scheduler (handle None) to find its points.
     return NodeResourcesFit(args, handle.dra if handle is not None else None)
 
 
-SPEC = PluginSpec(name=NAME, factory=new, default_args=DEFAULT_ARGS, validate=validate_args)
+SPEC = PluginSpec(name=NAME, factory=new, args=NodeResourcesFitArgs)

@@ -34,12 +34,11 @@ nodes in Python on the fast path.
 """
 
 from scheduler.plugins.pod_topology_spread.args import (
-    DEFAULT_ARGS,
     LABEL_HOSTNAME,
     LABEL_TOPOLOGY_ZONE,
     NAME,
     SYSTEM_DEFAULT_CONSTRAINTS,
-    validate_args,
+    PodTopologySpreadArgs,
 )
 from scheduler.plugins.pod_topology_spread.filtering import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
@@ -50,7 +49,6 @@ from scheduler.plugins.pod_topology_spread.filtering import (
 from scheduler.plugins.pod_topology_spread.plugin import SPEC, PodTopologySpread, new
 
 __all__ = [
-    "DEFAULT_ARGS",
     "ERR_REASON_CONSTRAINTS_NOT_MATCH",
     "ERR_REASON_NODE_LABEL_NOT_MATCH",
     "LABEL_HOSTNAME",
@@ -60,7 +58,7 @@ __all__ = [
     "SYSTEM_DEFAULT_CONSTRAINTS",
     "ConstraintSkew",
     "PodTopologySpread",
+    "PodTopologySpreadArgs",
     "filter_skews",
     "new",
-    "validate_args",
 ]

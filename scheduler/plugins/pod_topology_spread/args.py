@@ -1,15 +1,13 @@
 """PodTopologySpread's name and arguments: upstream's defaults and
-``ValidatePodTopologySpreadArgs``."""
+``ValidatePodTopologySpreadArgs``, as a typed dataclass (``scheduler.framework.args``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
 
-from scheduler.plugin_api import (
-    ConfigError,
-    label_key_error,
-)
+from scheduler.plugin_api import label_key_error
 
 NAME = "PodTopologySpread"
 
@@ -28,48 +26,40 @@ SYSTEM_DEFAULT_CONSTRAINTS: tuple[Mapping[str, Any], ...] = (
     {"topologyKey": LABEL_TOPOLOGY_ZONE, "whenUnsatisfiable": SCHEDULE_ANYWAY, "maxSkew": 5},
 )
 
-DEFAULT_ARGS: Mapping[str, Any] = {"defaultingType": SYSTEM_DEFAULTING, "defaultConstraints": []}
+_SUPPORTED_DEFAULTING = (f'Unsupported value: {{value!r}}: '
+                         f'supported values: "{LIST_DEFAULTING}", "{SYSTEM_DEFAULTING}"')
 
 
 # -- arguments ------------------------------------------------------------------------------
-def validate_args(args: Mapping[str, Any], path: str) -> None:
-    """ValidatePodTopologySpreadArgs; raises :class:`ConfigError` naming every bad field."""
-    merged = {**DEFAULT_ARGS, **args}
-    errors: list[str] = []
-    unknown = sorted(set(args) - set(DEFAULT_ARGS))
-    for key in unknown:
-        errors.append(f"{path}.{key}: Invalid value: unknown field")
-    defaulting = merged["defaultingType"]
-    constraints = merged["defaultConstraints"]
-    if constraints is None:
-        constraints = []
-    if not isinstance(constraints, list):
-        errors.append(f"{path}.defaultConstraints: Invalid value: must be a list")
-        constraints = []
-    if defaulting not in (SYSTEM_DEFAULTING, LIST_DEFAULTING):
-        errors.append(
-            f"{path}.defaultingType: Unsupported value: {defaulting!r}: "
-            f'supported values: "{LIST_DEFAULTING}", "{SYSTEM_DEFAULTING}"'
-        )
-    elif defaulting == SYSTEM_DEFAULTING and constraints:
-        errors.append(
-            f"{path}.defaultingType: Invalid value: {defaulting!r}: "
-            "when .defaultConstraints are not empty"
-        )
-    seen: set[tuple[Any, Any]] = set()
-    for i, c in enumerate(constraints):
-        p = f"{path}.defaultConstraints[{i}]"
-        if not isinstance(c, Mapping):
-            errors.append(f"{p}: Invalid value: must be a mapping")
-            continue
-        errors += _constraint_errors(c, p)
-        pair = (c.get("topologyKey"), c.get("whenUnsatisfiable"))
-        if pair in seen:
-            errors.append(f"{path}.defaultConstraints[{i}]: Duplicate value: "
-                          f'"{{{pair[0]}, {pair[1]}}}"')
-        seen.add(pair)
-    if errors:
-        raise ConfigError("; ".join(errors))
+@dataclass(frozen=True)
+class PodTopologySpreadArgs:
+    """PodTopologySpreadArgs with upstream's v1 defaults (System, no listed constraints);
+    ValidatePodTopologySpreadArgs through field_errors. The constraints are core/v1
+    TopologySpreadConstraints, checked as validateDefaultConstraints words it."""
+
+    unknown_field_reason: ClassVar[str] = "Invalid value: unknown field"
+
+    defaulting_type: Literal["System", "List"] = field(
+        default="System", metadata={"type_error": _SUPPORTED_DEFAULTING})
+    default_constraints: list[Any] | None = field(
+        default_factory=list, metadata={"type_error": "Invalid value: must be a list"})
+
+    def field_errors(self, path: str) -> Iterator[str]:
+        constraints = self.default_constraints or []
+        if self.defaulting_type == SYSTEM_DEFAULTING and constraints:
+            yield (f"{path}.defaultingType: Invalid value: {self.defaulting_type!r}: "
+                   "when .defaultConstraints are not empty")
+        seen: set[tuple[Any, Any]] = set()
+        for i, c in enumerate(constraints):
+            p = f"{path}.defaultConstraints[{i}]"
+            if not isinstance(c, Mapping):
+                yield f"{p}: Invalid value: must be a mapping"
+                continue
+            yield from _constraint_errors(c, p)
+            pair = (c.get("topologyKey"), c.get("whenUnsatisfiable"))
+            if pair in seen:
+                yield f'{p}: Duplicate value: "{{{pair[0]}, {pair[1]}}}"'
+            seen.add(pair)
 
 
 def _constraint_errors(c: Mapping[str, Any], p: str) -> list[str]:

@@ -20,12 +20,11 @@ from scheduler.plugin_api import (
 )
 from scheduler.plugins.helper.row_memo import TableFacts
 from scheduler.plugins.pod_topology_spread.args import (
-    DEFAULT_ARGS,
     DO_NOT_SCHEDULE,
     NAME,
     SYSTEM_DEFAULT_CONSTRAINTS,
     SYSTEM_DEFAULTING,
-    validate_args,
+    PodTopologySpreadArgs,
 )
 from scheduler.plugins.pod_topology_spread.common import (
     MAX_KEPT_DEFAULTS,
@@ -46,7 +45,7 @@ class PodTopologySpread(Filtering, Scoring):
     # Filter reads the hypothetical pods of a NodeView row (see interface.NodeView).
     filter_reads_pod_lists = True
 
-    def __init__(self, args: Mapping[str, Any]) -> None:
+    def __init__(self, args: PodTopologySpreadArgs) -> None:
         # Node-only facts for Score, per topology key and per set of keys, kept while the
         # node table's labels and node set stay as they were (``_node_facts``).
         self._topologies: dict[str, Topology] = {}
@@ -55,12 +54,11 @@ class PodTopologySpread(Filtering, Scoring):
         # Per (controller, action): the default constraints of its pods (a plain dict, not a
         # cachetools cache: asked twice a cycle; cleared when it grows past the bound).
         self._defaults: dict[tuple[tuple[str, str], str], tuple[Constraint, ...]] = {}
-        merged = {**DEFAULT_ARGS, **args}
-        self.system_defaulted = merged["defaultingType"] == SYSTEM_DEFAULTING
+        self.system_defaulted = args.defaulting_type == SYSTEM_DEFAULTING
         self.default_constraints: tuple[Mapping[str, Any], ...] = (
             SYSTEM_DEFAULT_CONSTRAINTS
             if self.system_defaulted
-            else tuple(merged["defaultConstraints"] or ())
+            else tuple(args.default_constraints or ())
         )
         # Pods by controller owner, for the default constraints' selector.
 
@@ -196,9 +194,8 @@ def _label_change_hint(
 
 
 
-def new(args: Mapping[str, Any], handle: Handle) -> PodTopologySpread:
-    validate_args(args, f"{NAME}Args")
+def new(args: PodTopologySpreadArgs, handle: Handle) -> PodTopologySpread:
     return PodTopologySpread(args)
 
 
-SPEC = PluginSpec(name=NAME, factory=new, default_args=DEFAULT_ARGS, validate=validate_args)
+SPEC = PluginSpec(name=NAME, factory=new, args=PodTopologySpreadArgs)

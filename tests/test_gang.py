@@ -1,0 +1,213 @@
+"""Gangs through the whole scheduler: the intake counts members, GangScheduling holds them at
+PreEnqueue and Permit, and the group's members are bound together or not at all."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.cache.pod_groups import POD_GROUPS
+from scheduler.config.scheduler_config import default_config
+from scheduler.framework.profile_config import GANG_SCHEDULING
+from scheduler.intake import ADDED
+from scheduler.plugins.registry import default_registry
+from scheduler.queue.scheduling_queue import UNSCHEDULABLE
+from scheduler.testing import node, pod
+from tests.test_cycle import Harness
+
+WITH_GANGS = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"schedulerName": "secondary-scheduler", "plugins": {
+                  "multiPoint": {"enabled": [{"name": GANG_SCHEDULING}]}}}]}
+
+
+def pod_group(name: str, min_count: int) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "default", "uid": f"pg-{name}"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}}}
+
+
+def member(name: str, group: str = "pg", cpu: str = "1") -> dict[str, Any]:
+    return pod(name, uid=name, cpu=cpu, spec={"schedulingGroup": {"podGroupName": group}})
+
+
+def test_the_default_profile_has_gang_scheduling_only_where_the_cluster_serves_pod_groups(
+) -> None:
+    """default_plugins.go: applyGangScheduling appends GangScheduling with the gate on."""
+    def permit_plugins(gangs: bool) -> list[str]:
+        config = default_config(default_registry(), gang_scheduling=gangs)
+        return [ref.name for ref in config.profiles[0].points["permit"]]
+
+    assert permit_plugins(False) == []
+    assert permit_plugins(True) == [GANG_SCHEDULING]
+
+
+def test_members_are_held_until_their_group_and_min_count_exist_then_bound_together() -> None:
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="8"))
+    h.add(member("a"), member("b"))
+    assert h.drain() == 0 and h.where("a") == UNSCHEDULABLE  # no PodGroup yet
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, pod_group("pg", 3))
+    assert h.drain() == 0  # 2 of 3 members
+    h.add(member("c"))
+    assert h.drain() == 1  # one pod-group cycle for the three
+    h.run_bindings()
+    assert sorted(key for key, _ in h.ports.binds) == ["default/a", "default/b", "default/c"]
+
+
+def gang_of(h: Harness, name: str, size: int, cpu: str = "1") -> list[str]:
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, pod_group(name, size))
+    names = [f"{name}-{i}" for i in range(size)]
+    h.add(*(member(n, name, cpu) for n in names))
+    return names
+
+
+def test_a_gang_that_cannot_fit_whole_binds_none_and_holds_no_room() -> None:
+    """The issue's first case: 8 members, minCount 8, room for 6."""
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="6"))
+    names = gang_of(h, "pg", 8)
+    h.drain()
+    h.run_bindings()
+    assert h.ports.binds == []
+    h.s.refresh()
+    assert h.s.cache.assumed_uids() == set()
+    assert all(h.where(n) == UNSCHEDULABLE for n in names)
+    failures = {h.ports.failures_of(n)[0][1] for n in names}
+    assert "minCount (8) cannot be satisfied: 6 scheduled, 1 remaining" in failures
+    # Room comes: the whole gang goes.
+    h.nodes(node("n2", cpu="6"))
+    h.drain()
+    h.run_bindings()
+    assert len(h.ports.binds) == 8
+    # Upstream's pod-group metrics: one attempt per group cycle.
+    registry = h.s.metrics.registry
+    for result in ("unschedulable", "scheduled"):
+        assert registry.get_sample_value("scheduler_podgroup_schedule_attempts_total", {
+            "result": result, "profile": "secondary-scheduler"}) == 1
+    assert registry.get_sample_value(
+        "scheduler_podgroup_scheduling_algorithm_duration_seconds_count") == 2
+
+
+def test_two_gangs_that_fit_alone_but_not_together_end_with_one_whole() -> None:
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="6"))
+    first = gang_of(h, "first", 4)
+    second = gang_of(h, "second", 4)
+    h.drain()
+    h.run_bindings()
+    bound = {key.split("/")[1] for key, _ in h.ports.binds}
+    assert bound == set(first)
+    assert all(h.where(n) == UNSCHEDULABLE for n in second)
+    h.s.refresh()
+    assert h.s.cache.assumed_uids() <= {h.uid(n) for n in first}
+
+
+def test_members_of_a_group_are_popped_together_from_the_queue() -> None:
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="8"))
+    gang_of(h, "pg", 3)
+    assert h.cycle() is True  # one cycle places the three
+    assert len(h.s.queue) == 0 and len(h.deferred) == 3
+
+
+def test_a_coscheduling_gang_is_placed_all_or_nothing_on_the_same_machinery() -> None:
+    from scheduler.cache.pod_groups import COSCHEDULING_POD_GROUPS
+
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="3"))
+    h.intake.on_pod_group_object(COSCHEDULING_POD_GROUPS, ADDED, {
+        "metadata": {"name": "cg", "namespace": "default"}, "spec": {"minMember": 4}})
+    names = [f"cg-{i}" for i in range(4)]
+    h.add(*(pod(n, uid=n, cpu="1", labels={"scheduling.x-k8s.io/pod-group": "cg"})
+            for n in names))
+    h.drain()
+    h.run_bindings()
+    assert h.ports.binds == [] and all(h.where(n) == UNSCHEDULABLE for n in names)
+    h.nodes(node("n2", cpu="1"))
+    h.drain()
+    h.run_bindings()
+    assert len(h.ports.binds) == 4
+
+
+def test_explain_says_what_a_gang_member_waits_for() -> None:
+    from scheduler.explain import explain
+
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="6"))
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, pod_group("pg", 8))
+    h.add(*(member(f"pg-{i}", "pg") for i in range(5)))
+    notes = explain(h.s, h.info("pg-0")).notes
+    assert notes == ["pod group default/pg (gang, minCount 8): 5 of 8 members exist, "
+                     "0 of 8 reserved or bound", "its members are held until 8 exist"]
+    h.add(*(member(f"pg-{i}", "pg") for i in range(5, 8)))
+    h.drain()
+    notes = explain(h.s, h.info("pg-0")).notes
+    assert notes[0] == ("pod group default/pg (gang, minCount 8): 8 of 8 members exist, "
+                        "0 of 8 reserved or bound")
+    assert notes[1].startswith("the group's last cycle: 6 of 8 members fitted, 1 did not: "
+                               "0/1 nodes are available: 1 Insufficient cpu. (minCount (8) "
+                               "cannot be satisfied: 6 scheduled, 1 remaining)")
+
+
+class RecordingGroupReporter:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, str]] = []
+
+    def pod_group_condition(self, group: Any, scheduled: bool, reason: str,
+                            message: str) -> None:
+        assert scheduled == (reason == "Scheduled")
+        self.calls.append((group.key, reason, message))
+
+
+def test_the_pod_group_condition_is_reported_and_never_set_back_once_true() -> None:
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    reporter = RecordingGroupReporter()
+    h.s.pod_group_reporter = reporter
+    h.nodes(node("n1", cpu="2"))
+    gang_of(h, "pg", 3)
+    h.drain()
+    assert reporter.calls == [("default/pg", "Unschedulable",
+                               "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining")]
+    h.nodes(node("n2", cpu="1"))
+    h.drain()
+    assert reporter.calls[-1] == ("default/pg", "Scheduled", "")
+    initially = pod_group("pg", 3)
+    initially["status"] = {"conditions": [{"type": "PodGroupInitiallyScheduled",
+                                           "status": "True"}]}
+    from scheduler.intake import MODIFIED
+
+    h.intake.on_pod_group_object(POD_GROUPS, MODIFIED, initially)
+    h.add(member("late", "pg", cpu="4"))
+    h.drain()
+    assert reporter.calls[-1] == ("default/pg", "Scheduled", "")
+
+
+def test_members_whose_priority_differs_from_the_groups_fail_with_a_scheduler_error() -> None:
+    """validatePodGroup: every member at the PodGroup's priority."""
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="8"))
+    group = pod_group("pg", 2)
+    group["spec"]["priority"] = 100
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, group)
+    h.add(member("a"), member("b"))
+    h.drain()
+    message = ("all pods in a single pod group should have the same priority as the pod "
+               "group's priority, got 0 and 100")
+    assert h.ports.failures_of("a") == [("SchedulerError", message, "")]
+    assert h.ports.failures_of("b") == [("SchedulerError", message, "")]
+    assert h.deferred == []
+
+
+def test_a_placement_feasible_error_places_no_member_and_holds_nothing() -> None:
+    class Broken:
+        name = "Broken"
+
+        def placement_feasible(self, group: Any, scheduled: int, remaining: int) -> Any:
+            raise RuntimeError("bug")
+
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="8"))
+    gang_of(h, "pg", 2)
+    h.s.profiles["secondary-scheduler"].instances["Broken"] = Broken()  # type: ignore[assignment]
+    h.drain()
+    assert h.deferred == [] and h.s.cache.assumed_uids() == set()
+    assert h.ports.failures_of("pg-0") == [(
+        "SchedulerError", "failed to evaluate placement feasibility: bug", "")]
