@@ -411,27 +411,8 @@ class PodInfo:
         start_time = parse_time(status.get("startTime"))
         requests, non_zero_cpu, non_zero_memory = _parse_section(
             errors, "spec.containers", lambda: pod_resources(raw)) or ({}, 0, 0)
-        node_selector = _parse_section(
-            errors, "spec.nodeSelector",
-            lambda: _str_map(spec.get("nodeSelector"), "spec.nodeSelector")) or {}
-        affinity = _parse_affinity(spec.get("affinity"), meta.namespace, errors)
-        raw_tolerations = spec.get("tolerations")
-        tolerations = (_parse_section(
-            errors, "spec.tolerations",
-            lambda: parse_tolerations(raw_tolerations, "spec.tolerations")) or ()
-        ) if raw_tolerations else ()
-        host_ports, images = _parse_section(
-            errors, "spec.containers", lambda: _ports_and_images(spec)) or ((), ())
-        claims = _parse_section(errors, "spec.volumes", lambda: _claims(spec, meta.name)) or ()
-        pod_group = _parse_section(
-            errors, "spec.schedulingGroup", lambda: PodGroupRef.of_pod(spec, meta.labels)
-        ) if "schedulingGroup" in spec or COSCHEDULING_LABEL in meta.labels else None
-        raw_spread = spec.get("topologySpreadConstraints")
-        spread_constraints = (_parse_section(
-            errors, "spec.topologySpreadConstraints",
-            lambda: parse_spread_constraints(
-                raw_spread, meta.labels, "spec.topologySpreadConstraints")) or ()
-        ) if raw_spread else ()
+        placement = _parse_placement(spec, meta, errors)
+        affinity = placement.affinity
         return cls(
             uid=meta.uid,
             namespace=meta.namespace,
@@ -449,26 +430,67 @@ class PodInfo:
             requests=requests,
             non_zero_cpu=non_zero_cpu,
             non_zero_memory=non_zero_memory,
-            node_selector=node_selector,
+            node_selector=placement.node_selector,
             required_node_affinity=affinity.required_node,
             preferred_node_affinity=affinity.preferred_node,
-            tolerations=tolerations,
-            host_ports=host_ports,
+            tolerations=placement.tolerations,
+            host_ports=placement.host_ports,
             required_affinity=affinity.required,
             required_anti_affinity=affinity.required_anti,
             preferred_affinity=affinity.preferred,
             preferred_anti_affinity=affinity.preferred_anti,
-            spread_constraints=spread_constraints,
-            images=images,
+            spread_constraints=placement.spread_constraints,
+            images=placement.images,
             phase=scalars.phase,
             deletion_timestamp=meta.deletion_timestamp,
             start_time=start_time,
             owner_kind=meta.owner_kind,
             owner_name=meta.owner_name,
             parse_error=errors.error,
-            claims=claims,
-            pod_group=pod_group,
+            claims=placement.claims,
+            pod_group=placement.pod_group,
         )
+
+
+class _Placement(NamedTuple):
+    """What of a pod's spec decides where it may go, beside its requests."""
+
+    node_selector: dict[str, str]
+    affinity: _Affinity
+    tolerations: tuple[Toleration, ...]
+    host_ports: tuple[HostPort, ...]
+    images: tuple[str, ...]
+    claims: tuple[tuple[str, bool], ...]
+    pod_group: PodGroupRef | None
+    spread_constraints: tuple[SpreadConstraint, ...]
+
+
+def _parse_placement(spec: Mapping[str, Any], meta: _Metadata, errors: _FirstError) -> _Placement:
+    """The placement sections of a pod's spec, each parsed on its own so that a bad one
+    spoils only itself; ``errors`` keeps the first problem, in this order."""
+    node_selector = _parse_section(
+        errors, "spec.nodeSelector",
+        lambda: _str_map(spec.get("nodeSelector"), "spec.nodeSelector")) or {}
+    affinity = _parse_affinity(spec.get("affinity"), meta.namespace, errors)
+    raw_tolerations = spec.get("tolerations")
+    tolerations = (_parse_section(
+        errors, "spec.tolerations",
+        lambda: parse_tolerations(raw_tolerations, "spec.tolerations")) or ()
+    ) if raw_tolerations else ()
+    host_ports, images = _parse_section(
+        errors, "spec.containers", lambda: _ports_and_images(spec)) or ((), ())
+    claims = _parse_section(errors, "spec.volumes", lambda: _claims(spec, meta.name)) or ()
+    pod_group = _parse_section(
+        errors, "spec.schedulingGroup", lambda: PodGroupRef.of_pod(spec, meta.labels)
+    ) if "schedulingGroup" in spec or COSCHEDULING_LABEL in meta.labels else None
+    raw_spread = spec.get("topologySpreadConstraints")
+    spread_constraints = (_parse_section(
+        errors, "spec.topologySpreadConstraints",
+        lambda: parse_spread_constraints(
+            raw_spread, meta.labels, "spec.topologySpreadConstraints")) or ()
+    ) if raw_spread else ()
+    return _Placement(node_selector, affinity, tolerations, host_ports, images, claims,
+                      pod_group, spread_constraints)
 
 
 class _FirstError:
