@@ -74,7 +74,7 @@ from scheduler.plugins.dynamic_resources.allocator import (
     FailedOnNodeError,
     apply_taint_rules,
 )
-from scheduler.plugins.dynamic_resources.args import DEFAULT_ARGS, seconds, validate_args
+from scheduler.plugins.dynamic_resources.args import DynamicResourcesArgs
 from scheduler.plugins.dynamic_resources.binding import (
     BindError,
     bind_claim,
@@ -182,10 +182,10 @@ class DynamicResources:
     name = NAME
     filter_reads_pod_lists = False
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: DynamicResourcesArgs, handle: Handle) -> None:
         self.handle = handle
-        self.filter_timeout = seconds(args["filterTimeout"])
-        self.binding_timeout = seconds(args["bindingTimeout"])
+        self.filter_timeout = args.filter_timeout_seconds
+        self.binding_timeout = args.binding_timeout_seconds
         # cel.NewCache(10, ...) upstream; SelectorCache keeps more, compiled once each. The
         # allocator cache keeps each node's pools and selectable devices between cycles while
         # no slice or DeviceTaintRule changes. One per plugin instance, so per profile: the
@@ -634,8 +634,8 @@ def _needs_a_device(claim: ResourceClaim) -> bool:
         for r in claim.spec.requests)
 
 
-def new(args: Mapping[str, Any], handle: Handle) -> DynamicResources:
-    return DynamicResources({**DEFAULT_ARGS, **args}, handle)
+def new(args: DynamicResourcesArgs, handle: Handle) -> DynamicResources:
+    return DynamicResources(args, handle)
 
 
-SPEC = PluginSpec(name=NAME, factory=new, default_args=DEFAULT_ARGS, validate=validate_args)
+SPEC = PluginSpec(name=NAME, factory=new, args=DynamicResourcesArgs)

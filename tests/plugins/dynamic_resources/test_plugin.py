@@ -7,11 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import pytest
-
-from scheduler.framework.errors import ConfigError
 from scheduler.framework.interface import Code
-from scheduler.plugins.dynamic_resources.args import validate_args
 from scheduler.plugins.dynamic_resources.claim_writes import FINALIZER, claim_path
 from scheduler.testing import pod, set_storage_object
 from tests.plugins.dynamic_resources.plugin_fixtures import (
@@ -474,16 +470,6 @@ def test_timeout_zero() -> None:
               objs=[WORKER_NODE_SLICE], args={"filterTimeout": "0s"})
     _through_reserve(run)
     assert run.plugin.pre_bind(run.state, run.pod, NODE_NAME).is_success()
-
-
-def test_args_are_validated_as_upstreams_validate_dynamic_resources_args() -> None:
-    with pytest.raises(ConfigError) as err:
-        validate_args({"filterTimeout": "-1s", "bindingTimeout": "500ms", "nope": 1}, "args")
-    assert str(err.value) == (
-        "args.nope: Invalid value: unknown field; "
-        'args.filterTimeout: Invalid value: "-1s": must be zero or positive; '
-        'args.bindingTimeout: Invalid value: "500ms": must be at least 1 second')
-    validate_args({"filterTimeout": "0s", "bindingTimeout": "1s"}, "args")
 
 
 def test_bind_failure_preserves_inflight_until_unreserve() -> None:
