@@ -50,6 +50,7 @@ from scheduler.plugin_api import (
     Code,
     CycleState,
     DeviceClass,
+    DeviceTaintRule,
     Diagnosis,
     FilterResult,
     Handle,
@@ -69,10 +70,11 @@ from scheduler.plugins.dynamic_resources.allocator import (
     AllocatedState,
     AllocationError,
     Allocator,
+    AllocatorCache,
     FailedOnNodeError,
     apply_taint_rules,
 )
-from scheduler.plugins.dynamic_resources.args import DEFAULT_ARGS, seconds, validate_args
+from scheduler.plugins.dynamic_resources.args import DynamicResourcesArgs
 from scheduler.plugins.dynamic_resources.binding import (
     BindError,
     bind_claim,
@@ -140,6 +142,8 @@ class _State:
     # Per claim: the allocation Reserve chose (None for claims allocated before).
     allocations: list[AllocationResult | None] = field(default_factory=list)
     allocator: Allocator | None = None
+    # The unallocated claims, in order: what the allocator gets on every node.
+    pending: list[ResourceClaim] = field(default_factory=list)
     # What the allocator was built from (explanations count devices from them).
     slices: Sequence[ResourceSlice] = ()
     allocated: AllocatedState = field(default_factory=AllocatedState)
@@ -178,14 +182,24 @@ class DynamicResources:
     name = NAME
     filter_reads_pod_lists = False
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: DynamicResourcesArgs, handle: Handle) -> None:
         self.handle = handle
-        self.filter_timeout = seconds(args["filterTimeout"])
-        self.binding_timeout = seconds(args["bindingTimeout"])
-        # cel.NewCache(10, ...) upstream; SelectorCache keeps more, compiled once each.
+        self.filter_timeout = args.filter_timeout_seconds
+        self.binding_timeout = args.binding_timeout_seconds
+        # cel.NewCache(10, ...) upstream; SelectorCache keeps more, compiled once each. The
+        # allocator cache keeps each node's pools and selectable devices between cycles while
+        # no slice or DeviceTaintRule changes. One per plugin instance, so per profile: the
+        # plugin API has no place to share it, and two profiles with DynamicResources (rare)
+        # only cost a second copy of derived data.
         self.cel_cache = SelectorCache()
+        self.allocators = AllocatorCache(self.cel_cache)
         self._slices_key: int | None = None
         self._slices: list[ResourceSlice] = []
+        # By the store's slice object's id: (that object, it with the rules applied).
+        self._patched: dict[int, tuple[ResourceSlice, ResourceSlice]] = {}
+        self._rules: tuple[DeviceTaintRule, ...] = ()
+        self._nodes_with_slices: frozenset[str] = frozenset()
+        self._shared_slices = False
 
     # -- PreEnqueue -----------------------------------------------------------------------
     def pre_enqueue(self, pod: PodInfo) -> Status:
@@ -266,17 +280,32 @@ class DynamicResources:
         st.allocated = AllocatedState(held.devices, held.shared_devices, held.consumed)
         st.classes = dra.device_classes()
         st.slices = slices
-        st.allocator = Allocator(st.allocated, st.classes, slices, self.cel_cache)
-        st.nodes_with_slices = frozenset(s.node_name for s in slices if s.node_name)
-        st.shared_slices = any(not s.node_name for s in slices)
+        st.pending = [st.claims[i] for i in st.to_allocate()]
+        st.allocator = self.allocators.allocator(
+            st.allocated, st.classes, slices, slices_key=self._slices_key)
+        st.nodes_with_slices = self._nodes_with_slices
+        st.shared_slices = self._shared_slices
 
     def _tainted_slices(self) -> list[ResourceSlice]:
-        """The slices with the DeviceTaintRules applied, kept while neither changes."""
+        """The slices with the DeviceTaintRules applied, kept while neither changes
+        (``slices_generation`` counts changes of both). Under a new key, a slice that is the
+        same object as before under the same rules keeps its patched object, so the
+        allocator cache keeps its node's view."""
         dra = self.handle.dra
         key = dra.slices_generation
         if key != self._slices_key:
-            self._slices = apply_taint_rules(dra.slices(), dra.taint_rules())
-            self._slices_key = key
+            rules = tuple(dra.taint_rules())
+            kept = self._patched if rules == self._rules else {}
+            patched: dict[int, tuple[ResourceSlice, ResourceSlice]] = {}
+            for source in dra.slices():
+                before = kept.get(id(source))
+                if before is None or before[0] is not source:
+                    before = (source, apply_taint_rules([source], rules)[0])
+                patched[id(source)] = before
+            self._slices = [after for _, after in patched.values()]
+            self._patched, self._rules, self._slices_key = patched, rules, key
+            self._nodes_with_slices = frozenset(s.node_name for s in self._slices if s.node_name)
+            self._shared_slices = any(not s.node_name for s in self._slices)
         return self._slices
 
     # -- Filter ---------------------------------------------------------------------------
@@ -311,8 +340,11 @@ class DynamicResources:
                            and not selector.matches(labels, node))]
         allocations: list[AllocationResult] = []
         if st.allocator is not None:
-            claims = [node_extended if i == st.extended_index and node_extended is not None
-                      else st.claims[i] for i in st.to_allocate()]
+            # The cycle's own claim objects on every node (the allocator finds its plan by
+            # their identities); only the extended claim is made per node.
+            claims = st.pending if node_extended is None else [
+                node_extended if i == st.extended_index else st.claims[i]
+                for i in st.to_allocate()]
             try:
                 found = self._allocate(st, node, labels, claims)
             except FailedOnNodeError as err:
@@ -602,8 +634,8 @@ def _needs_a_device(claim: ResourceClaim) -> bool:
         for r in claim.spec.requests)
 
 
-def new(args: Mapping[str, Any], handle: Handle) -> DynamicResources:
-    return DynamicResources({**DEFAULT_ARGS, **args}, handle)
+def new(args: DynamicResourcesArgs, handle: Handle) -> DynamicResources:
+    return DynamicResources(args, handle)
 
 
-SPEC = PluginSpec(name=NAME, factory=new, default_args=DEFAULT_ARGS, validate=validate_args)
+SPEC = PluginSpec(name=NAME, factory=new, args=DynamicResourcesArgs)

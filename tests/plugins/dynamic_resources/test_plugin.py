@@ -7,19 +7,16 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import pytest
-
-from scheduler.framework.errors import ConfigError
 from scheduler.framework.interface import Code
-from scheduler.plugins.dynamic_resources.args import validate_args
 from scheduler.plugins.dynamic_resources.claim_writes import FINALIZER, claim_path
-from scheduler.testing import pod
+from scheduler.testing import pod, set_storage_object
 from tests.plugins.dynamic_resources.plugin_fixtures import (
     ALLOCATED_CLAIM,
     CLAIM_NAME,
     DEVICE_CLASS,
     DRIVER,
     NAMESPACE,
+    NODE2_NAME,
     NODE_NAME,
     OTHER_ALLOCATED_CLAIM,
     OTHER_CLAIM,
@@ -342,6 +339,37 @@ def test_tainted_device_enabled() -> None:
     assert run.post_filter().code is Code.UNSCHEDULABLE
 
 
+TAINT_RULE = {"apiVersion": "resource.k8s.io/v1beta2", "kind": "DeviceTaintRule",
+              "metadata": {"name": "no-instance-1"},
+              "spec": {"deviceSelector": {"driver": DRIVER, "pool": NODE_NAME,
+                                          "device": "instance-1"},
+                       "taint": {"key": "taint-key", "effect": "NoSchedule"}}}
+
+
+def test_device_taint_rules_and_slices_changed_between_cycles_are_seen() -> None:
+    """The allocator's views are kept between cycles only while no slice or DeviceTaintRule
+    changes: a rule added, then removed, then a slice replaced, each shows in the next
+    PreFilter (the slice tracker's patched slices, upstream's ``DeviceTaintRule`` handling)."""
+    run = Run(pod_with_claim_name(), claims=[PENDING_CLAIM], classes=[DEVICE_CLASS],
+              objs=[WORKER_NODE_SLICE], nodes=(WORKER, WORKER2))
+    assert run.pre_filter().is_success()
+    assert run.filter()[NODE_NAME] == OK
+    set_storage_object(run.s, TAINT_RULE)
+    assert run.pre_filter().is_success()
+    assert run.filter()[NODE_NAME] == (UU, "cannot allocate all claims")
+    set_storage_object(run.s, TAINT_RULE, deleted=True)
+    assert run.pre_filter().is_success()
+    assert run.filter()[NODE_NAME] == OK
+    set_storage_object(run.s, resource_slice(NODE_NAME, "instance-2"))
+    set_storage_object(run.s, resource_slice(NODE2_NAME, "instance-1"))
+    assert run.pre_filter().is_success()
+    assert run.filter() == {NODE_NAME: OK, NODE2_NAME: OK}
+    set_storage_object(run.s, {**TAINT_RULE, "spec": {**TAINT_RULE["spec"], "deviceSelector": {
+        "driver": DRIVER, "pool": NODE2_NAME, "device": "instance-1"}}})
+    assert run.pre_filter().is_success()
+    assert run.filter() == {NODE_NAME: OK, NODE2_NAME: (UU, "cannot allocate all claims")}
+
+
 def test_request_admin_access_with_dra_admin_access_featuregate() -> None:
     """Admin access takes a device another claim holds."""
     run = Run(pod_with_claim_name(), claims=[_admin_access(PENDING_CLAIM), OTHER_ALLOCATED_CLAIM],
@@ -442,16 +470,6 @@ def test_timeout_zero() -> None:
               objs=[WORKER_NODE_SLICE], args={"filterTimeout": "0s"})
     _through_reserve(run)
     assert run.plugin.pre_bind(run.state, run.pod, NODE_NAME).is_success()
-
-
-def test_args_are_validated_as_upstreams_validate_dynamic_resources_args() -> None:
-    with pytest.raises(ConfigError) as err:
-        validate_args({"filterTimeout": "-1s", "bindingTimeout": "500ms", "nope": 1}, "args")
-    assert str(err.value) == (
-        "args.nope: Invalid value: unknown field; "
-        'args.filterTimeout: Invalid value: "-1s": must be zero or positive; '
-        'args.bindingTimeout: Invalid value: "500ms": must be at least 1 second')
-    validate_args({"filterTimeout": "0s", "bindingTimeout": "1s"}, "args")
 
 
 def test_bind_failure_preserves_inflight_until_unreserve() -> None:
