@@ -45,6 +45,20 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 STAGES_DIR = HERE / "stages"
+# CustomResourceDefinitions installed on every cluster: scheduler-plugins' Coscheduling PodGroup.
+CRDS_DIR = HERE / "crds"
+# Gang scheduling with the Workload API (scheduling.k8s.io/v1beta1 Workload and PodGroup) is
+# beta and off by default in v1.37: the API server, the controller manager (its
+# podgroup-protection controller removes the PodGroup finalizer) and kube-scheduler (the
+# GangScheduling plugin, pod-group queueing) each need the gate, and the API server the beta
+# group version. Every cluster runs with it: for pods without spec.schedulingGroup it changes
+# nothing in kube-scheduler (GangScheduling's PreEnqueue and Permit return at once and its
+# queueing hints skip them; pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go).
+FEATURE_GATES = "GenericWorkload=true"
+RUNTIME_CONFIG = "scheduling.k8s.io/v1beta1=true"
+# What healthy() asks the API server for: a cluster started without the gate or the CRD
+# (an older state dir kept with E2E_KEEP_CLUSTER=1) is replaced, not reused.
+SERVED_GROUPS = ("/apis/scheduling.k8s.io/v1beta1", "/apis/scheduling.x-k8s.io/v1alpha1")
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 KWOK_LABEL = "type"  # label type=kwok on every fake node, used by --delete-all
 SERVICE_CIDR = "10.0.0.0/24"
@@ -473,6 +487,16 @@ class Cluster:
         except urllib.error.HTTPError as e:
             return e.code, e.read()
 
+    def _send(self, method: str, path: str, obj: dict, timeout: float = 10.0) -> tuple[int, bytes]:
+        request = urllib.request.Request(
+            self._state()["server"] + path, data=json.dumps(obj).encode(), method=method,
+            headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, context=self._ssl_ctx(), timeout=timeout) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
     def _wait(self, what: str, cond, timeout: float, comps: Iterable[str]) -> None:
         deadline = time.monotonic() + timeout
         comps = list(comps)
@@ -496,9 +520,32 @@ class Cluster:
         if not all(run.get(c) for c in need):
             return False
         try:
-            return self._get("/readyz")[0] == 200
+            return all(self._get(path)[0] == 200 for path in ("/readyz", *SERVED_GROUPS))
         except (OSError, urllib.error.URLError, ssl.SSLError):
             return False
+
+    def _install_crds(self, timeout: float) -> None:
+        """Create every CRD in CRDS_DIR and wait until the API server serves it."""
+        import yaml
+
+        path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        for file in sorted(CRDS_DIR.glob("*.yaml")):
+            for crd in yaml.safe_load_all(file.read_text()):
+                if not crd:
+                    continue
+                code, body = self._send("POST", path, crd)
+                if code not in (201, 409):
+                    raise ClusterError(f"creating CRD {crd['metadata']['name']}: {code} {body!r}")
+                name = crd["metadata"]["name"]
+
+                def established(name: str = name) -> bool:
+                    code, body = self._get(f"{path}/{name}")
+                    conditions = json.loads(body).get("status", {}).get("conditions", [])
+                    return code == 200 and any(
+                        c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+                self._wait(f"CRD {name} Established", established, timeout, ["kube-apiserver"])
+        log("CRDs installed: " + ", ".join(f.name for f in sorted(CRDS_DIR.glob("*.yaml"))))
 
     # -------------------------------------------------------------- up / down
     def up(
@@ -634,6 +681,8 @@ class Cluster:
                 f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
                 # admission: the defaults (incl. Priority, ServiceAccount, DefaultTolerationSeconds)
                 "--allow-privileged=true",
+                f"--feature-gates={FEATURE_GATES}",
+                f"--runtime-config={RUNTIME_CONFIG}",
                 # the endpoint reconciler would publish 127.0.0.1 for the `kubernetes` Service,
                 # which Endpoints validation rejects (loopback); nothing runs in pods here.
                 "--endpoint-reconciler-type=none",
@@ -649,6 +698,7 @@ class Cluster:
             ["etcd", "kube-apiserver"],
         )
         log(f"kube-apiserver ready at {server} ({time.monotonic() - t0:.1f}s)")
+        self._install_crds(timeout)
 
         kcm_kc = self.state_dir / "kube-controller-manager.kubeconfig"
         self._start(
@@ -672,6 +722,7 @@ class Cluster:
                 f"--cluster-signing-key-file={pki / 'ca.key'}",
                 "--kube-api-qps=200",
                 "--kube-api-burst=400",
+                f"--feature-gates={FEATURE_GATES}",
                 "--v=1",
             ],
         )
@@ -725,6 +776,7 @@ class Cluster:
                 f"--secure-port={port}",
                 f"--cert-dir={self.state_dir / 'kube-scheduler-certs'}",
                 "--leader-elect=false",
+                f"--feature-gates={FEATURE_GATES}",
                 "--v=1",
             ],
         )
