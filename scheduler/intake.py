@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from scheduler.cache import pod_groups
 from scheduler.cache.volume_objects import (
     CAPACITIES,
     CLAIMS,
@@ -37,6 +38,7 @@ from scheduler.framework.events import (
     NODE_ADD,
     NODE_DELETE,
     PDB_CHANGE,
+    UNSCHEDULED_POD_ADD,
     Action,
     ClusterEvent,
     Resource,
@@ -130,6 +132,9 @@ class Intake:
         old = self._pods.get(info.uid)
         info = self._resolve_priority(info)
         self._pods[info.uid] = info
+        if info.pod_group is not None:
+            # Counted before the queue's PreEnqueue sees it (GangScheduling's quorum).
+            self.s.pod_groups.pod_changed(old, info)
         if info.node_name:
             self._pod_bound(old, info)
         else:
@@ -177,6 +182,8 @@ class Intake:
     def _pod_gone(self, uid: str, last: PodInfo) -> None:
         """``last`` (the last version seen) no longer exists for scheduling."""
         self._invalid_reported.pop(uid, None)
+        if last.pod_group is not None:
+            self.s.pod_groups.pod_deleted(last)
         self.s.inbox.put(lambda: self._forget_deleted(uid))
         self.s.queue.delete(uid)
         if uid in self.s.waiting:
@@ -232,6 +239,10 @@ class Intake:
             # New to the queue, or back after being gated or invalid: ``add`` (an update of
             # a pod the queue dropped would be ignored).
             self.s.queue.add(info)
+            if old is None and info.pod_group is not None:
+                # A new member may complete its gang (GangScheduling's UnscheduledPod/Add);
+                # no other plugin registers this event, so ungrouped pods skip it.
+                self.s.queue.move_all_to_active_or_backoff(UNSCHEDULED_POD_ADD, None, info)
             return
         self.s.queue.update(old, info)
         if old.nominated_node_name and old.nominated_node_name != info.nominated_node_name:
@@ -455,6 +466,40 @@ class Intake:
             namespace, _, name = key.rpartition("/")
             meta = {"name": name, **({"namespace": namespace} if namespace else {})}
             self.on_volume_object(kind, DELETED, {"metadata": meta})
+
+    # -- pod groups (Workloads, PodGroups, Coscheduling PodGroups) -------------------------
+    def on_pod_group_object(
+        self, kind: str, event_type: str | None, obj: Mapping[str, Any]
+    ) -> None:
+        """A watch event of a pod-group kind (``scheduler.cache.pod_groups.KINDS``; ``None``
+        for a listed object): the store gets the parsed object, and the queue a PodGroup
+        event with the old and new groups for the hints. Workloads move no pod."""
+        key = key_of(obj)
+        store = self.s.pod_groups
+        old = store.get(kind, key)
+        if event_type == DELETED:
+            store.remove(kind, key)
+            if kind != pod_groups.WORKLOADS:
+                self.s.queue.move_all_to_active_or_backoff(
+                    ClusterEvent(Resource.POD_GROUP, Action.DELETE), old, None)
+            return
+        parsed = pod_groups.PARSERS[kind](_without_managed_fields(obj))
+        store.upsert(kind, key, parsed)
+        if kind != pod_groups.WORKLOADS:
+            action = Action.ADD if old is None else Action.UPDATE
+            self.s.queue.move_all_to_active_or_backoff(
+                ClusterEvent(Resource.POD_GROUP, action), old, parsed)
+
+    def resync_pod_group_objects(self, kind: str, listed: Iterable[Mapping[str, Any]]) -> None:
+        """After a relist: apply the listing, and delete what it no longer has."""
+        keys = set()
+        for obj in listed:
+            keys.add(key_of({"metadata": _metadata(obj)}))
+            self._apply_or_skip(kind, obj, lambda o: self.on_pod_group_object(kind, None, o))
+        for key in [k for k in self.s.pod_groups.keys(kind) if k not in keys]:
+            namespace, _, name = key.rpartition("/")
+            self.on_pod_group_object(
+                kind, DELETED, {"metadata": {"name": name, "namespace": namespace}})
 
     def _apply_or_skip(
         self, kind: str, obj: Mapping[str, Any], apply: Callable[[Mapping[str, Any]], object]

@@ -22,6 +22,7 @@ import structlog
 from scheduler.binding_workers import BindingBatch, BindingWorkers
 from scheduler.cache.cache import Cache
 from scheduler.cache.inbox import Inbox
+from scheduler.cache.pod_groups import PodGroups
 from scheduler.cache.snapshot import Snapshot
 from scheduler.cache.volume_objects import CLAIMS, KINDS, VOLUMES, Parsed
 from scheduler.config import SchedulerConfig
@@ -220,6 +221,8 @@ class Scheduler:
         # the hints' "old" objects, and what VolumeBinding's PreBind reads from a binding
         # thread while it waits for the PV controller.
         self.volume_objects: dict[str, dict[str, Parsed]] = {kind: {} for kind in KINDS}
+        # Workloads, PodGroups of both APIs and their members (the intake and the cycle).
+        self.pod_groups = PodGroups()
         self.avoidance = NodeAvoidance(clock)
         self.profiles: dict[str, Framework] = {}
         # The ConfigMaps plugins watch, by (namespace, name): the operator feeds them in.

@@ -586,3 +586,53 @@ def test_a_finished_pod_is_forgotten_and_its_deletion_moves_nobody() -> None:
     h.delete("job")
     assert h.where("late") == UNSCHEDULABLE, "the room was freed once, when the job finished"
     assert h.uid("late") in h.s.pods and "job" not in {p.name for p in h.s.pods.values()}
+
+
+# == pod groups ============================================================================
+def _pod_group(name: str, min_count: int) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "default", "resourceVersion": "1"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}}}
+
+
+def test_pod_group_events_reach_the_store_and_the_queue_with_parsed_groups() -> None:
+    from scheduler.cache.pod_groups import POD_GROUPS
+
+    seen: list[tuple[str, Any, Any]] = []
+    h = Harness()
+    original = h.s.queue.move_all_to_active_or_backoff
+
+    def record(event: ClusterEvent, old: Any, new: Any, **kwargs: Any) -> None:
+        seen.append((str(event), old, new))
+        original(event, old, new, **kwargs)
+
+    h.s.queue.move_all_to_active_or_backoff = record  # type: ignore[method-assign]
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, _pod_group("pg", 3))
+    h.intake.on_pod_group_object(POD_GROUPS, MODIFIED, _pod_group("pg", 2))
+    h.intake.on_pod_group_object(POD_GROUPS, DELETED, _pod_group("pg", 2))
+    assert [(event, getattr(old, "min_count", None), getattr(new, "min_count", None))
+            for event, old, new in seen] == [
+        ("PodGroupADD", None, 3), ("PodGroupUPDATE", 3, 2), ("PodGroupDELETE", 2, None)]
+    assert list(h.s.pod_groups.keys(POD_GROUPS)) == []
+
+
+def test_a_relist_of_pod_groups_drops_the_unlisted() -> None:
+    from scheduler.cache.pod_groups import COSCHEDULING_POD_GROUPS
+
+    h = Harness()
+    h.intake.resync_pod_group_objects(COSCHEDULING_POD_GROUPS, [
+        {"metadata": {"name": "a", "namespace": "default"}, "spec": {"minMember": 2}},
+        {"metadata": {"name": "b", "namespace": "default"}, "spec": {"minMember": 2}}])
+    h.intake.resync_pod_group_objects(COSCHEDULING_POD_GROUPS, [
+        {"metadata": {"name": "b", "namespace": "default"}, "spec": {"minMember": 2}},
+        {"metadata": {"name": "c", "namespace": "default"}, "spec": {"minMember": "x"}}])
+    assert list(h.s.pod_groups.keys(COSCHEDULING_POD_GROUPS)) == ["default/b"]
+
+
+def test_a_members_arrival_counts_before_the_queue_sees_it() -> None:
+    h = Harness()
+    h.add(pod("a", spec={"schedulingGroup": {"podGroupName": "pg"}}))
+    state = h.s.pod_groups.state_of(h.info("a"))
+    assert state is not None and state.unscheduled == {h.info("a").uid}
+    h.delete("a")
+    assert h.s.pod_groups.state_of(PodInfo.from_pod(
+        pod("a", spec={"schedulingGroup": {"podGroupName": "pg"}}))) is None

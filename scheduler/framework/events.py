@@ -31,6 +31,8 @@ class Resource(enum.Enum):
     CSI_NODE = "CSINode"
     CSI_DRIVER = "CSIDriver"
     CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
+    # A PodGroup of either API (scheduling.k8s.io's, or scheduler-plugins' Coscheduling one).
+    POD_GROUP = "PodGroup"
     WILDCARD = "*"
 
 
@@ -109,6 +111,7 @@ PDB_CHANGE = ClusterEvent(Resource.PDB, Action.ALL, "PodDisruptionBudgetChange")
 CONFIG_MAP_ADD = ClusterEvent(Resource.CONFIG_MAP, Action.ADD, "ConfigMapAdd")
 CONFIG_MAP_UPDATE = ClusterEvent(Resource.CONFIG_MAP, Action.UPDATE, "ConfigMapUpdate")
 CONFIG_MAP_DELETE = ClusterEvent(Resource.CONFIG_MAP, Action.DELETE, "ConfigMapDelete")
+UNSCHEDULED_POD_ADD = ClusterEvent(Resource.UNSCHEDULED_POD, Action.ADD, "UnscheduledPodAdd")
 NAMESPACE_LABEL_CHANGE = ClusterEvent(
     Resource.NAMESPACE, Action.UPDATE_LABEL, "NamespaceLabelChange"
 )

@@ -17,6 +17,7 @@ from operator import attrgetter
 from typing import Any, NamedTuple, TypeVar
 
 from scheduler.model.errors import InvalidSpecError
+from scheduler.model.pod_group import COSCHEDULING_LABEL, PodGroupRef
 from scheduler.model.resources import ResourceList, pod_resources
 from scheduler.model.selectors import (
     LabelSelector,
@@ -335,6 +336,8 @@ class PodInfo:
     # PersistentVolumeClaims the pod's volumes name, in order: (claim name, ephemeral). A
     # generic ephemeral volume's claim is "<pod>-<volume>".
     claims: tuple[tuple[str, bool], ...] = ()
+    # The pod group it is a member of (spec.schedulingGroup, or Coscheduling's label).
+    pod_group: PodGroupRef | None = None
 
     def replace(self, **changes: Any) -> PodInfo:
         """A copy with ``changes``: ``dataclasses.replace`` at a seventh of its cost, which the
@@ -420,6 +423,9 @@ class PodInfo:
         host_ports, images = _parse_section(
             errors, "spec.containers", lambda: _ports_and_images(spec)) or ((), ())
         claims = _parse_section(errors, "spec.volumes", lambda: _claims(spec, meta.name)) or ()
+        pod_group = _parse_section(
+            errors, "spec.schedulingGroup", lambda: PodGroupRef.of_pod(spec, meta.labels)
+        ) if "schedulingGroup" in spec or COSCHEDULING_LABEL in meta.labels else None
         raw_spread = spec.get("topologySpreadConstraints")
         spread_constraints = (_parse_section(
             errors, "spec.topologySpreadConstraints",
@@ -461,6 +467,7 @@ class PodInfo:
             owner_name=meta.owner_name,
             parse_error=errors.error,
             claims=claims,
+            pod_group=pod_group,
         )
 
 
