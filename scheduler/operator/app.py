@@ -31,6 +31,7 @@ from scheduler.operator.health import HealthServer
 from scheduler.operator.kubeapi import KubeApi, api_client_from
 from scheduler.operator.leader import ApiLeaseStore, LeaderElector, new_identity
 from scheduler.operator.liveness import loop_progress
+from scheduler.operator.pod_group_watches import served_pod_group_paths
 from scheduler.operator.reflector import Reflector
 from scheduler.operator.serving.options import ServingOptions, secure_server
 from scheduler.rescheduling.rescheduler import Rescheduler
@@ -150,6 +151,24 @@ class SchedulerApp:
             on_listed=lambda items: intake.resync_volume_objects(kind, items),
         )
 
+    def _pod_group_reflector(self, kind: str, path: str) -> Reflector:
+        intake = self.intake
+        return Reflector(
+            self.api, path, name=kind,
+            on_event=lambda event_type, obj: intake.on_pod_group_object(kind, event_type, obj),
+            on_listed=lambda items: intake.resync_pod_group_objects(kind, items),
+        )
+
+    def _watch_served_pod_group_kinds(self) -> bool:
+        """Add a reflector for each pod-group kind the cluster serves; False if stopped
+        while discovery kept failing."""
+        while (paths := served_pod_group_paths(self.api)) is None:
+            if self._stop.wait(LIST_RETRY_SECONDS):
+                return False
+        self.reflectors.extend(self._pod_group_reflector(kind, path)
+                               for kind, path in paths.items())
+        return True
+
     def _config_map_reflector(self, namespace: str, name: str) -> Reflector:
         """The watch of one ConfigMap a plugin asked for (Handle.watch_config_map); its
         listing counts for the synced start like the others."""
@@ -266,6 +285,8 @@ class SchedulerApp:
         while not self.resync_low_volume():
             if self._stop.wait(LIST_RETRY_SECONDS):
                 return
+        if not self._watch_served_pod_group_kinds():
+            return
         for reflector in self.reflectors:
             reflector.start()
         for reflector in self.reflectors:
