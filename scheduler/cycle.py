@@ -40,6 +40,7 @@ from scheduler.framework.interface import (
     Diagnosis,
     IntArray,
     NodeView,
+    PermitDecision,
     Status,
 )
 from scheduler.framework.runtime import FilterOutcome
@@ -48,6 +49,7 @@ from scheduler.metrics import ERROR, PLUGIN_METRICS_SAMPLE_PERCENT, SCHEDULED, U
 if TYPE_CHECKING:
     from scheduler.cache.cache import Cache
     from scheduler.cache.inbox import Inbox
+    from scheduler.cache.pod_groups import PodGroups
     from scheduler.config import SchedulerConfig
     from scheduler.framework.extender import Extender
     from scheduler.framework.ports import Reporter
@@ -97,6 +99,8 @@ class CycleHost(Protocol):
     cache: Cache
     inbox: Inbox
     waiting: WaitingPods
+    # Pod groups and their members: assumed and forgotten with the cache.
+    pod_groups: PodGroups
     metrics: Metrics
     reporter: Reporter
     # HTTP extenders, ignorable ones last; called after the plugins (upstream's Extenders).
@@ -219,17 +223,22 @@ def scheduling_cycle(s: CycleHost, attempt: Attempt) -> ScheduleResult | Failure
 
     s.queue.nominator.delete(pod.uid)
     assumed = s.cache.assume(pod, result.node)
-    status, wait_seconds = _reserve_and_permit(attempt, assumed, result.node)
+    if pod.pod_group is not None:
+        s.pod_groups.assume(assumed)
+    decision = _reserve_and_permit(attempt, assumed, result.node)
+    status = decision.status
     if not (status.is_success() or status.code is Code.WAIT):
         try:
             attempt.framework.run_unreserve(attempt.state, assumed, result.node)
         finally:
             s.cache.forget(pod.uid)
+            if pod.pod_group is not None:
+                s.pod_groups.forget(pod)
         if status.is_rejected():
             return Failure(status, _fit_error_on_one_node(status))
         return Failure(status)
     if status.code is Code.WAIT:
-        s.waiting.add(assumed, wait_seconds)
+        s.waiting.add(assumed, decision.waiting)
     return result
 
 
@@ -256,19 +265,18 @@ def _schedule_or_post_filter(s: CycleHost, attempt: Attempt) -> ScheduleResult |
         return Failure(Status.error(str(err)))
 
 
-def _reserve_and_permit(attempt: Attempt, assumed: PodInfo, node: str) -> tuple[Status, float]:
-    """Reserve, then Permit if every Reserve plugin agreed: the status, and how long Permit
-    asked the pod to wait."""
+def _reserve_and_permit(attempt: Attempt, assumed: PodInfo, node: str) -> PermitDecision:
+    """Reserve, then Permit if every Reserve plugin agreed: the status, and which plugins
+    asked the pod to wait, for how long."""
     framework, state = attempt.framework, attempt.state
     try:
         status = framework.run_reserve(state, assumed, node)
         if not status.is_success():
-            return status, 0.0
-        decision = framework.run_permit(state, assumed, node)
+            return PermitDecision(status)
+        return framework.run_permit(state, assumed, node)
     except Exception as exc:
         log.exception("Reserve or Permit failed", pod=assumed.key, node=node)
-        return Status.error(_exception_message(exc)), 0.0
-    return decision.status, decision.timeout_seconds
+        return PermitDecision(Status.error(_exception_message(exc)))
 
 
 def schedule_pod(
@@ -622,6 +630,8 @@ def handle_binding_cycle_error(
         framework.run_unreserve(attempt.state, pod, node)
     finally:
         s.inbox.put(lambda: s.cache.forget(pod.uid))
+        if pod.pod_group is not None:
+            s.pod_groups.forget(pod)
     # Forgetting the assumed pod frees its room: an AssignedPodDelete for the others.
     assumed = pod.replace(node_name=node)
     if failure.pod_gone:

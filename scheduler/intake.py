@@ -20,6 +20,13 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from scheduler.cache import pod_groups
+from scheduler.cache.dra_objects import (
+    DEVICE_CLASSES,
+    DEVICE_TAINT_RULES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
+)
+from scheduler.cache.dra_objects import PARSERS as DRA_PARSERS
 from scheduler.cache.volume_objects import (
     CAPACITIES,
     CLAIMS,
@@ -61,6 +68,13 @@ VOLUME_RESOURCES = {
     CLAIMS: Resource.PVC, VOLUMES: Resource.PV, STORAGE_CLASSES: Resource.STORAGE_CLASS,
     CSI_NODES: Resource.CSI_NODE, CSI_DRIVERS: Resource.CSI_DRIVER,
     CAPACITIES: Resource.CSI_STORAGE_CAPACITY,
+}
+# A DeviceTaintRule changes the devices of the slices it selects: upstream's slice tracker
+# reports it as a change of those slices, and so does the intake (with no objects: a hint
+# cannot tell which slices changed).
+DRA_RESOURCES = {
+    RESOURCE_CLAIMS: Resource.RESOURCE_CLAIM, RESOURCE_SLICES: Resource.RESOURCE_SLICE,
+    DEVICE_CLASSES: Resource.DEVICE_CLASS, DEVICE_TAINT_RULES: Resource.RESOURCE_SLICE,
 }
 NAMESPACES, PRIORITY_CLASSES, PDBS = "namespaces", "priorityclasses", "poddisruptionbudgets"
 
@@ -457,15 +471,42 @@ class Intake:
         self.s.queue.move_all_to_active_or_backoff(
             ClusterEvent(VOLUME_RESOURCES[kind], action), old, parsed)
 
+    # -- DRA objects (ResourceClaims, ResourceSlices, DeviceClasses, DeviceTaintRules) -------
+    def on_dra_object(self, kind: str, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        """A watch event of a DRA kind: the DRA manager gets the parsed object at once (as
+        upstream's informers write its assume cache), and the queue an event of that kind."""
+        key = key_of(obj)
+        dra = self.s.dra
+        old = dra.get(kind, key)
+        if event_type == DELETED:
+            dra.remove(kind, key)
+            new = None
+            action = Action.DELETE
+        else:
+            new = DRA_PARSERS[kind](_without_managed_fields(obj))
+            dra.upsert(kind, key, new)
+            action = Action.ADD if old is None else Action.UPDATE
+        if kind == DEVICE_TAINT_RULES:
+            old = new = None
+            action = Action.UPDATE
+        self.s.queue.move_all_to_active_or_backoff(
+            ClusterEvent(DRA_RESOURCES[kind], action), old, new)
+
+    def resync_dra_objects(self, kind: str, listed: Iterable[Mapping[str, Any]]) -> None:
+        keys = set()
+        for obj in listed:
+            keys.add(key_of({"metadata": _metadata(obj)}))
+            self._apply_or_skip(kind, obj, lambda o: self.on_dra_object(kind, None, o))
+        for key in [k for k in self.s.dra.keys(kind) if k not in keys]:
+            self.on_dra_object(kind, DELETED, {"metadata": _metadata_of_key(key)})
+
     def resync_volume_objects(self, kind: str, listed: Iterable[Mapping[str, Any]]) -> None:
         keys = set()
         for obj in listed:
             keys.add(key_of({"metadata": _metadata(obj)}))
             self._apply_or_skip(kind, obj, lambda o: self.on_volume_object(kind, None, o))
         for key in [k for k in self.s.volume_objects[kind] if k not in keys]:
-            namespace, _, name = key.rpartition("/")
-            meta = {"name": name, **({"namespace": namespace} if namespace else {})}
-            self.on_volume_object(kind, DELETED, {"metadata": meta})
+            self.on_volume_object(kind, DELETED, {"metadata": _metadata_of_key(key)})
 
     # -- pod groups (Workloads, PodGroups, Coscheduling PodGroups) -------------------------
     def on_pod_group_object(
@@ -497,9 +538,7 @@ class Intake:
             keys.add(key_of({"metadata": _metadata(obj)}))
             self._apply_or_skip(kind, obj, lambda o: self.on_pod_group_object(kind, None, o))
         for key in [k for k in self.s.pod_groups.keys(kind) if k not in keys]:
-            namespace, _, name = key.rpartition("/")
-            self.on_pod_group_object(
-                kind, DELETED, {"metadata": {"name": name, "namespace": namespace}})
+            self.on_pod_group_object(kind, DELETED, {"metadata": _metadata_of_key(key)})
 
     def _apply_or_skip(
         self, kind: str, obj: Mapping[str, Any], apply: Callable[[Mapping[str, Any]], object]
@@ -569,3 +608,9 @@ def _node_event(old: NodeSummary | None, new: NodeSummary) -> ClusterEvent | Non
     if not action:
         return None
     return ClusterEvent(Resource.NODE, action, "NodeUpdate")
+
+
+def _metadata_of_key(key: str) -> dict[str, str]:
+    """The metadata of a deleted object known only by its key ("namespace/name" or name)."""
+    namespace, _, name = key.rpartition("/")
+    return {"name": name, **({"namespace": namespace} if namespace else {})}

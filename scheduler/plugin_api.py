@@ -17,7 +17,12 @@ signals (``row_generation``, ``labels_generation``, ``taints_generation``,
 point and per optional hook (``ScorePlugin``, ``SortKeyHook``...), ``Plugin``,
 ``PermitDecision``, ``Handle.wall_clock``, ``Action.UPDATE_NODE_ANNOTATION`` and
 ``NodeSummary.annotations``, and the Dynamic Resource Allocation objects (``ResourceClaim``,
-``ResourceSlice``...) with the DRA CEL environment (``SelectorCache``).
+``ResourceSlice``...) with the DRA CEL environment (``SelectorCache``). 2.1 added
+``Handle.dra`` (a :class:`DraManager`: the DRA objects and the claims allocated in flight),
+``AllocatedDevices`` and ``DeviceID``. 2.2 added pod groups: ``Handle.pod_groups`` (a
+:class:`PodGroupsView` of :class:`PodGroupStateView`), :class:`PodGroup` with its sources
+``WORKLOAD_API`` and ``COSCHEDULING``, ``PodInfo.pod_group``, ``Resource.POD_GROUP``,
+``WaitingPodsView.allow`` and ``PermitDecision.waiting``.
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
@@ -47,6 +52,7 @@ What is here, by topic:
 
 from __future__ import annotations
 
+from scheduler.framework.dra import AllocatedDevices, DraManager
 from scheduler.framework.events import (
     Action,
     ClusterEvent,
@@ -56,7 +62,7 @@ from scheduler.framework.events import (
 )
 from scheduler.framework.extender import ExtenderError, Victims
 from scheduler.framework.fit_error import fit_error_message
-from scheduler.framework.handle import Handle
+from scheduler.framework.handle import Handle, PodGroupStateView, PodGroupsView
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SKIP,
@@ -131,6 +137,7 @@ from scheduler.model.pod import (
     normalized_image_name,
     ports_conflict,
 )
+from scheduler.model.pod_group import COSCHEDULING, WORKLOAD_API, PodGroup
 from scheduler.model.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -168,7 +175,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "2.0"
+API_VERSION = "2.2"
 
 __all__ = [
     "ALL",
@@ -177,6 +184,7 @@ __all__ = [
     "ANN_BOUND_BY_CONTROLLER",
     "ANN_SELECTED_NODE",
     "API_VERSION",
+    "COSCHEDULING",
     "CPU",
     "EPHEMERAL_STORAGE",
     "IN",
@@ -191,9 +199,11 @@ __all__ = [
     "SUCCESS",
     "TAINT_NO_EXECUTE",
     "TAINT_NO_SCHEDULE",
+    "WORKLOAD_API",
     "ZONE_KEYS",
     "Action",
     "AffinityTerm",
+    "AllocatedDevices",
     "AllocationConfiguration",
     "AllocationResult",
     "BindOutcome",
@@ -224,6 +234,7 @@ __all__ = [
     "DeviceTaintRule",
     "Diagnosis",
     "DisruptionBudget",
+    "DraManager",
     "EnqueueExtensions",
     "EvictionOutcome",
     "Evictor",
@@ -246,6 +257,9 @@ __all__ = [
     "PermitPlugin",
     "Plugin",
     "PluginSpec",
+    "PodGroup",
+    "PodGroupStateView",
+    "PodGroupsView",
     "PodInfo",
     "PostBindPlugin",
     "PostFilterPlugin",

@@ -21,6 +21,7 @@ import structlog
 
 from scheduler.binding_workers import BindingBatch, BindingWorkers
 from scheduler.cache.cache import Cache
+from scheduler.cache.dra_objects import DraObjects
 from scheduler.cache.inbox import Inbox
 from scheduler.cache.pod_groups import PodGroups
 from scheduler.cache.snapshot import Snapshot
@@ -150,6 +151,14 @@ class ProfileHandle:
         claim = self.scheduler.volume_objects[CLAIMS].get(f"{namespace}/{name}")
         return claim if isinstance(claim, ClaimInfo) else None
 
+    @property
+    def pod_groups(self) -> PodGroups:
+        return self.scheduler.pod_groups
+
+    @property
+    def dra(self) -> DraObjects:
+        return self.scheduler.dra
+
     def get_volume(self, name: str) -> VolumeInfo | None:
         volume = self.scheduler.volume_objects[VOLUMES].get(name)
         return volume if isinstance(volume, VolumeInfo) else None
@@ -223,6 +232,9 @@ class Scheduler:
         self.volume_objects: dict[str, dict[str, Parsed]] = {kind: {} for kind in KINDS}
         # Workloads, PodGroups of both APIs and their members (the intake and the cycle).
         self.pod_groups = PodGroups()
+        # The DRA objects and claims allocated in flight, written by the watch thread as it
+        # delivers (not through the inbox: upstream's DRA manager is read live at PreFilter).
+        self.dra = DraObjects()
         self.avoidance = NodeAvoidance(clock)
         self.profiles: dict[str, Framework] = {}
         # The ConfigMaps plugins watch, by (namespace, name): the operator feeds them in.

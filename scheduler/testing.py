@@ -19,6 +19,12 @@ from typing import Any
 import numpy as np
 
 from scheduler.cache.cache import Cache
+from scheduler.cache.dra_objects import (
+    DEVICE_CLASSES,
+    DEVICE_TAINT_RULES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
+)
 from scheduler.cache.snapshot import Snapshot
 from scheduler.cache.volume_objects import (
     CAPACITIES,
@@ -164,6 +170,10 @@ def pod_info(name: str, **kwargs: Any) -> PodInfo:
 
 
 # -- storage ------------------------------------------------------------------------------
+DRA_KINDS = {
+    "ResourceClaim": RESOURCE_CLAIMS, "ResourceSlice": RESOURCE_SLICES,
+    "DeviceClass": DEVICE_CLASSES, "DeviceTaintRule": DEVICE_TAINT_RULES,
+}
 STORAGE_KINDS = {
     "PersistentVolumeClaim": CLAIMS, "PersistentVolume": VOLUMES,
     "StorageClass": STORAGE_CLASSES, "CSINode": CSI_NODES, "CSIDriver": CSI_DRIVERS,
@@ -408,8 +418,10 @@ def scheduler_of(
     ConfigMaps plugins watch, by (namespace, name): a watched one not given does not exist
     (change them later with :func:`set_config_map`). ``storage`` are PersistentVolumeClaims,
     PersistentVolumes, StorageClasses, CSINodes and CSIDrivers (see :func:`claim` and the
-    builders beside it). The scheduler runs on ``clock``, a :class:`ManualClock` of its
-    own when not given: what waits on it (VolumeBinding's PreBind) advances it instead.
+    builders beside it), and the DRA objects: ResourceClaims, ResourceSlices, DeviceClasses
+    and DeviceTaintRules, as API dicts. The scheduler runs on ``clock``, a
+    :class:`ManualClock` of its own when not given: what waits on it (VolumeBinding's
+    PreBind) advances it instead.
 
     The plugins are those the scheduler would load: the built-ins, the installed ones (the
     ``secondary_scheduler.plugins`` entry points) and ``plugins``, which take the place of
@@ -433,7 +445,10 @@ def scheduler_of(
         s.config_map_changed(namespace, name, data, CONFIG_MAP_UPDATE)
     intake = _INTAKES[s] = Intake(s)
     for obj in storage:
-        intake.on_volume_object(STORAGE_KINDS[obj["kind"]], None, obj)
+        if obj["kind"] in DRA_KINDS:
+            intake.on_dra_object(DRA_KINDS[obj["kind"]], None, obj)
+        else:
+            intake.on_volume_object(STORAGE_KINDS[obj["kind"]], None, obj)
     for obj in nodes:
         intake.on_node(None, obj)
     for obj in pods:

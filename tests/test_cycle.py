@@ -750,7 +750,7 @@ def test_a_pod_waiting_at_permit_binds_when_allowed_and_is_parked_when_rejected(
     uid_a, uid_b = h.uid("a"), h.uid("b")
     assert uid_a in h.s.waiting and uid_b in h.s.waiting
     assert h.ports.binds == []
-    h.s.waiting.allow(uid_a)
+    h.s.waiting.allow(uid_a, "FakePermit")
     h.s.waiting.reject(uid_b, "gang incomplete", plugin="FakePermit")
     h.s.stop(timeout=5)
     assert h.ports.binds == [("default/a", "n1")]

@@ -51,15 +51,19 @@ API_2_DRA = {
     "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice", "CELError", "DeviceInput",
     "SelectorCache", "enhance_runtime_error", "Requirement",
 }
+# 2.1: the DRA manager a plugin reads through Handle.dra.
+API_2_1 = {"AllocatedDevices", "DeviceID", "DraManager"}
+# 2.2: pod groups, read through Handle.pod_groups.
+API_2_2 = {"COSCHEDULING", "WORKLOAD_API", "PodGroup", "PodGroupStateView", "PodGroupsView"}
 
 
 def test_the_api_keeps_every_name_of_its_major_version() -> None:
     assert plugin_api.API_VERSION.split(".")[0] == "2"
     exported = set(plugin_api.__all__)
-    recorded = API_2 | API_2_VOLUMES | API_2_PROTOCOLS | API_2_DRA
+    recorded = API_2 | API_2_VOLUMES | API_2_PROTOCOLS | API_2_DRA | API_2_1 | API_2_2
     assert recorded - exported == set(), "names removed: a new major version"
     assert exported - recorded == set(), "names added: record them (a minor version)"
-    assert plugin_api.API_VERSION == "2.0"
+    assert plugin_api.API_VERSION == "2.2"
     assert all(hasattr(plugin_api, name) for name in exported)
 
 
@@ -71,6 +75,8 @@ HANDLE_2 = {
     "waiting_pods", "get_pod", "rng", "now", "wall_clock", "sleep", "parallelism", "binder",
     "evictor", "reporter", "writer", "get_claim", "get_volume", "extenders", "metrics",
     "watch_config_map", "activate", "move_all_to_active_or_backoff", "avoided_nodes",
+    "dra",  # 2.1
+    "pod_groups",  # 2.2
 }
 
 

@@ -314,7 +314,8 @@ def test_a_permit_wait_that_times_out_is_rejected(running: Callable[..., Harness
     assert wait_until(lambda: bool(h.ports.failures))
     assert h.ports.failures_of("p") == [(
         "Unschedulable",
-        "0/1 nodes are available: 1 rejected due to timeout after waiting at permit.", "")]
+        "0/1 nodes are available: 1 rejected due to timeout after waiting 200ms at plugin "
+        "FakePermit.", "")]
     assert h.ports.binds == []
 
 

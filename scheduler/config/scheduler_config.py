@@ -66,7 +66,9 @@ class SchedulerConfig:
         return frozenset(p.scheduler_name for p in self.profiles)
 
 
-def load_config_file(path: str | Path, registry: Registry) -> SchedulerConfig:
+def load_config_file(
+    path: str | Path, registry: Registry, *, gang_scheduling: bool = False
+) -> SchedulerConfig:
     try:
         text = Path(path).read_text()
     except OSError as exc:
@@ -76,22 +78,28 @@ def load_config_file(path: str | Path, registry: Registry) -> SchedulerConfig:
     except yaml.YAMLError as exc:
         problem = str(exc).replace("\n", " ")
         raise AggregateConfigError([f"{path}: not valid YAML: {problem}"]) from exc
-    return parse_config(raw if raw is not None else {}, registry)
+    return parse_config(raw if raw is not None else {}, registry, gang_scheduling=gang_scheduling)
 
 
-def default_config(registry: Registry) -> SchedulerConfig:
-    return parse_config({}, registry)
+def default_config(registry: Registry, *, gang_scheduling: bool = False) -> SchedulerConfig:
+    return parse_config({}, registry, gang_scheduling=gang_scheduling)
 
 
-def parse_config(raw: Any, registry: Registry) -> SchedulerConfig:
-    """The configuration, or :class:`AggregateConfigError` listing every error in it."""
+def parse_config(raw: Any, registry: Registry, *, gang_scheduling: bool = False
+                 ) -> SchedulerConfig:
+    """The configuration, or :class:`AggregateConfigError` listing every error in it.
+
+    ``gang_scheduling``: the cluster serves pod groups (the Workload API's
+    ``scheduling.k8s.io/v1beta1`` PodGroups, or scheduler-plugins' PodGroup CRD), as the
+    operator learns by discovery: the default profile then gets GangScheduling, as
+    kube-scheduler's does with its GenericWorkload feature gate on."""
     problems = Problems()
-    config = _read(Section(raw, "", problems, _TOP_FIELDS), registry)
+    config = _read(Section(raw, "", problems, _TOP_FIELDS), registry, gang_scheduling)
     problems.raise_if_any()
     return config
 
 
-def _read(top: Section, registry: Registry) -> SchedulerConfig:
+def _read(top: Section, registry: Registry, gang_scheduling: bool) -> SchedulerConfig:
     problems = top.problems
     _check_type(top)
     for key in ("enableProfiling", "enableContentionProfiling"):
@@ -102,7 +110,8 @@ def _read(top: Section, registry: Registry) -> SchedulerConfig:
     if maximum < initial:
         problems.add("podMaxBackoffSeconds",
                      "must be greater than or equal to podInitialBackoffSeconds")
-    profiles = parse_profiles(top.get("profiles"), "profiles", registry, problems)
+    profiles = parse_profiles(top.get("profiles"), "profiles", registry, problems,
+                              gang_scheduling=gang_scheduling)
     extenders = parse_extenders(top)
     ignored = [name for e in extenders for name in e.ignored_resources]
     if ignored:

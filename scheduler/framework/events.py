@@ -33,6 +33,9 @@ class Resource(enum.Enum):
     CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
     # A PodGroup of either API (scheduling.k8s.io's, or scheduler-plugins' Coscheduling one).
     POD_GROUP = "PodGroup"
+    RESOURCE_CLAIM = "ResourceClaim"
+    RESOURCE_SLICE = "ResourceSlice"
+    DEVICE_CLASS = "DeviceClass"
     WILDCARD = "*"
 
 

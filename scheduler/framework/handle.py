@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     import numpy as np
 
+    from scheduler.framework.dra import DraManager
     from scheduler.framework.events import ClusterEvent
     from scheduler.framework.extender import Extender
     from scheduler.framework.interface import CycleState, NodeView
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from scheduler.framework.snapshot import ClusterSnapshot
     from scheduler.metrics import Metrics
     from scheduler.model.pod import PodInfo
+    from scheduler.model.pod_group import PodGroup
     from scheduler.model.volumes import ClaimInfo, VolumeInfo
 
 
@@ -45,6 +47,48 @@ class WaitingPodsView(Protocol):
 
     def reject(self, uid: str, message: str, plugin: str = "") -> None:
         """Reject a waiting pod; ``plugin`` names the rejector, whose events retry it."""
+        ...
+
+    def allow(self, uid: str, plugin: str) -> None:
+        """``plugin`` lets the pod go on (upstream's ``WaitingPod.Allow``); it does once no
+        plugin it waits for is left."""
+        ...
+
+
+class PodGroupStateView(Protocol):
+    """A pod group's members as the scheduler knows them (upstream's ``PodGroupState``)."""
+
+    @property
+    def group(self) -> PodGroup | None:
+        """The PodGroup object, once observed (members may come first)."""
+        ...
+
+    @property
+    def assumed(self) -> Mapping[str, PodInfo]:
+        """Members assumed (Reserve reached), not yet bound, by uid."""
+        ...
+
+    def all_count(self) -> int:
+        """Every member known: unscheduled, assumed and bound."""
+        ...
+
+    def scheduled_count(self) -> int:
+        """Assumed or bound members."""
+        ...
+
+    def unscheduled_pods(self) -> list[PodInfo]: ...
+
+
+class PodGroupsView(Protocol):
+    """Pod groups of both APIs and their members (upstream's ``PodGroupManager``); any
+    thread. Reads are copies: a state does not change under its reader."""
+
+    def group_of(self, pod: PodInfo) -> PodGroup | None:
+        """The PodGroup ``pod`` belongs to, once observed."""
+        ...
+
+    def state_of(self, pod: PodInfo) -> PodGroupStateView | None:
+        """``pod``'s group and its members; None for a pod without a group."""
         ...
 
 
@@ -155,6 +199,18 @@ class Handle(Protocol):
 
     def get_claim(self, namespace: str, name: str) -> ClaimInfo | None:
         """The newest version of a PersistentVolumeClaim the watch delivered; any thread."""
+        ...
+
+    @property
+    def pod_groups(self) -> PodGroupsView:
+        """Pod groups (Workload API and Coscheduling) and their members, shared by every
+        profile; any thread."""
+        ...
+
+    @property
+    def dra(self) -> DraManager:
+        """ResourceClaims, ResourceSlices, DeviceClasses and the claims allocated in flight,
+        shared by every profile (upstream's ``SharedDRAManager``); any thread."""
         ...
 
     def get_volume(self, name: str) -> VolumeInfo | None:

@@ -406,6 +406,8 @@ class ReservePlugin(Plugin, Protocol):
 class PermitDecision:
     status: Status
     timeout_seconds: float = 0.0
+    # For a Wait of the whole profile: the plugins that asked to wait, each with its timeout.
+    waiting: tuple[tuple[str, float], ...] = ()
 
 
 class PermitPlugin(Plugin, Protocol):

@@ -87,18 +87,27 @@ class ProfileConfig:
     multi_point: tuple[PluginRef, ...] = ()
 
 
-def default_plugin_refs() -> list[PluginRef]:
-    return [PluginRef(n, w) for n, w in DEFAULT_PLUGINS]
+# Appended to the defaults with upstream's GenericWorkload gate on (applyGangScheduling);
+# here when the cluster serves pod groups (``gang_scheduling`` of parse_config).
+GANG_SCHEDULING = "GangScheduling"
 
 
-def parse_profiles(raw: Any, path: str, registry: Registry,
-                   problems: Problems) -> tuple[ProfileConfig, ...]:
+def default_plugin_refs(gang_scheduling: bool = False) -> list[PluginRef]:
+    refs = [PluginRef(n, w) for n, w in DEFAULT_PLUGINS]
+    if gang_scheduling:
+        refs.append(PluginRef(GANG_SCHEDULING, 0))
+    return refs
+
+
+def parse_profiles(raw: Any, path: str, registry: Registry, problems: Problems, *,
+                   gang_scheduling: bool = False) -> tuple[ProfileConfig, ...]:
     if raw is not None and not isinstance(raw, list):
         problems.invalid(path, raw, "must be a list")
         raw = None
     raw_profiles = raw or [{}]
     profiles = tuple(
-        parse_profile(p, f"{path}[{i}]", registry, problems, single=len(raw_profiles) == 1)
+        parse_profile(p, f"{path}[{i}]", registry, problems, single=len(raw_profiles) == 1,
+                      gang_scheduling=gang_scheduling)
         for i, p in enumerate(raw_profiles)
     )
     names = [p.scheduler_name for p in profiles]
@@ -111,14 +120,15 @@ def parse_profiles(raw: Any, path: str, registry: Registry,
 
 
 def parse_profile(raw: Any, path: str, registry: Registry, problems: Problems, *,
-                  single: bool) -> ProfileConfig:
+                  single: bool, gang_scheduling: bool = False) -> ProfileConfig:
     section = Section(raw, path, problems, _PROFILE_FIELDS)
     name = _scheduler_name(section, single=single)
     plugins = section.section("plugins", ("multiPoint", *EXTENSION_POINTS, *WORKLOAD_POINTS))
     for point in WORKLOAD_POINTS:
         if plugins.has(point):
             problems.add(plugins.at(point), NO_WORKLOAD_SCHEDULING)
-    multi = _apply_set(default_plugin_refs(), plugins, "multiPoint", registry, point=None)
+    multi = _apply_set(default_plugin_refs(gang_scheduling), plugins, "multiPoint", registry,
+                       point=None)
     enabled_names = {ref.name for ref in multi}
     points: dict[str, tuple[PluginRef, ...]] = {}
     for point in EXTENSION_POINTS:

@@ -480,18 +480,20 @@ class Framework:
     @_timed_point("Permit", lambda decision: decision.status.code)
     def run_permit(self, state: CycleState, pod: PodInfo, node: str) -> PermitDecision:
         """Allow, reject, or wait for the longest timeout any plugin asked for (capped)."""
-        wait = 0.0
+        waiting: list[tuple[str, float]] = []
         for plugin in self._plugins_for(state).permit:
             try:
                 decision = plugin.permit(state, pod, node)
             except Exception as exc:
                 raise PluginError("Permit", plugin.name, exc) from exc
             if decision.status.code is Code.WAIT:
-                wait = max(wait, min(decision.timeout_seconds, MAX_PERMIT_WAIT_SECONDS))
+                waiting.append(
+                    (plugin.name, min(decision.timeout_seconds, MAX_PERMIT_WAIT_SECONDS)))
             elif not decision.status.is_success():
                 return PermitDecision(_plugin_error("Permit", plugin.name, decision.status))
-        if wait > 0:
-            return PermitDecision(Status(Code.WAIT), wait)
+        if waiting:
+            return PermitDecision(
+                Status(Code.WAIT), max(t for _, t in waiting), tuple(waiting))
         return PermitDecision(SUCCESS)
 
     @_timed_point("PreBindPreFlight", lambda status: status.code)

@@ -419,6 +419,7 @@ class DeviceClass:
     selectors: tuple[str | None, ...] = ()
     config: tuple[DeviceConfiguration, ...] = ()
     extended_resource_name: str | None = None
+    creation_timestamp: str = ""
 
     @classmethod
     def parse(cls, obj: Mapping[str, Any]) -> DeviceClass:
@@ -429,6 +430,7 @@ class DeviceClass:
             selectors=_parse_selectors(spec.get("selectors"), "spec.selectors"),
             config=_parse_configs(spec.get("config"), "spec.config"),
             extended_resource_name=spec.get("extendedResourceName") or None,
+            creation_timestamp=_str(meta, "creationTimestamp", "metadata"),
         )
 
 
@@ -647,6 +649,7 @@ class ResourceClaim:
     finalizers: tuple[str, ...] = ()
     annotations: Mapping[str, str] = field(default_factory=dict)
     owner_uids: tuple[str, ...] = ()
+    resource_version: str = ""
 
     @property
     def key(self) -> str:
@@ -684,6 +687,7 @@ class ResourceClaim:
                 for i, o in enumerate(owners)
                 if _obj(o, f"metadata.ownerReferences[{i}]").get("controller") is True
             ),
+            resource_version=_str(meta, "resourceVersion", "metadata"),
         )
 
 

@@ -16,6 +16,7 @@ from scheduler.plugins import (
     balanced_allocation,
     default_binder,
     default_preemption,
+    gang_scheduling,
     image_locality,
     inter_pod_affinity,
     node_affinity,
@@ -51,6 +52,7 @@ PLUGIN_MODULES = (
     image_locality,
     avoid_bounce_back,
     default_binder,
+    gang_scheduling,
 )
 
 

@@ -503,7 +503,15 @@ def test_an_unreserve_that_raises_does_not_stop_the_others() -> None:
 )
 def test_run_permit(plugins: list[FakePermit], want: Status, timeout: float) -> None:
     decision = framework(permit=plugins).run_permit(CycleState(), pod_info("p"), "n1")
-    assert decision == PermitDecision(want, timeout)
+    assert (decision.status, decision.timeout_seconds) == (want, timeout)
+
+
+def test_run_permit_names_each_waiting_plugin_with_its_timeout() -> None:
+    """Upstream's RunPermitPlugins keeps a timeout per plugin (pluginsWaitTime): each
+    waiting plugin must allow the pod, and the first timeout names its plugin."""
+    plugins = [FakePermit("A", Status(Code.WAIT), 10), FakePermit("B", Status(Code.WAIT), 1)]
+    decision = framework(permit=plugins).run_permit(CycleState(), pod_info("p"), "n1")
+    assert decision == PermitDecision(Status(Code.WAIT), 10.0, (("A", 10.0), ("B", 1.0)))
 
 
 class FakeBind:
