@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +34,6 @@ from scheduler.operator.health import HealthServer
 from scheduler.operator.kubeapi import KubeApi, api_client_from
 from scheduler.operator.leader import ApiLeaseStore, LeaderElector, new_identity
 from scheduler.operator.liveness import loop_progress
-from scheduler.operator.pod_group_watches import served_pod_group_paths
 from scheduler.operator.reflector import Reflector
 from scheduler.operator.serving.options import ServingOptions, secure_server
 from scheduler.rescheduling.rescheduler import Rescheduler
@@ -79,7 +79,10 @@ class Options:
 
 
 class SchedulerApp:
-    def __init__(self, config: SchedulerConfig, registry: Registry, options: Options) -> None:
+    def __init__(self, config: SchedulerConfig, registry: Registry, options: Options,
+                 pod_group_paths: Mapping[str, str] | None = None) -> None:
+        """``pod_group_paths``: the pod-group kinds the cluster serves, by kind, and their
+        list paths (``pod_group_watches.discover_pod_group_paths``): each gets a watch."""
         self.options = options
         # One name per process, for the Lease and for kopf (see main).
         self.identity = new_identity()
@@ -118,6 +121,8 @@ class SchedulerApp:
             Reflector(self.api, "/api/v1/pods", name="pods",
                       on_event=self._on_pod, on_listed=self._on_pods_listed),
             *(self._volume_reflector(kind, path) for kind, path in VOLUME_PATHS.items()),
+            *(self._pod_group_reflector(kind, path)
+              for kind, path in (pod_group_paths or {}).items()),
             *(self._config_map_reflector(namespace, name)
               for namespace, name in self.scheduler.config_map_watches),
         ]
@@ -183,16 +188,6 @@ class SchedulerApp:
             status.on_groups_listed(items)
 
         return Reflector(self.api, path, name=kind, on_event=on_event, on_listed=on_listed)
-
-    def _watch_served_pod_group_kinds(self) -> bool:
-        """Add a reflector for each pod-group kind the cluster serves; False if stopped
-        while discovery kept failing."""
-        while (paths := served_pod_group_paths(self.api)) is None:
-            if self._stop.wait(LIST_RETRY_SECONDS):
-                return False
-        self.reflectors.extend(self._pod_group_reflector(kind, path)
-                               for kind, path in paths.items())
-        return True
 
     def _config_map_reflector(self, namespace: str, name: str) -> Reflector:
         """The watch of one ConfigMap a plugin asked for (Handle.watch_config_map); its
@@ -310,8 +305,6 @@ class SchedulerApp:
         while not self.resync_low_volume():
             if self._stop.wait(LIST_RETRY_SECONDS):
                 return
-        if not self._watch_served_pod_group_kinds():
-            return
         for reflector in self.reflectors:
             reflector.start()
         for reflector in self.reflectors:

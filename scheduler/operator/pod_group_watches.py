@@ -11,15 +11,18 @@ as scheduler-plugins' informers are.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 
 import structlog
 
 from scheduler.cache.pod_groups import COSCHEDULING_POD_GROUPS, POD_GROUPS, WORKLOADS
-from scheduler.operator.kubeapi import KubeApi
+from scheduler.operator.kubeapi import KubeApi, api_client_from
 
 log = structlog.get_logger("scheduler.pod_groups")
 
+# A discovery request that failed is asked again this often.
+RETRY_SECONDS = 2.0
 # Per group version: the resource each watched kind is served as.
 GROUP_VERSIONS: Mapping[str, Mapping[str, str]] = {
     "/apis/scheduling.k8s.io/v1beta1": {WORKLOADS: "workloads", POD_GROUPS: "podgroups"},
@@ -45,4 +48,14 @@ def served_pod_group_paths(api: KubeApi) -> dict[str, str] | None:
     log.info("Pod-group kinds served", kinds=sorted(paths),
              not_served=sorted(k for kinds in GROUP_VERSIONS.values() for k in kinds
                                if k not in paths))
+    return paths
+
+
+def discover_pod_group_paths(kubeconfig: str | None) -> dict[str, str]:
+    """``served_pod_group_paths`` at start, asked until it answers: the configuration's
+    default profile depends on it (GangScheduling, as kube-scheduler's GenericWorkload gate
+    adds it), so nothing starts before. KubeconfigError as the app's client."""
+    api = KubeApi(api_client_from(kubeconfig, connections=1), qps=0, burst=0)
+    while (paths := served_pod_group_paths(api)) is None:
+        time.sleep(RETRY_SECONDS)
     return paths

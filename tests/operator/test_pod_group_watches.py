@@ -10,11 +10,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from scheduler.cache.pod_groups import COSCHEDULING_POD_GROUPS, POD_GROUPS, WORKLOADS
 from scheduler.config import parse_config
 from scheduler.model.pod_group import COSCHEDULING, WORKLOAD_API
 from scheduler.operator.app import VOLUME_PATHS, Options, SchedulerApp
-from scheduler.operator.pod_group_watches import served_pod_group_paths
+from scheduler.operator.pod_group_watches import (
+    discover_pod_group_paths,
+    served_pod_group_paths,
+)
 from scheduler.operator.serving.options import ServingOptions
 from scheduler.plugins.registry import default_registry
 from tests.operator.fake_api import FakeApi, Reply
@@ -61,6 +66,7 @@ def test_a_failed_discovery_is_asked_again(api: FakeApi) -> None:
 
 # ----------------------------------------------------------------------------- the app
 def app_on(api: FakeApi, tmp_path: Path) -> SchedulerApp:
+    """The app as main builds it: the kinds discovery found get their watches."""
     for path in ("/api/v1/namespaces", "/apis/scheduling.k8s.io/v1/priorityclasses",
                  "/apis/policy/v1/poddisruptionbudgets"):
         api.on("GET", path, EMPTY_LIST)
@@ -71,7 +77,9 @@ def app_on(api: FakeApi, tmp_path: Path) -> SchedulerApp:
                       serving=ServingOptions(secure_port=0, bind_address="127.0.0.1",
                                              insecure=True),
                       single_cpu=False)
-    return SchedulerApp(parse_config({}, default_registry()), default_registry(), options)
+    paths = discover_pod_group_paths(str(options.kubeconfig))
+    return SchedulerApp(parse_config({}, default_registry(), gang_scheduling=bool(paths)),
+                        default_registry(), options, pod_group_paths=paths)
 
 
 def listing(*items: dict[str, Any]) -> Reply:
@@ -133,3 +141,48 @@ def test_a_cluster_without_them_watches_none(api: FakeApi, tmp_path: Path) -> No
     assert not {r.name for r in app.reflectors} & {WORKLOADS, POD_GROUPS,
                                                    COSCHEDULING_POD_GROUPS}
     assert api.calls("GET", f"{V1BETA1}/podgroups") == []
+
+
+def test_main_puts_gang_scheduling_in_the_default_profile_where_pod_groups_are_served(
+        api: FakeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As kube-scheduler's GenericWorkload gate appends GangScheduling to the default
+    plugins (pkg/scheduler/apis/config/v1/default_plugins.go)."""
+    from scheduler.operator import main as entry
+
+    serve_workload_api(api)
+    built: list[tuple[Any, Any]] = []
+
+    class BuiltError(Exception):
+        pass
+
+    def app(config: Any, registry: Any, options: Any, *, pod_group_paths: Any) -> None:
+        built.append((config, pod_group_paths))
+        raise BuiltError
+
+    monkeypatch.setattr(entry, "SchedulerApp", app)
+    kubeconfig = write_kubeconfig(tmp_path, api.url)
+    with pytest.raises(BuiltError):
+        entry.main(["--log-format", "json", "--kubeconfig", str(kubeconfig)])
+    ((config, paths),) = built
+    assert set(paths) == {WORKLOADS, POD_GROUPS}
+    assert [ref.name for ref in config.profiles[0].multi_point][-1] == "GangScheduling"
+
+
+def test_without_pod_groups_the_default_profile_has_no_gang_scheduling(
+        api: FakeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from scheduler.operator import main as entry
+
+    built: list[Any] = []
+
+    class BuiltError(Exception):
+        pass
+
+    def app(config: Any, registry: Any, options: Any, *, pod_group_paths: Any) -> None:
+        built.append(config)
+        raise BuiltError
+
+    monkeypatch.setattr(entry, "SchedulerApp", app)
+    with pytest.raises(BuiltError):
+        entry.main(["--log-format", "json", "--kubeconfig",
+                    str(write_kubeconfig(tmp_path, api.url))])
+    assert "GangScheduling" not in [ref.name for ref in built[0].profiles[0].multi_point]
