@@ -15,6 +15,11 @@ load average before and after (this benchmark shares its cores with whatever els
     python bench/e2e.py                 # 1,000 nodes, every workload, QPS 50/100 and 1000/1000
     python bench/e2e.py --quick         # smoke: 100 nodes, a tenth of the pods, one repeat
     python bench/e2e.py --nodes 5000 --workloads basic,spread
+    python bench/e2e.py --nodes 5000 --workloads GangScheduling --schedulers kube-scheduler
+
+The GangScheduling workloads are scheduler_perf's podgroup/gangscheduling ones (PodGroups of
+scheduling.k8s.io/v1beta1 created before their pods); the control plane runs GenericWorkload,
+and kube-scheduler is started with the gate, as e2e/cluster/README.md says.
 """
 
 from __future__ import annotations

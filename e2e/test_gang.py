@@ -29,8 +29,28 @@ COSCHEDULING_GROUP = "scheduling.x-k8s.io/v1alpha1"
 COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
 UPSTREAM = os.environ.get("E2E_SCHEDULER") == "kube-scheduler"
 
-# What of this file our scheduler does not do yet; each one must fail here (strict).
-NOT_YET_OURS: dict[str, str] = {}
+# What of this file our scheduler does not do yet (gang-core at a2689d8: GangScheduling's
+# PreEnqueue and Permit, no pod-group cycle yet), by test and parameters; each must fail here
+# (strict). Run against ours on 2026-11-28: 5 passed, these 7 failed.
+HELD_AT_PERMIT = ("members that fit are assumed one by one and wait at Permit holding their "
+                  "room (5 min for the Workload API), with no PodScheduled=False; upstream's "
+                  "pod-group cycle simulates the whole group and assumes nothing when it does "
+                  "not fit (pkg/scheduler/schedule_one_podgroup.go)")
+NOT_YET_OURS: dict[str, str] = {
+    "test_gang_larger_than_the_room_binds_none_and_holds_nothing[workload]": HELD_AT_PERMIT,
+    "test_gang_larger_than_the_room_binds_none_and_holds_nothing[coscheduling]": HELD_AT_PERMIT,
+    "test_gang_binds_whole_once_room_is_freed[workload]": HELD_AT_PERMIT,
+    "test_competing_gangs_one_placed_whole_the_other_waits_whole[workload]": HELD_AT_PERMIT,
+    "test_higher_priority_gang_preempts_a_lower_one[workload-all]":
+        "pod-group preemption not yet: disruptionMode all must evict the low gang whole "
+        "(2 of 4 evicted)",
+    "test_higher_priority_gang_preempts_a_lower_one[coscheduling-single]":
+        "members preempt one by one while their siblings wait at Permit: 3 of 4 low pods "
+        "evicted where 2 free the room",
+    "test_pod_group_status_once_placed[workload]":
+        "the cycle does not yet write PodGroupInitiallyScheduled (ApiPorts.pod_group_condition "
+        "is there for it)",
+}
 
 
 @pytest.fixture(params=[WORKLOAD, COSCHEDULING])
@@ -38,7 +58,7 @@ def api(request: pytest.FixtureRequest) -> str:
     flavour = str(request.param)
     if flavour == COSCHEDULING and UPSTREAM:
         pytest.skip("kube-scheduler does not implement scheduler-plugins' Coscheduling")
-    reason = NOT_YET_OURS.get(f"{request.node.originalname}[{flavour}]")
+    reason = NOT_YET_OURS.get(f"{request.node.originalname}[{request.node.callspec.id}]")
     if reason and not UPSTREAM:
         request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
     return flavour

@@ -560,7 +560,8 @@ class Cluster:
 
                 def established(name: str = name) -> bool:
                     code, body = self._get(f"{path}/{name}")
-                    conditions = json.loads(body).get("status", {}).get("conditions", [])
+                    status = json.loads(body).get("status") or {}
+                    conditions = status.get("conditions") or []  # null until the first
                     return code == 200 and any(
                         c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
