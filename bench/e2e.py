@@ -15,6 +15,11 @@ load average before and after (this benchmark shares its cores with whatever els
     python bench/e2e.py                 # 1,000 nodes, every workload, QPS 50/100 and 1000/1000
     python bench/e2e.py --quick         # smoke: 100 nodes, a tenth of the pods, one repeat
     python bench/e2e.py --nodes 5000 --workloads basic,spread
+    python bench/e2e.py --nodes 5000 --workloads GangScheduling --schedulers kube-scheduler
+
+The GangScheduling workloads are scheduler_perf's podgroup/gangscheduling ones (PodGroups of
+scheduling.k8s.io/v1beta1 created before their pods); the control plane runs GenericWorkload,
+and kube-scheduler is started with the gate, as e2e/cluster/README.md says.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "e2e" / "cluster"))
 
-from cluster import Cluster  # noqa: E402
+from cluster import FEATURE_GATES, Cluster, lease_seconds_for  # noqa: E402
 
 from scheduler.operator.kubeapi import KubeApi, api_client_from  # noqa: E402
 
@@ -50,6 +55,7 @@ NAMESPACE = "bench"
 SCHEDULER_NAME = "bench-scheduler"
 ZONES = 10
 PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
+POD_GROUPS = f"/apis/scheduling.k8s.io/v1beta1/namespaces/{NAMESPACE}/podgroups"
 # The fixed arrival rate of high-priority preemptors (scheduler_perf: one per 200 ms).
 PREEMPTOR_INTERVAL = 0.2
 CHURN_INTERVAL = 0.05
@@ -119,6 +125,28 @@ def node_affinity_pod(name: str) -> dict[str, Any]:
                                   "values": zones}]}]}}}})
 
 
+def gang_pod(name: str, group: str) -> dict[str, Any]:
+    """scheduler_perf's podgroup/gangscheduling/templates/gang-pod.yaml: 100m, 100Mi, a member
+    of ``group`` (its run suffix is added with the pod's, see Bench.create)."""
+    made = pod(name, cpu="100m", extra={"schedulingGroup": {"podGroupName": group}})
+    made["spec"]["containers"][0]["resources"]["requests"]["memory"] = "100Mi"
+    return made
+
+
+def gang_workload(name: str, groups: int, per_group: int) -> Workload:
+    """scheduler_perf's GangScheduling: ``groups`` PodGroups ``gang-<i>`` with gang policy
+    ``minCount: per_group`` (templates/podgroup.yaml), created before their pods, and
+    ``per_group`` pods in each, pod i in gang i // per_group."""
+    def group(i: int) -> dict[str, Any]:
+        return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                "metadata": {"name": f"gang-{i}", "namespace": NAMESPACE},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": per_group}}}}
+
+    return Workload(name, lambda _: [gang_pod(f"gang-pod-{i}", f"gang-{i // per_group}")
+                                     for i in range(groups * per_group)],
+                    groups=lambda: [group(i) for i in range(groups)])
+
+
 # The preemption nodes are tainted so that only the low/high-priority pods land there.
 PREEMPT_TAINT = {"key": "bench/preempt", "value": "yes", "effect": "NoSchedule"}
 PREEMPT_SELECTOR = {"nodeSelector": {"bench/preempt": "yes"},
@@ -144,6 +172,8 @@ class Workload:
     stream: Callable[[Bench, threading.Event], None] | None = None
     # the stream stops once this many pods are bound (else it ends by itself)
     churn_until: int | None = None
+    # PodGroups (scheduling.k8s.io/v1beta1) created before the pods
+    groups: Callable[[], list[dict[str, Any]]] | None = None
 
 
 def _many(make: Callable[[str], dict[str, Any]], prefix: str, n: int) -> list[dict[str, Any]]:
@@ -189,6 +219,10 @@ def workloads(scale: float, nodes: int) -> dict[str, Workload]:
         "NodeAffinity": Workload("NodeAffinity", lambda c: _many(node_affinity_pod, "p", n(1000))),
         "PreemptionAsync": Workload("PreemptionAsync", preemption_initial, preemptors),
         "Churn": Workload("Churn", lambda c: _many(pod, "p", n(1000)), churn, n(1000)),
+        # scheduler_perf's podgroup/gangscheduling performance workloads at 5,000 nodes:
+        # 1000 gangs of 3 pods, and 3 gangs of 1000 pods (--scale multiplies both).
+        "GangScheduling": gang_workload("GangScheduling", n(1000), 3),
+        "GangScheduling1000PerGroup": gang_workload("GangScheduling1000PerGroup", 3, n(1000)),
     }
 
 
@@ -204,7 +238,8 @@ def kube_scheduler_argv(bench: Bench, qps: int, burst: int) -> list[str]:
     return [str(binary), f"--config={cfg}", f"--kubeconfig={bench.kubeconfig}",
             f"--authentication-kubeconfig={bench.kubeconfig}",
             f"--authorization-kubeconfig={bench.kubeconfig}", "--bind-address=127.0.0.1",
-            "--secure-port=0", f"--cert-dir={bench.workdir / 'certs'}", "--v=1"]
+            "--secure-port=0", f"--cert-dir={bench.workdir / 'certs'}",
+            f"--feature-gates={FEATURE_GATES}", "--v=1"]
 
 
 def ours_argv(bench: Bench, qps: int, burst: int) -> list[str]:
@@ -350,11 +385,24 @@ class Bench:
         return totals
 
     # -- pods -----------------------------------------------------------------------------
+    def create_groups(self, groups: list[dict[str, Any]]) -> None:
+        """PodGroups named for this run, as their members' references are (create)."""
+        def one(body: dict[str, Any]) -> None:
+            body["metadata"]["name"] += f"-r{self.runs}"
+            response = self.api.request("POST", POD_GROUPS, body=body)
+            if not response.ok:
+                raise RuntimeError(f"create PodGroup: {response.status} {response.message()}")
+
+        list(self.pool.map(one, groups))
+
     def create(self, pods: list[dict[str, Any]]) -> None:
         def one(body: dict[str, Any]) -> None:
             # A name never reused across runs: kwok deletes pods by name, late, and would
             # take a new pod of the next run for the one it was told to delete.
             body["metadata"]["name"] += f"-r{self.runs}"
+            group = body["spec"].get("schedulingGroup")
+            if group is not None:
+                group["podGroupName"] += f"-r{self.runs}"
             name = body["metadata"]["name"]
             with self._lock:  # before the POST: its bind may be watched before it returns
                 self._names.setdefault(name, False)
@@ -387,6 +435,8 @@ class Bench:
 
     def clean(self) -> None:
         self.api.request("DELETE", PODS, body={"gracePeriodSeconds": 0})
+        # Each run's groups are its own; their finalizer goes once their pods are gone.
+        self.api.request("DELETE", POD_GROUPS, body={})
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if not self.api.get(PODS, {"limit": "1"}).body.get("items"):
@@ -437,6 +487,8 @@ class Bench:
         stop, stop_stream = threading.Event(), threading.Event()
         watcher = threading.Thread(target=self.watch_binds, args=(stop,), daemon=True)
         watcher.start()
+        if workload.groups is not None:
+            self.create_groups(workload.groups())
         self.create(workload.initial(0))
         load_before = loadavg()
         calls_before = self.api_calls()
@@ -573,6 +625,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--qps", default="50/100,1000/1000", help="QPS/burst settings")
     parser.add_argument("--workloads", default="all")
+    parser.add_argument("--schedulers", default="kube-scheduler,ours",
+                        help="which of kube-scheduler and ours run (the ceiling runs with "
+                             "SchedulingBasic)")
     parser.add_argument("--keep-cluster", action="store_true")
     parser.add_argument("--trivial-binder", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     parser.add_argument("--report", metavar="JSON", type=Path,
@@ -590,7 +645,7 @@ def main(argv: list[str] | None = None) -> int:
     table = workloads(args.scale, args.nodes)
     names = list(table) if args.workloads == "all" else args.workloads.split(",")
     cluster = Cluster(os.environ.get("BENCH_CLUSTER_DIR") or ROOT / ".cluster-bench")
-    cluster.up()
+    cluster.up(node_lease_seconds=lease_seconds_for(args.nodes))
     workdir = cluster.state_dir / "bench"
     workdir.mkdir(exist_ok=True)
     results: list[dict[str, Any]] = []
@@ -602,6 +657,7 @@ def main(argv: list[str] | None = None) -> int:
                                                             range(args.repeats)):
             # Alternate who goes first, so neither always runs on the fresher cluster.
             order = ["kube-scheduler", "ours"] if repeat % 2 == 0 else ["ours", "kube-scheduler"]
+            order = [s for s in order if s in args.schedulers.split(",")]
             if name == "SchedulingBasic" and repeat == 0 and (qps, burst) == settings[0]:
                 order.append("ceiling")
             for scheduler in order:

@@ -50,6 +50,7 @@ from typing import Any
 
 import pytest
 
+from e2e.cluster.cluster import FEATURE_GATES
 from e2e.kube import (
     GROUP_LABEL,
     NAMESPACES,
@@ -205,7 +206,8 @@ class ReferenceScheduler(LocalScheduler):
                 f"--authentication-kubeconfig={self.kubeconfig}",
                 f"--authorization-kubeconfig={self.kubeconfig}",
                 "--bind-address=127.0.0.1", f"--secure-port={self.port}",
-                f"--cert-dir={self.log_path.parent / 'certs'}", "--v=2"]
+                f"--cert-dir={self.log_path.parent / 'certs'}",
+                f"--feature-gates={FEATURE_GATES}", "--v=2"]
         self.starts += 1
         with open(self.log_path, "ab") as log:
             log.write(f"\n===== e2e: start #{self.starts}: {' '.join(argv)}\n".encode())

@@ -45,6 +45,33 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 STAGES_DIR = HERE / "stages"
+# CustomResourceDefinitions installed on every cluster: scheduler-plugins' Coscheduling PodGroup.
+CRDS_DIR = HERE / "crds"
+# Gang scheduling with the Workload API (scheduling.k8s.io/v1beta1 Workload and PodGroup) is
+# beta and off by default in v1.37: the API server, the controller manager (its
+# podgroup-protection controller removes the PodGroup finalizer) and kube-scheduler (the
+# GangScheduling plugin, pod-group queueing) each need the gate, and the API server the beta
+# group version. Every cluster runs with it: for pods without spec.schedulingGroup it changes
+# nothing in kube-scheduler (GangScheduling's PreEnqueue and Permit return at once and its
+# queueing hints skip them; pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go).
+FEATURE_GATES = "GenericWorkload=true"
+RUNTIME_CONFIG = "scheduling.k8s.io/v1beta1=true"
+# What healthy() asks the API server for: a cluster started without the gate or the CRD
+# (an older state dir kept with E2E_KEEP_CLUSTER=1) is replaced, not reused.
+# kubelet's node Lease duration (kube-controller-manager's node grace period is 10 s more).
+NODE_LEASE_SECONDS = 40
+# kwok renews every node's Lease each quarter of its duration, in 4 workers: at 40 s and
+# 5,000 nodes that is 500 writes/s, more than kwok and the API server keep up with on two
+# shared cores; late renewals make kube-controller-manager set Ready to Unknown. The duration
+# grows with the node count, keeping the renewals at ~100/s (1,000 nodes: kubelet's 40 s).
+LEASE_RENEWALS_PER_SECOND = 100
+
+
+def lease_seconds_for(nodes: int) -> int:
+    return max(NODE_LEASE_SECONDS, nodes // LEASE_RENEWALS_PER_SECOND * 4)
+
+
+SERVED_GROUPS = ("/apis/scheduling.k8s.io/v1beta1", "/apis/scheduling.x-k8s.io/v1alpha1")
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 KWOK_LABEL = "type"  # label type=kwok on every fake node, used by --delete-all
 SERVICE_CIDR = "10.0.0.0/24"
@@ -461,6 +488,12 @@ class Cluster:
 
     # -------------------------------------------------------------- HTTP to the apiserver
     def _ssl_ctx(self, user: str = "admin") -> ssl.SSLContext:
+        contexts = self.__dict__.setdefault("_ssl_contexts", {})
+        if user not in contexts:  # loading the chain for each of 5,000 requests adds up
+            contexts[user] = self._new_ssl_ctx(user)
+        return contexts[user]
+
+    def _new_ssl_ctx(self, user: str) -> ssl.SSLContext:
         ctx = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
         ctx.load_cert_chain(str(self.pki / f"{user}.crt"), str(self.pki / f"{user}.key"))
         return ctx
@@ -473,7 +506,18 @@ class Cluster:
         except urllib.error.HTTPError as e:
             return e.code, e.read()
 
-    def _wait(self, what: str, cond, timeout: float, comps: Iterable[str]) -> None:
+    def _send(self, method: str, path: str, obj: dict, timeout: float = 30.0) -> tuple[int, bytes]:
+        request = urllib.request.Request(
+            self._state()["server"] + path, data=json.dumps(obj).encode(), method=method,
+            headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, context=self._ssl_ctx(), timeout=timeout) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    def _wait(self, what: str, cond, timeout: float, comps: Iterable[str],
+              interval: float = 0.2) -> None:
         deadline = time.monotonic() + timeout
         comps = list(comps)
         while True:
@@ -485,7 +529,7 @@ class Cluster:
                 pass
             if time.monotonic() > deadline:
                 raise ClusterError(f"timed out after {timeout:.0f}s waiting for {what}")
-            time.sleep(0.2)
+            time.sleep(interval)
 
     def healthy(self) -> bool:
         st = self._state()
@@ -496,9 +540,33 @@ class Cluster:
         if not all(run.get(c) for c in need):
             return False
         try:
-            return self._get("/readyz")[0] == 200
+            return all(self._get(path)[0] == 200 for path in ("/readyz", *SERVED_GROUPS))
         except (OSError, urllib.error.URLError, ssl.SSLError):
             return False
+
+    def _install_crds(self, timeout: float) -> None:
+        """Create every CRD in CRDS_DIR and wait until the API server serves it."""
+        import yaml
+
+        path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        for file in sorted(CRDS_DIR.glob("*.yaml")):
+            for crd in yaml.safe_load_all(file.read_text()):
+                if not crd:
+                    continue
+                code, body = self._send("POST", path, crd)
+                if code not in (201, 409):
+                    raise ClusterError(f"creating CRD {crd['metadata']['name']}: {code} {body!r}")
+                name = crd["metadata"]["name"]
+
+                def established(name: str = name) -> bool:
+                    code, body = self._get(f"{path}/{name}")
+                    status = json.loads(body).get("status") or {}
+                    conditions = status.get("conditions") or []  # null until the first
+                    return code == 200 and any(
+                        c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+                self._wait(f"CRD {name} Established", established, timeout, ["kube-apiserver"])
+        log("CRDs installed: " + ", ".join(f.name for f in sorted(CRDS_DIR.glob("*.yaml"))))
 
     # -------------------------------------------------------------- up / down
     def up(
@@ -506,8 +574,13 @@ class Cluster:
         nodes: str | Path | dict | None = None,
         with_kube_scheduler: bool = False,
         timeout: float = 180.0,
+        node_lease_seconds: int = NODE_LEASE_SECONDS,
     ) -> Cluster:
-        """Start the control plane (no-op if it is already up and healthy)."""
+        """Start the control plane (no-op if it is already up and healthy).
+
+        ``node_lease_seconds``: the kwok nodes' Lease duration (kwok renews a quarter of it),
+        with kube-controller-manager's node grace period 10 s longer, as kubelet's 40 s is
+        with its 50 s. Thousands of nodes need a longer one (see lease_seconds_for)."""
         if self.healthy():
             log(f"already up ({self.state_dir})")
             if with_kube_scheduler and not self.running().get("kube-scheduler"):
@@ -518,7 +591,7 @@ class Cluster:
         if self.state_dir.exists() and (self.running() or self.state_file.exists()):
             log("found stale or unhealthy state from an earlier run: cleaning it up")
             self.down()
-        self._guarded(lambda: self._up(nodes, with_kube_scheduler, timeout))
+        self._guarded(lambda: self._up(nodes, with_kube_scheduler, timeout, node_lease_seconds))
         return self
 
     def start_nodes(self, images: list[str], count: int = 1, timeout: float = 180.0) -> None:
@@ -562,7 +635,8 @@ class Cluster:
             for s, h in old.items():
                 signal.signal(s, h)
 
-    def _up(self, nodes, with_kube_scheduler: bool, timeout: float) -> None:
+    def _up(self, nodes, with_kube_scheduler: bool, timeout: float,
+            node_lease_seconds: int) -> None:
         t0 = time.monotonic()
         bins = self.bin_dir(with_kube_scheduler)
         for d in (self.state_dir, self.logs, self.pids):
@@ -634,6 +708,8 @@ class Cluster:
                 f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
                 # admission: the defaults (incl. Priority, ServiceAccount, DefaultTolerationSeconds)
                 "--allow-privileged=true",
+                f"--feature-gates={FEATURE_GATES}",
+                f"--runtime-config={RUNTIME_CONFIG}",
                 # the endpoint reconciler would publish 127.0.0.1 for the `kubernetes` Service,
                 # which Endpoints validation rejects (loopback); nothing runs in pods here.
                 "--endpoint-reconciler-type=none",
@@ -649,6 +725,7 @@ class Cluster:
             ["etcd", "kube-apiserver"],
         )
         log(f"kube-apiserver ready at {server} ({time.monotonic() - t0:.1f}s)")
+        self._install_crds(timeout)
 
         kcm_kc = self.state_dir / "kube-controller-manager.kubeconfig"
         self._start(
@@ -672,6 +749,8 @@ class Cluster:
                 f"--cluster-signing-key-file={pki / 'ca.key'}",
                 "--kube-api-qps=200",
                 "--kube-api-burst=400",
+                f"--feature-gates={FEATURE_GATES}",
+                f"--node-monitor-grace-period={node_lease_seconds + 10}s",
                 "--v=1",
             ],
         )
@@ -680,14 +759,15 @@ class Cluster:
             [
                 str(bins / "kwok"),
                 f"--kubeconfig={self.state_dir / 'kwok.kubeconfig'}",
-                f"--config={','.join(str(p) for p in sorted(STAGES_DIR.glob('*.yaml')))}",
+                "--config=" + ",".join(
+                    str(p) for p in [HERE / "kwok.yaml", *sorted(STAGES_DIR.glob("*.yaml"))]),
                 f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
                 f"--server-address=127.0.0.1:{kwok_p}",
                 f"--tls-cert-file={pki / 'kwok-serving.crt'}",
                 f"--tls-private-key-file={pki / 'kwok-serving.key'}",
                 "--node-ip=10.240.0.1",
                 "--cidr=10.244.0.0/16",
-                "--node-lease-duration-seconds=40",
+                f"--node-lease-duration-seconds={node_lease_seconds}",
             ],
         )
         if with_kube_scheduler:
@@ -725,6 +805,7 @@ class Cluster:
                 f"--secure-port={port}",
                 f"--cert-dir={self.state_dir / 'kube-scheduler-certs'}",
                 "--leader-elect=false",
+                f"--feature-gates={FEATURE_GATES}",
                 "--v=1",
             ],
         )
@@ -812,48 +893,54 @@ class Cluster:
         return client.CoreV1Api(api_client)
 
     def apply_nodes(self, spec: str | Path | dict, timeout: float = 120.0) -> list[str]:
-        """Create (or replace) the fake nodes in SPEC and wait until kwok makes them Ready."""
-        from kubernetes.client.rest import ApiException
+        """Create (or replace) the fake nodes in SPEC and wait until kwok makes them Ready.
+
+        Thousands of nodes: created 16 requests at a time, and readiness read from one plain
+        JSON listing a second (the client's typed listing of 5,000 nodes took seconds of CPU
+        each, every 0.2 s, on the cores kwok and the API server need)."""
+        from concurrent.futures import ThreadPoolExecutor
 
         objs = node_objects(load_spec(spec))
-        api = self.core_api()
         t0 = time.monotonic()
-        for o in objs:
-            try:
-                api.create_node(o)
-            except ApiException as e:
-                if e.status != 409:
-                    raise
-                api.delete_node(o["metadata"]["name"])
-                self._wait_gone(api, o["metadata"]["name"], 30)
-                api.create_node(o)
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(self._create_node, objs))
         names = {o["metadata"]["name"] for o in objs}
+        log(f"{len(names)} nodes created in {time.monotonic() - t0:.1f}s")
+        progress = {"at": time.monotonic(), "ready": 0}
 
         def all_ready() -> bool:
-            ready = set()
-            for n in api.list_node(label_selector=f"{KWOK_LABEL}=kwok").items:
-                for c in n.status.conditions or []:
-                    if c.type == "Ready" and c.status == "True":
-                        ready.add(n.metadata.name)
-            return names <= ready
+            ready = self._ready_nodes() & names
+            if time.monotonic() - progress["at"] >= 10 and len(ready) != progress["ready"]:
+                log(f"{len(ready)}/{len(names)} nodes Ready")
+                progress.update(at=time.monotonic(), ready=len(ready))
+            return len(ready) == len(names)
 
-        self._wait(f"{len(names)} kwok nodes Ready", all_ready, timeout, ["kwok"])
+        self._wait(f"{len(names)} kwok nodes Ready", all_ready, timeout, ["kwok"],
+                   interval=0.2 if len(names) <= 100 else 1.0)
         log(f"{len(names)} nodes created and Ready in {time.monotonic() - t0:.1f}s")
         return sorted(names)
 
-    @staticmethod
-    def _wait_gone(api, name: str, timeout: float) -> None:
-        from kubernetes.client.rest import ApiException
+    def _create_node(self, obj: dict) -> None:
+        name = obj["metadata"]["name"]
+        code, body = self._send("POST", "/api/v1/nodes", obj)
+        if code == 409:  # replaced: deleted, then created again
+            self._send("DELETE", f"/api/v1/nodes/{name}", {})
+            deadline = time.monotonic() + 30
+            while self._get(f"/api/v1/nodes/{name}")[0] != 404 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            code, body = self._send("POST", "/api/v1/nodes", obj)
+        if code != 201:
+            raise ClusterError(f"creating node {name}: {code} {body[:300]!r}")
 
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                api.read_node(name)
-            except ApiException as e:
-                if e.status == 404:
-                    return
-                raise
-            time.sleep(0.2)
+    def _ready_nodes(self) -> set[str]:
+        """The kwok nodes whose Ready condition is True (from the API server's cache)."""
+        code, body = self._get(f"/api/v1/nodes?labelSelector={KWOK_LABEL}%3Dkwok"
+                               "&resourceVersion=0", timeout=30)
+        if code != 200:
+            return set()
+        return {n["metadata"]["name"] for n in json.loads(body)["items"]
+                if any(c["type"] == "Ready" and c["status"] == "True"
+                       for c in n.get("status", {}).get("conditions", []))}
 
     def delete_all_nodes(self) -> int:
         api = self.core_api()

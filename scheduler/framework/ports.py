@@ -13,8 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from scheduler.model.coscheduling import CoschedulingStatus
+
 if TYPE_CHECKING:
     from scheduler.model.pod import PodInfo
+    from scheduler.model.pod_group import PodGroup
 
 
 class BindOutcome(enum.Enum):
@@ -139,6 +142,25 @@ class ObjectWriter(Protocol):
         ...
 
 
+class PodGroupReporter(Protocol):
+    """Writes what a pod group's users read on the group object."""
+
+    def pod_group_condition(
+        self, group: PodGroup, scheduled: bool, reason: str, message: str
+    ) -> None:
+        """A Workload-API PodGroup's ``PodGroupInitiallyScheduled`` condition after a
+        pod-group cycle, as kube-scheduler's ``updatePodGroupCondition``
+        (pkg/scheduler/schedule_one_podgroup.go): True/``Scheduled`` when the group was
+        placed, False with ``reason`` (``Unschedulable``, ``SchedulerError``) and the group's
+        message otherwise; never set back to False once True, not written when unchanged."""
+        ...
+
+    def coscheduling_status(self, group: PodGroup, status: CoschedulingStatus) -> None:
+        """A Coscheduling PodGroup's status (what scheduler-plugins' PodGroup controller
+        writes, ``scheduler.model.coscheduling``), when it changed."""
+        ...
+
+
 class NullPorts:
     """Ports that record calls and touch nothing: for the benchmark and unit tests."""
 
@@ -146,6 +168,8 @@ class NullPorts:
     failures: list[tuple[str, str, str]]
     written: list[tuple[str, Mapping[str, Any]]]
     expected: list[tuple[str, str]]
+    group_conditions: list[tuple[str, bool, str, str]]
+    group_statuses: list[tuple[str, CoschedulingStatus]]
 
     def __init__(self) -> None:
         self.bound = []
@@ -162,6 +186,16 @@ class NullPorts:
         self.conflicts: set[str] = set()
         # Paths whose writes the API server refuses, with its message.
         self.refused: dict[str, str] = {}
+        self.group_conditions = []
+        self.group_statuses = []
+
+    def pod_group_condition(
+        self, group: PodGroup, scheduled: bool, reason: str, message: str
+    ) -> None:
+        self.group_conditions.append((group.key, scheduled, reason, message))
+
+    def coscheduling_status(self, group: PodGroup, status: CoschedulingStatus) -> None:
+        self.group_statuses.append((group.key, status))
 
     def bind(self, pod: PodInfo, node: str) -> BindResult:
         self.bound.append((pod.key, node))

@@ -25,9 +25,11 @@ from scheduler.framework.ports import (
     EvictionResult,
     WriteResult,
 )
+from scheduler.model.coscheduling import CoschedulingStatus
 from scheduler.model.pod import PodInfo
+from scheduler.model.pod_group import INITIALLY_SCHEDULED, WORKLOAD_API, PodGroup
 from scheduler.operator.event_series import EventRecorder, micro_time
-from scheduler.operator.kubeapi import STRATEGIC_MERGE, KubeApi, Response
+from scheduler.operator.kubeapi import MERGE_PATCH, STRATEGIC_MERGE, KubeApi, Response
 
 log = structlog.get_logger("scheduler.api")
 
@@ -104,6 +106,12 @@ class ApiPorts:
         # Whether a pod still exists (the scheduler's pod lister): reports queued for a pod
         # deleted since are not sent. Set by the app once the scheduler exists.
         self.pod_exists: Callable[[str], bool] = lambda uid: True
+        # The PodGroupInitiallyScheduled condition last written per group uid: (status,
+        # reason, message, observedGeneration, lastTransitionTime).
+        self._group_conditions: TTLCache[str, tuple[str, str, str, int, str]] = TTLCache(
+            maxsize=100_000, ttl=REPORT_MEMORY_SECONDS)
+        self._group_statuses: TTLCache[str, CoschedulingStatus] = TTLCache(
+            maxsize=100_000, ttl=REPORT_MEMORY_SECONDS)
 
     def close(self) -> None:
         for lane in self._lanes:
@@ -118,6 +126,16 @@ class ApiPorts:
                 log.exception("API call failed", call=what, pod=pod.key)
 
         self._lanes[hash(pod.uid) % len(self._lanes)].submit(run)
+
+    def _group_background(self, group: PodGroup, fn: Callable[[], None], what: str) -> None:
+        """As ``_background``, in the group's lane: its writes land in the order decided."""
+        def run() -> None:
+            try:
+                fn()
+            except Exception:
+                log.exception("API call failed", call=what, pod_group=group.key)
+
+        self._lanes[hash(group.uid) % len(self._lanes)].submit(run)
 
     # -- Binder ---------------------------------------------------------------------------
     def bind(self, pod: PodInfo, node: str) -> BindResult:
@@ -296,6 +314,59 @@ class ApiPorts:
         if related is not None:
             body["related"] = _pod_ref(related)
         self.events.record(body)
+
+    # -- PodGroupReporter -----------------------------------------------------------------
+    def pod_group_condition(
+        self, group: PodGroup, scheduled: bool, reason: str, message: str
+    ) -> None:
+        if group.source != WORKLOAD_API or (group.initially_scheduled and not scheduled):
+            return
+        status = "True" if scheduled else "False"
+        with self._lock:
+            last = self._group_conditions.get(group.uid)
+            if last is not None and last[:4] == (status, reason, message, group.generation):
+                return
+            if group.initially_scheduled and last is None:
+                # Already True on the object, and True again: SetStatusCondition changes
+                # nothing (the True condition's message is the group's, empty on success).
+                return
+            # As meta.SetStatusCondition: the transition time moves only with the status.
+            since = last[4] if last is not None and last[0] == status else _time()
+            self._group_conditions[group.uid] = (status, reason, message, group.generation,
+                                                 since)
+        condition = {"type": INITIALLY_SCHEDULED, "status": status, "reason": reason,
+                     "message": message, "observedGeneration": group.generation,
+                     "lastTransitionTime": since}
+        path = (f"/apis/scheduling.k8s.io/v1beta1/namespaces/{group.namespace}/podgroups/"
+                f"{group.name}/status")
+        self._group_background(group, lambda: self._patch_group_status(
+            group, path, {"status": {"conditions": [condition]}}, STRATEGIC_MERGE),
+            "pod group condition")
+
+    def coscheduling_status(self, group: PodGroup, status: CoschedulingStatus) -> None:
+        with self._lock:
+            if self._group_statuses.get(group.uid) == status:
+                return
+            self._group_statuses[group.uid] = status
+        body = {"status": {"phase": status.phase, "running": status.running,
+                           "succeeded": status.succeeded, "failed": status.failed,
+                           **({"occupiedBy": status.occupied_by} if status.occupied_by
+                              else {})}}
+        path = (f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{group.namespace}/podgroups/"
+                f"{group.name}/status")
+        # A custom resource takes no strategic merge patch: a merge patch, as the
+        # controller's client.MergeFrom.
+        self._group_background(group, lambda: self._patch_group_status(
+            group, path, body, MERGE_PATCH), "coscheduling status")
+
+    def _patch_group_status(self, group: PodGroup, path: str, body: Mapping[str, Any],
+                            content_type: str) -> None:
+        if not self.api.writable():
+            return
+        response = self.api.request("PATCH", path, body=body, content_type=content_type)
+        if not response.ok and response.status != 404:
+            log.warning("Could not update the pod group's status", pod_group=group.key,
+                        status=response.status, reason=response.message())
 
     # -- ObjectWriter ---------------------------------------------------------------------
     def replace(self, path: str, obj: Mapping[str, Any]) -> WriteResult:

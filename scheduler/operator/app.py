@@ -5,11 +5,13 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
 
+from scheduler.cache.pod_groups import COSCHEDULING_POD_GROUPS
 from scheduler.cache.volume_objects import (
     CAPACITIES,
     CLAIMS,
@@ -24,6 +26,7 @@ from scheduler.framework.registry import Registry
 from scheduler.intake import NAMESPACES, PDBS, PRIORITY_CLASSES, Intake
 from scheduler.metrics import Metrics
 from scheduler.operator.api_ports import ApiPorts
+from scheduler.operator.coscheduling_status import CoschedulingStatusWriter
 from scheduler.operator.cpu_affinity import REBALANCE_SECONDS, SingleCpu, single_cpu
 from scheduler.operator.explain_endpoint import ExplainEndpoint
 from scheduler.operator.extender import HTTPExtender
@@ -76,7 +79,10 @@ class Options:
 
 
 class SchedulerApp:
-    def __init__(self, config: SchedulerConfig, registry: Registry, options: Options) -> None:
+    def __init__(self, config: SchedulerConfig, registry: Registry, options: Options,
+                 pod_group_paths: Mapping[str, str] | None = None) -> None:
+        """``pod_group_paths``: the pod-group kinds the cluster serves, by kind, and their
+        list paths (``pod_group_watches.discover_pod_group_paths``): each gets a watch."""
         self.options = options
         # One name per process, for the Lease and for kopf (see main).
         self.identity = new_identity()
@@ -106,12 +112,17 @@ class SchedulerApp:
         )
         self.intake = Intake(self.scheduler)
         self.ports.pod_exists = self.scheduler.pods.__contains__
+        # Coscheduling PodGroups' status, as scheduler-plugins' controller writes it; fed
+        # labelled pods by the pod watch, groups once discovery finds the CRD.
+        self.coscheduling = CoschedulingStatusWriter(self.ports)
         self.reflectors = [
             Reflector(self.api, "/api/v1/nodes", name="nodes",
                       on_event=self.intake.on_node, on_listed=self.intake.resync_nodes),
             Reflector(self.api, "/api/v1/pods", name="pods",
-                      on_event=self.intake.on_pod, on_listed=self.intake.resync_pods),
+                      on_event=self._on_pod, on_listed=self._on_pods_listed),
             *(self._volume_reflector(kind, path) for kind, path in VOLUME_PATHS.items()),
+            *(self._pod_group_reflector(kind, path)
+              for kind, path in (pod_group_paths or {}).items()),
             *(self._config_map_reflector(namespace, name)
               for namespace, name in self.scheduler.config_map_watches),
         ]
@@ -149,6 +160,34 @@ class SchedulerApp:
             on_event=lambda event_type, obj: intake.on_volume_object(kind, event_type, obj),
             on_listed=lambda items: intake.resync_volume_objects(kind, items),
         )
+
+    def _on_pod(self, event_type: str | None, obj: dict[str, Any]) -> None:
+        self.intake.on_pod(event_type, obj)
+        self.coscheduling.on_pod(event_type, obj)
+
+    def _on_pods_listed(self, items: list[dict[str, Any]]) -> None:
+        self.intake.resync_pods(items)
+        self.coscheduling.on_pods_listed(items)
+
+    def _pod_group_reflector(self, kind: str, path: str) -> Reflector:
+        intake, status = self.intake, self.coscheduling
+        if kind != COSCHEDULING_POD_GROUPS:
+            return Reflector(
+                self.api, path, name=kind,
+                on_event=lambda event_type, obj: intake.on_pod_group_object(
+                    kind, event_type, obj),
+                on_listed=lambda items: intake.resync_pod_group_objects(kind, items),
+            )
+
+        def on_event(event_type: str | None, obj: dict[str, Any]) -> None:
+            intake.on_pod_group_object(kind, event_type, obj)
+            status.on_group(event_type, obj)
+
+        def on_listed(items: list[dict[str, Any]]) -> None:
+            intake.resync_pod_group_objects(kind, items)
+            status.on_groups_listed(items)
+
+        return Reflector(self.api, path, name=kind, on_event=on_event, on_listed=on_listed)
 
     def _config_map_reflector(self, namespace: str, name: str) -> Reflector:
         """The watch of one ConfigMap a plugin asked for (Handle.watch_config_map); its

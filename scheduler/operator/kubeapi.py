@@ -38,6 +38,7 @@ log = structlog.get_logger("scheduler.api")
 
 JSON = "application/json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
 # The answer to a write this replica did not send: it does not hold the leader lease.
 FENCED = "not sent: this replica is not the leader"
 FENCED_STATUS = 503

@@ -19,6 +19,7 @@ from scheduler.framework.registry import ConfigError, Registry
 from scheduler.operator import explain_cli
 from scheduler.operator.app import Options, SchedulerApp
 from scheduler.operator.kubeapi import KubeconfigError
+from scheduler.operator.pod_group_watches import discover_pod_group_paths
 from scheduler.operator.serving import options as serving
 from scheduler.plugins.registry import installed_registry
 from scheduler.version import version
@@ -86,10 +87,14 @@ def _invalid_configuration(exc: ConfigError) -> int:
     return 2
 
 
-def load(path: str | None) -> tuple[SchedulerConfig, Registry]:
-    """The installed plugins, and the configuration read with them; ConfigError."""
+def load(path: str | None, *, gang_scheduling: bool = False
+         ) -> tuple[SchedulerConfig, Registry]:
+    """The installed plugins, and the configuration read with them; ConfigError.
+    ``gang_scheduling``: the cluster serves pod groups (see parse_config)."""
     registry = installed_registry()
-    return (load_config_file(path, registry) if path else default_config(registry)), registry
+    config = (load_config_file(path, registry, gang_scheduling=gang_scheduling) if path
+              else default_config(registry, gang_scheduling=gang_scheduling))
+    return config, registry
 
 
 def check_config(argv: Sequence[str]) -> int:
@@ -166,7 +171,14 @@ def run(config: SchedulerConfig, registry: Registry, args: argparse.Namespace) -
                       serving=serving.from_args(args),
                       single_cpu=args.cpu_affinity == "single")
     try:
-        app = SchedulerApp(config, registry, options)
+        pod_group_paths = discover_pod_group_paths(options.kubeconfig)
+        if pod_group_paths:
+            # Read again with GangScheduling in the default profile; it was valid without.
+            config, registry = load(args.config, gang_scheduling=True)
+            config = _with_flags(config, args)
+        app = SchedulerApp(config, registry, options, pod_group_paths=pod_group_paths)
+    except ConfigError as exc:
+        return _invalid_configuration(exc)
     except KubeconfigError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1

@@ -14,13 +14,19 @@ class StartedError(Exception):
     """Raised by the stand-in SchedulerApp: the test needs only its arguments."""
 
 
+@pytest.fixture(autouse=True)
+def no_discovery(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests start no API server: the cluster serves no pod groups."""
+    monkeypatch.setattr(entry, "discover_pod_group_paths", lambda kubeconfig: {})
+
+
 class StubApp:
     """Stands in for a built SchedulerApp: its start goes into ``calls`` (each test's own)."""
 
     identity = "host_1234"
     calls: ClassVar[list[str]] = []
 
-    def __init__(self, cfg: Any, registry: Any, options: Any) -> None:
+    def __init__(self, cfg: Any, registry: Any, options: Any, **_: Any) -> None:
         pass
 
     def start(self) -> None:
@@ -31,7 +37,7 @@ def started_with(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> tuple[Any,
     """The configuration and options main() hands the SchedulerApp (which is not built)."""
     seen: list[tuple[Any, Any]] = []
 
-    def app(cfg: Any, registry: Any, options: Any) -> None:
+    def app(cfg: Any, registry: Any, options: Any, **_: Any) -> None:
         seen.append((cfg, options))
         raise StartedError
 

@@ -29,6 +29,15 @@ REASONS = {
     **{("", "storage.k8s.io", r, v, ""): "the volume plugins' inputs"
        for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities")
        for v in ("get", "list", "watch")},
+    **{("", "scheduling.k8s.io", r, v, ""): "gang scheduling: the Workload API's pod groups "
+       "(and Workloads, for explain) where GenericWorkload serves them"
+       for r in ("workloads", "podgroups") for v in ("get", "list", "watch")},
+    **{("", "scheduling.k8s.io", "podgroups/status", v, ""): "the PodGroupInitiallyScheduled "
+       "condition, as kube-scheduler writes it" for v in ("patch", "update")},
+    **{("", "scheduling.x-k8s.io", "podgroups", v, ""): "gang scheduling: Coscheduling's "
+       "PodGroups where scheduler-plugins' CRD is installed" for v in ("get", "list", "watch")},
+    **{("", "scheduling.x-k8s.io", "podgroups/status", v, ""): "the Coscheduling PodGroup "
+       "status its users read (phase, running)" for v in ("patch", "update")},
     ("", "", "pods/binding", "create", ""): "DefaultBinder binds",
     ("", "", "pods/eviction", "create", ""): "preemption evicts its victims",
     ("", "", "pods/status", "patch", ""): "the PodScheduled condition and nominatedNodeName",
