@@ -19,7 +19,9 @@ point and per optional hook (``ScorePlugin``, ``SortKeyHook``...), ``Plugin``,
 ``NodeSummary.annotations``, and the Dynamic Resource Allocation objects (``ResourceClaim``,
 ``ResourceSlice``...) with the DRA CEL environment (``SelectorCache``). 2.1 added
 ``Handle.dra`` (a :class:`DraManager`: the DRA objects and the claims allocated in flight),
-``AllocatedDevices`` and ``DeviceID``.
+``AllocatedDevices`` and ``DeviceID``. 2.2 added ``Action.UPDATE_POD_GENERATED_RESOURCE_CLAIM``,
+``ObjectWriter.get`` and ``patch``, ``WriteResult.conflict`` and ``obj``, and
+``parse_duration`` (a Go duration string in plugin arguments).
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
@@ -49,6 +51,7 @@ What is here, by topic:
 
 from __future__ import annotations
 
+from scheduler.framework.config_fields import parse_duration
 from scheduler.framework.dra import AllocatedDevices, DraManager
 from scheduler.framework.events import (
     Action,
@@ -171,7 +174,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "2.1"
+API_VERSION = "2.2"
 
 __all__ = [
     "ALL",
@@ -290,6 +293,7 @@ __all__ = [
     "is_scalar_resource",
     "label_key_error",
     "normalized_image_name",
+    "parse_duration",
     "parse_node_selector",
     "parse_node_selector_term",
     "parse_preferred_terms",

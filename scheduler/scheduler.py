@@ -431,6 +431,12 @@ class _NoWriter:
     def replace(self, path: str, obj: Mapping[str, Any]) -> WriteResult:
         return WriteResult(False, "this scheduler writes no API objects")
 
+    def get(self, path: str) -> WriteResult:
+        return WriteResult(False, "this scheduler reads no API objects")
+
+    def patch(self, path: str, patch: Mapping[str, Any]) -> WriteResult:
+        return WriteResult(False, "this scheduler writes no API objects")
+
 
 def _profile_of(pod: PodInfo) -> str:
     return pod.scheduler_name

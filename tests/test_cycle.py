@@ -54,8 +54,9 @@ from tests.plugins.test_default_preemption import FakeEvictor
 from tests.queue.fakes import FakeClock
 
 SCHED = "secondary-scheduler"
+# No PostFilter plugin at all (DynamicResources has one too).
 NO_PREEMPTION = {"profiles": [{"plugins": {"multiPoint": {
-    "disabled": [{"name": "DefaultPreemption"}]}}}]}
+    "disabled": [{"name": "DefaultPreemption"}, {"name": "DynamicResources"}]}}}]}
 ERR_REASON_FAKE = "Nodes failed the fake plugin"  # upstream tf.ErrReasonFake
 
 

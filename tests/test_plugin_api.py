@@ -53,15 +53,17 @@ API_2_DRA = {
 }
 # 2.1: the DRA manager a plugin reads through Handle.dra.
 API_2_1 = {"AllocatedDevices", "DeviceID", "DraManager"}
+# 2.2: Go durations in plugin arguments (DynamicResources' filterTimeout, bindingTimeout).
+API_2_2 = {"parse_duration"}
 
 
 def test_the_api_keeps_every_name_of_its_major_version() -> None:
     assert plugin_api.API_VERSION.split(".")[0] == "2"
     exported = set(plugin_api.__all__)
-    recorded = API_2 | API_2_VOLUMES | API_2_PROTOCOLS | API_2_DRA | API_2_1
+    recorded = API_2 | API_2_VOLUMES | API_2_PROTOCOLS | API_2_DRA | API_2_1 | API_2_2
     assert recorded - exported == set(), "names removed: a new major version"
     assert exported - recorded == set(), "names added: record them (a minor version)"
-    assert plugin_api.API_VERSION == "2.1"
+    assert plugin_api.API_VERSION == "2.2"
     assert all(hasattr(plugin_api, name) for name in exported)
 
 

@@ -51,6 +51,9 @@ class Action(enum.Flag):
     UPDATE_POD_TOLERATION = enum.auto()
     UPDATE_POD_SPEC = enum.auto()
     UPDATE_LABEL = enum.auto()
+    # API 2.2, upstream's UpdatePodGeneratedResourceClaim: the resourceclaim controller wrote
+    # a pending pod's status.resourceClaimStatuses (or extendedResourceClaimStatus).
+    UPDATE_POD_GENERATED_RESOURCE_CLAIM = enum.auto()
     UPDATE = (
         UPDATE_NODE_ALLOCATABLE
         | UPDATE_NODE_LABEL
@@ -62,6 +65,7 @@ class Action(enum.Flag):
         | UPDATE_POD_TOLERATION
         | UPDATE_POD_SPEC
         | UPDATE_LABEL
+        | UPDATE_POD_GENERATED_RESOURCE_CLAIM
     )
     ALL = ADD | DELETE | UPDATE
 

@@ -96,19 +96,33 @@ class MoveReporter(Protocol):
 
 @dataclass(frozen=True)
 class WriteResult:
-    """A PUT of an API object: ``message`` is the API's when it failed (409 on a stale
-    resourceVersion), ``resource_version`` the written one when it succeeded."""
+    """An API call on one object: ``message`` is the API's when it failed, ``conflict`` that
+    it failed on a stale resourceVersion (409), ``resource_version`` and ``obj`` what the API
+    server answered when it succeeded."""
 
     ok: bool
     message: str = ""
     resource_version: str = ""
+    conflict: bool = False
+    obj: Mapping[str, Any] | None = None
 
 
 class ObjectWriter(Protocol):
-    """Writes the API objects plugins change (VolumeBinding's PVs and PVCs)."""
+    """Reads and writes the API objects plugins change (VolumeBinding's PVs and PVCs,
+    DynamicResources' ResourceClaims)."""
 
     def replace(self, path: str, obj: Mapping[str, Any]) -> WriteResult:
-        """PUT ``obj`` at ``path``; its resourceVersion is the precondition."""
+        """PUT ``obj`` at ``path`` (a ``/status`` path writes the status); its
+        resourceVersion is the precondition."""
+        ...
+
+    def get(self, path: str) -> WriteResult:
+        """GET the object at ``path`` from the API server (``obj``), as a plugin refetches
+        one after a conflict."""
+        ...
+
+    def patch(self, path: str, patch: Mapping[str, Any]) -> WriteResult:
+        """A strategic merge patch of the object at ``path``."""
         ...
 
 
@@ -125,6 +139,11 @@ class NullPorts:
         self.failures = []
         self.written = []
         self.expected = []
+        self.patched: list[tuple[str, Mapping[str, Any]]] = []
+        # What ``get`` answers, by path; a test puts the API server's objects here, and
+        # paths in ``conflicts`` answer their next write with 409 (once each).
+        self.objects: dict[str, Mapping[str, Any]] = {}
+        self.conflicts: set[str] = set()
 
     def bind(self, pod: PodInfo, node: str) -> BindResult:
         self.bound.append((pod.key, node))
@@ -133,10 +152,25 @@ class NullPorts:
     def replace(self, path: str, obj: Mapping[str, Any]) -> WriteResult:
         """Accepted, with the next resourceVersion, as the API server would answer; the
         watch never delivers it (a test plays the controllers)."""
+        if path in self.conflicts:
+            self.conflicts.discard(path)
+            return WriteResult(False, "the object has been modified", conflict=True)
         self.written.append((path, obj))
         version = str((obj.get("metadata") or {}).get("resourceVersion") or "0")
-        return WriteResult(True, resource_version=str(int(version) + 1)
-                           if version.isdigit() else version)
+        written = str(int(version) + 1) if version.isdigit() else version
+        answer = {**obj, "metadata": {**(obj.get("metadata") or {}), "resourceVersion": written}}
+        return WriteResult(True, resource_version=written, obj=answer)
+
+    def get(self, path: str) -> WriteResult:
+        found = self.objects.get(path)
+        if found is None:
+            return WriteResult(False, f"{path} not found")
+        version = str((found.get("metadata") or {}).get("resourceVersion") or "")
+        return WriteResult(True, resource_version=version, obj=found)
+
+    def patch(self, path: str, patch: Mapping[str, Any]) -> WriteResult:
+        self.patched.append((path, patch))
+        return WriteResult(True)
 
     def scheduled(self, pod: PodInfo, node: str) -> None:
         return None

@@ -35,6 +35,8 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     ("VolumeZone", 0),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
+    # Before DefaultPreemption: its PostFilter frees an idle claim before anybody is evicted.
+    ("DynamicResources", 2),
     ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),

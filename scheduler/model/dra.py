@@ -650,6 +650,9 @@ class ResourceClaim:
     annotations: Mapping[str, str] = field(default_factory=dict)
     owner_uids: tuple[str, ...] = ()
     resource_version: str = ""
+    # The API object as parsed: what the scheduler writes back (status, finalizers) starts
+    # from it, so fields this model does not read survive the write.
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def key(self) -> str:
@@ -688,6 +691,7 @@ class ResourceClaim:
                 if _obj(o, f"metadata.ownerReferences[{i}]").get("controller") is True
             ),
             resource_version=_str(meta, "resourceVersion", "metadata"),
+            raw=obj,
         )
 
 

@@ -27,7 +27,7 @@ from scheduler.framework.ports import (
 )
 from scheduler.model.pod import PodInfo
 from scheduler.operator.event_series import EventRecorder, micro_time
-from scheduler.operator.kubeapi import STRATEGIC_MERGE, KubeApi
+from scheduler.operator.kubeapi import STRATEGIC_MERGE, KubeApi, Response
 
 log = structlog.get_logger("scheduler.api")
 
@@ -62,6 +62,15 @@ def _pod_ref(pod: PodInfo) -> dict[str, str]:
 def _pod_path(pod: PodInfo, sub: str = "") -> str:
     path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
     return f"{path}/{sub}" if sub else path
+
+
+def _write_result(response: Response) -> WriteResult:
+    if not response.ok:
+        return WriteResult(False, response.message(), conflict=response.status == 409)
+    body = response.body if isinstance(response.body, Mapping) else None
+    meta = body.get("metadata") if body is not None else None
+    return WriteResult(True, resource_version=str((meta or {}).get("resourceVersion") or ""),
+                       obj=body)
 
 
 class ApiPorts:
@@ -287,11 +296,14 @@ class ApiPorts:
 
     # -- ObjectWriter ---------------------------------------------------------------------
     def replace(self, path: str, obj: Mapping[str, Any]) -> WriteResult:
-        response = self.api.request("PUT", path, body=obj)
-        if not response.ok:
-            return WriteResult(False, response.message())
-        meta = response.body.get("metadata") if isinstance(response.body, Mapping) else None
-        return WriteResult(True, resource_version=str((meta or {}).get("resourceVersion") or ""))
+        return _write_result(self.api.request("PUT", path, body=obj))
+
+    def get(self, path: str) -> WriteResult:
+        return _write_result(self.api.request("GET", path))
+
+    def patch(self, path: str, patch: Mapping[str, Any]) -> WriteResult:
+        return _write_result(
+            self.api.request("PATCH", path, body=patch, content_type=STRATEGIC_MERGE))
 
     # -- Evictor --------------------------------------------------------------------------
     def mark_disruption_target(self, victim: PodInfo, message: str) -> bool:

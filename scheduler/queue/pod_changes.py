@@ -46,9 +46,19 @@ def pod_scheduling_properties_change(old: QueueablePod, new: QueueablePod) -> li
         actions.append(Action.UPDATE_POD_SPEC)
     if (_spec(old_raw).get("tolerations") or []) != (_spec(new_raw).get("tolerations") or []):
         actions.append(Action.UPDATE_POD_TOLERATION)
+    if generated_claims_changed(old_raw, new_raw):
+        actions.append(Action.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
     if not actions:
         actions.append(Action.UPDATE_POD_SPEC)
     return [ClusterEvent(resource, action) for action in actions]
+
+
+def generated_claims_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """upstream ``extractPodGeneratedResourceClaimChange``: the claims the resourceclaim
+    controller created for the pod, as its status records them, changed."""
+    before, after = _status(old), _status(new)
+    return any(before.get(key) != after.get(key)
+               for key in ("resourceClaimStatuses", "extendedResourceClaimStatus"))
 
 
 # -- internals ------------------------------------------------------------------------------
@@ -58,6 +68,11 @@ def _strip(raw: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(meta, Mapping):
         stripped["metadata"] = {k: v for k, v in meta.items() if k not in _IGNORED_METADATA}
     return stripped
+
+
+def _status(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    status = raw.get("status")
+    return status if isinstance(status, Mapping) else {}
 
 
 def _spec(raw: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -62,7 +62,11 @@ from scheduler.framework.events import (
 )
 from scheduler.queue.heap import IndexedHeap
 from scheduler.queue.nominator import Nominator
-from scheduler.queue.pod_changes import is_pod_updated, pod_scheduling_properties_change
+from scheduler.queue.pod_changes import (
+    generated_claims_changed,
+    is_pod_updated,
+    pod_scheduling_properties_change,
+)
 from scheduler.queue.queued_pod import P, QueuedPodInfo
 
 log = structlog.get_logger(__name__)
@@ -233,7 +237,10 @@ class SchedulingQueue(Generic[P]):
         if old.resource_version == new.resource_version:
             return
         events = pod_scheduling_properties_change(old, new)
-        changed = is_pod_updated(old.raw, new.raw)
+        # A status update counts where it records claims generated for the pod: the pod
+        # may pass DynamicResources' PreEnqueue now.
+        changed = is_pod_updated(old.raw, new.raw) or generated_claims_changed(
+            old.raw, new.raw)
         uid = new.uid
         with self._lock:
             record = self._in_flight.get(uid)

@@ -16,25 +16,28 @@ def names(config: Any, point: str, profile: int = 0) -> list[str]:
     return [ref.name for ref in config.profiles[profile].points[point]]
 
 
-def test_the_default_profile_is_kube_schedulers_without_dra_plus_avoid_bounce_back() -> None:
+def test_the_default_profile_is_kube_schedulers_plus_avoid_bounce_back() -> None:
+    """upstream's getDefaultPlugins with applyDynamicResources: DynamicResources (weight 2)
+    just before DefaultPreemption, so its PostFilter runs first."""
     config = parse_config({}, default_registry())
     profile = config.profiles[0]
     assert profile.scheduler_name == "secondary-scheduler"
     assert names(config, "filter") == [
         "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts",
         "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
-        "VolumeZone", "PodTopologySpread", "InterPodAffinity",
+        "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources",
     ]
     weights = {ref.name: ref.weight for ref in profile.points["score"]}
     assert weights == {
         "TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "VolumeBinding": 1,
-        "PodTopologySpread": 2, "InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1,
-        "ImageLocality": 1, "AvoidBounceBack": 100,
+        "PodTopologySpread": 2, "InterPodAffinity": 2, "DynamicResources": 2,
+        "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1, "AvoidBounceBack": 100,
     }
-    assert names(config, "reserve") == ["VolumeBinding"]
-    assert names(config, "preBind") == ["VolumeBinding"]
+    assert names(config, "reserve") == ["VolumeBinding", "DynamicResources"]
+    assert names(config, "preBind") == ["VolumeBinding", "DynamicResources"]
+    assert names(config, "preEnqueue") == ["DynamicResources", "DefaultPreemption"]
     assert names(config, "queueSort") == ["PrioritySort"]
-    assert names(config, "postFilter") == ["DefaultPreemption"]
+    assert names(config, "postFilter") == ["DynamicResources", "DefaultPreemption"]
     assert names(config, "bind") == ["DefaultBinder"]
     assert config.pod_initial_backoff_seconds == 1
     assert config.pod_max_backoff_seconds == 10
