@@ -475,15 +475,24 @@ class Bench:
 
     def allocate_init_claims(self, count: int) -> None:
         """scheduler_perf's allocResourceClaims: ``count`` claims of resourceclaim.yaml in
-        their own namespace, allocated directly to devices on random nodes (once per count:
-        runs of one workload share them)."""
+        their own namespace, allocated directly to devices on random nodes. Claim i always
+        gets the i-th device of one shuffled list, so a larger count only adds claims and a
+        smaller one deletes the last ones."""
         if count == self.dra_init:
             return
         claims = f"{RESOURCE_V1}/namespaces/{DRA_INIT_NAMESPACE}/resourceclaims"
-        self.api.request("POST", "/api/v1/namespaces", body={
-            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": DRA_INIT_NAMESPACE}})
-        self.api.request("DELETE", claims)
-        self._wait_empty(claims, "init claims deleted")
+        if self.dra_init < 0:
+            self.api.request("POST", "/api/v1/namespaces", body={
+                "apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": DRA_INIT_NAMESPACE}})
+            self.api.request("DELETE", claims)
+            self._wait_empty(claims, "init claims deleted")
+            self.dra_init = 0
+        if count < self.dra_init:
+            list(self.pool.map(lambda i: self.api.request("DELETE", f"{claims}/test-claim-{i}"),
+                               range(count, self.dra_init)))
+            self.dra_init = count
+            return
         devices = [(node, f"basic-device-{i}") for node in self.dra_nodes
                    for i in range(DRA_DEVICES_PER_NODE)]
         random.Random(1).shuffle(devices)
@@ -503,7 +512,7 @@ class Bench:
             if not patched.ok:
                 raise RuntimeError(f"allocate claim: {patched.status} {patched.message()}")
 
-        list(self.pool.map(one, range(count)))
+        list(self.pool.map(one, range(self.dra_init, count)))
         self.dra_init = count
 
     def wait_claims_made(self, count: int) -> None:
