@@ -279,6 +279,21 @@ class Device:
     # verdicts it memoizes outlive a scheduling cycle: slices change far less often than pods
     # are scheduled.
     _cel_inputs: dict[str, DeviceInput] = field(default_factory=dict, compare=False, repr=False)
+    # ``cel_conversion_error``, once computed (a one-element list: the device is frozen).
+    _conversion_error: list[str | None] = field(
+        default_factory=list, compare=False, repr=False
+    )
+
+    def cel_conversion_error(self) -> str | None:
+        """Why the device cannot be converted into CEL input (``DeviceInput.error``), found
+        without converting it: a selector that needs only the driver asks this."""
+        if not self._conversion_error:
+            error = None
+            for name, attr in self.attributes.items():
+                if attr.kind == "version":
+                    error = _version_error(name, attr) or error
+            self._conversion_error.append(error)
+        return self._conversion_error[0]
 
     def cel_input(self, driver: str) -> DeviceInput:
         """``cel.Device`` for this device of ``driver`` (attributes keyed domain -> id)."""
@@ -295,10 +310,10 @@ class Device:
             domain, ident = _split(name, driver)
             value: Any = attr.value
             if attr.kind == "version":
-                try:
+                problem = _version_error(name, attr)
+                if problem is None:
                     value = semver_value(parse_semver(str(attr.value)))
-                except ValueError as err:
-                    error = f"attribute {name}: parse semantic version: {err}"
+                error = problem or error
             attributes.setdefault(domain, {})[ident] = value
         capacity: dict[str, dict[str, Any]] = {}
         for name, cap in self.capacity.items():
@@ -307,6 +322,14 @@ class Device:
         return DeviceInput(
             driver, bool(self.allow_multiple_allocations), attributes, capacity, error
         )
+
+
+def _version_error(name: str, attr: DeviceAttribute) -> str | None:
+    try:
+        parse_semver(str(attr.value))
+    except ValueError as err:
+        return f"attribute {name}: parse semantic version: {err}"
+    return None
 
 
 def _parse_device(raw: Any, path: str) -> Device:

@@ -51,6 +51,7 @@ _VALUE_T = _T.Map(_T.STRING, _T.STRING)
 _STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
 _STATUS_SUFFIX = re.compile(r" \[[A-Z_]+\]$")
 _NO_SUCH_KEY = re.compile(r'Key not found in map : "(.*)"')
+_DRIVER_EQUALS = re.compile(r"""\s*device\s*\.\s*driver\s*==\s*"([A-Za-z0-9.\-]*)"\s*""")
 _DOMAIN_LOOKUP = re.compile(r"""\b(attributes|capacity)\s*\[\s*(?:"([^"\\]*)"|'([^'\\]*)')\s*\]""")
 
 
@@ -389,6 +390,9 @@ class CompiledSelector:
     _program: Any = None
     _attribute_domains: frozenset[str] = frozenset()
     _capacity_domains: frozenset[str] = frozenset()
+    # The literal of a selector that is only ``device.driver == "<literal>"`` (what nearly
+    # every DeviceClass says): compared in Python, as CEL would, without building the input.
+    _driver_literal: str | None = None
 
     def matches(self, device: DeviceInput) -> bool:
         """``CompilationResult.DeviceMatches``; a runtime error raises ``CELError``."""
@@ -399,9 +403,18 @@ class CompiledSelector:
         device._verdicts[self.expression] = verdict
         return verdict
 
+    def driver_verdict(self, driver: str) -> bool | None:
+        """The verdict on a device of ``driver`` when the selector only compares the driver
+        (the device's conversion error still applies), else None."""
+        if self._driver_literal is None:
+            return None
+        return driver == self._driver_literal
+
     def _evaluate(self, device: DeviceInput) -> bool:
         if device.error is not None:
             raise CELError(device.error)
+        if self._driver_literal is not None:
+            return device.driver == self._driver_literal
         result = self._program.eval(
             device.activation(self._attribute_domains, self._capacity_domains)
         )
@@ -431,12 +444,14 @@ def compile_selector(expression: str) -> CompiledSelector:
     lookups = [
         (m.group(1), m.group(2) or m.group(3) or "") for m in _DOMAIN_LOOKUP.finditer(expression)
     ]
+    driver = _DRIVER_EQUALS.fullmatch(expression)
     return CompiledSelector(
         expression,
         None,
         program,
         frozenset(domain for kind, domain in lookups if kind == "attributes"),
         frozenset(domain for kind, domain in lookups if kind == "capacity"),
+        driver.group(1) if driver is not None else None,
     )
 
 

@@ -16,23 +16,41 @@ last device is rolled back and the next candidate tried; the first complete solu
 ``Allocator`` is built once per scheduling cycle (PreFilter) and ``allocate`` runs per node
 (Filter). It does no I/O. An ``AllocationError`` is upstream's ``error`` (an Error status for
 the pod); ``None`` means no solution on this node.
+
+How a plugin should use it, for speed::
+
+    cache = AllocatorCache(SelectorCache())            # once, kept for the scheduler's life
+    # PreFilter, once per cycle (cheap):
+    allocator = cache.allocator(allocated, classes, slices, slices_key=dra.slices_generation)
+    # Filter, per node:
+    results = allocator.allocate(node_name, node_labels, claims)
+
+``slices_key`` must change whenever a slice or a DeviceTaintRule changes (``slices`` with the
+rules applied); while it does not, every node's pools and, per class and request selectors,
+its selectable devices (``view.SliceView``) are reused across cycles. When it changes, a
+node whose slices are the same objects as before keeps them too, so pass unchanged slices
+as the same objects (as the DRA manager's store does). Classes may change
+without a new key. ``Allocator(allocated, classes, slices, cel_cache)`` alone still works and
+keeps those for the one cycle. Pass the same claim objects to every ``allocate`` of a cycle:
+the fast path's plan is found once per cycle by their identities.
+
+Simple claim sets (every request ``exactly`` one device class, ``ExactCount``, no admin
+access, capacity requests or constraints) take the fast path of ``simple.py``, which gives
+exactly the devices the full search gives; anything else, or a node whose devices need more
+(shared devices, counters, CEL or capacity errors), runs the full search.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 
 from scheduler.plugin_api import (
     ALL,
     ALLOCATION_RESULTS_MAX_SIZE,
-    TAINT_NO_EXECUTE,
-    TAINT_NO_SCHEDULE,
-    AllocationConfiguration,
     AllocationResult,
-    CELError,
     Device,
     DeviceClass,
     DeviceID,
@@ -40,29 +58,41 @@ from scheduler.plugin_api import (
     DeviceRequestAllocationResult,
     DeviceSubRequest,
     DeviceTaintRule,
-    NodeSelector,
-    NodeSelectorTerm,
-    Requirement,
     ResourceClaim,
     ResourceSlice,
     SelectorCache,
-    enhance_runtime_error,
 )
 from scheduler.plugins.dynamic_resources import capacity as cap
 from scheduler.plugins.dynamic_resources.constraints import Constraint, make_constraint
-from scheduler.plugins.dynamic_resources.pools import Pool, gather_pools, node_matches
+from scheduler.plugins.dynamic_resources.pools import Pool
+from scheduler.plugins.dynamic_resources.results import claim_configs
+from scheduler.plugins.dynamic_resources.simple import (
+    Outcome,
+    SimplePlan,
+    allocate_simple,
+    simple_plan,
+)
+from scheduler.plugins.dynamic_resources.view import (
+    AllocationError,
+    Candidate,
+    FailedOnNodeError,
+    NodeView,
+    SliceView,
+    claim_ref,
+    device_id_str,
+    node_selector,
+    selectable,
+    taint_prevents,
+)
 
-
-class AllocationError(Exception):
-    """Allocation cannot proceed (upstream returns an error): the pod's attempt fails."""
-
-
-class FailedOnNodeError(AllocationError):
-    """``ErrFailedAllocationOnNode``: only this node is unsuitable (a UU status there)."""
-
-
-def device_id_str(device_id: DeviceID) -> str:
-    return "/".join(device_id)
+__all__ = [
+    "AllocatedState",
+    "AllocationError",
+    "Allocator",
+    "AllocatorCache",
+    "FailedOnNodeError",
+    "apply_taint_rules",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,20 +135,12 @@ def _tainted(s: ResourceSlice, device: Device, rules: Sequence[DeviceTaintRule])
 
 
 @dataclass(slots=True)
-class _Candidate:
-    device_id: DeviceID
-    device: Device
-    slice: ResourceSlice
-    pool: Pool
-
-
-@dataclass(slots=True)
 class _RequestData:
     request: DeviceSubRequest
     parent: DeviceRequest | None
     device_class: DeviceClass
     num_devices: int = 0
-    all_devices: list[_Candidate] | None = None
+    all_devices: list[Candidate] | None = None
     selected_sub_request: int = 0
 
     @property
@@ -130,7 +152,7 @@ class _RequestData:
 
 @dataclass(slots=True)
 class _DeviceResult:
-    candidate: _Candidate
+    candidate: Candidate
     request: DeviceSubRequest
     parent_name: str
     share_id: str | None = None
@@ -143,13 +165,12 @@ class _DeviceResult:
         return self.request.name
 
 
-def claim_ref(claim: ResourceClaim) -> str:
-    """``klog.KObj(claim)``."""
-    return f"{claim.namespace}/{claim.name}" if claim.namespace else claim.name
-
-
 class Allocator:
-    """One cycle's view: allocated devices, classes and slices (DeviceTaintRules applied)."""
+    """One cycle's view: allocated devices, classes and slices (DeviceTaintRules applied).
+
+    ``view`` is the slices' ``SliceView`` when the caller keeps one across cycles
+    (``AllocatorCache``); without it the allocator builds its own, kept for this cycle.
+    """
 
     def __init__(
         self,
@@ -158,38 +179,106 @@ class Allocator:
         slices: Sequence[ResourceSlice],
         cel_cache: SelectorCache,
         new_share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        view: SliceView | None = None,
     ) -> None:
         self.allocated = allocated
         self.classes = classes
-        self.all_slices = list(slices)
-        self.slices_on_node: dict[str, list[ResourceSlice]] = {}
-        self.slices_shared: list[ResourceSlice] = []
-        for s in slices:
-            if s.node_name:
-                self.slices_on_node.setdefault(s.node_name, []).append(s)
-            else:
-                self.slices_shared.append(s)
+        self.view = view if view is not None else SliceView(slices)
         self.cel_cache = cel_cache
         self.new_share_id = new_share_id
         self.available_counters: dict[str, dict[str, dict[str, int]]] = {}
+        self._in_use = (allocated.devices, allocated.aggregated_capacity)
+        self._plans: dict[tuple[int, ...], SimplePlan | None] = {}
+        # Nodes the fast path rejected in this cycle, and then the devices in use per slice
+        # (by the slice's id), so that a full node is told by counting (``_all_in_use``).
+        self._rejections = 0
+        self._in_use_per_slice: dict[int, int] | None = None
 
     def allocate(
         self, node_name: str, labels: Mapping[str, str], claims: Sequence[ResourceClaim]
     ) -> list[AllocationResult] | None:
         """``Allocator.Allocate``: one result per claim, or None if this node has no solution."""
-        slices = self.slices_on_node.get(node_name, []) + self.slices_shared
-        pools = gather_pools(slices, node_name, labels, self.all_slices)
-        run = _Run(self, node_name, labels, claims, pools)
+        node = self.view.node(node_name, labels)
+        plan = self._plan(claims)
+        if plan is not None:
+            if plan.requests_devices and self._all_in_use(node):
+                found: list[AllocationResult] | Outcome | None = None
+            else:
+                found = allocate_simple(plan, node, self._in_use, self.cel_cache)
+            if found is None:
+                self._rejections += 1
+            if found is not Outcome.SEARCH:
+                if found is None and node.any_invalid:
+                    raise FailedOnNodeError("invalid resource pools were encountered")
+                return found
+        return self.search(node, claims)
+
+    def search(
+        self, node: NodeView, claims: Sequence[ResourceClaim]
+    ) -> list[AllocationResult] | None:
+        """The full search (upstream's ``Allocate``), without the fast path."""
+        run = _Run(self, node, claims)
         run.prepare()
         try:
             done = run.allocate_one(0, 0, 0, 0, False, (0, 0, 0))
         except _MaxSizeExceededError as err:
             raise AllocationError("allocation max size exceeded") from err
         if not done:
-            if any(p.invalid for p in pools):
+            if node.any_invalid:
                 raise FailedOnNodeError("invalid resource pools were encountered")
             return None
         return [run.result_for(i) for i in range(len(claims))]
+
+    def _all_in_use(self, node: NodeView) -> bool:
+        """Whether every device the search would look at on this node is in use, told by
+        counting, which a cycle starts once it has rejected enough nodes: a claim set that
+        asks for a device has no solution there (the search skips devices in use first)."""
+        if self._in_use_per_slice is None:
+            if self._rejections < _COUNT_AFTER_REJECTIONS:
+                return False
+            self._in_use_per_slice = self.view.in_use_per_slice(self.allocated.devices)
+        counts = self._in_use_per_slice
+        return sum(counts.get(id(s), 0) for s in node.usable_slices) >= node.usable_devices
+
+    def _plan(self, claims: Sequence[ResourceClaim]) -> SimplePlan | None:
+        """The claims' fast-path plan, found once per cycle (by the claims' identities)."""
+        key = tuple([id(c) for c in claims])
+        try:
+            return self._plans[key]
+        except KeyError:
+            pass
+        plan = simple_plan(claims, self.classes, self.view)
+        if len(self._plans) >= _MAX_PLANS:
+            self._plans.clear()
+        self._plans[key] = plan
+        return plan
+
+
+class AllocatorCache:
+    """What the allocator keeps across scheduling cycles: one per scheduler, long-lived.
+
+    ``allocator(...)`` is called once per cycle and is cheap; while ``slices_key`` is the
+    same as the last call's, the nodes' pools and device candidates of earlier cycles are
+    reused. ``slices_key`` must change whenever a ResourceSlice or DeviceTaintRule changes.
+    """
+
+    def __init__(self, cel_cache: SelectorCache | None = None) -> None:
+        self.cel_cache = cel_cache if cel_cache is not None else SelectorCache()
+        self._view: SliceView | None = None
+        self._key: Hashable = None
+
+    def allocator(
+        self,
+        allocated: AllocatedState,
+        classes: Mapping[str, DeviceClass],
+        slices: Sequence[ResourceSlice],
+        slices_key: Hashable,
+        new_share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+    ) -> Allocator:
+        if self._view is None or self._key != slices_key:
+            self._view = SliceView(slices, self._view)
+            self._key = slices_key
+        return Allocator(allocated, classes, slices, self.cel_cache, new_share_id, self._view)
 
 
 class _MaxSizeExceededError(Exception):
@@ -197,25 +286,22 @@ class _MaxSizeExceededError(Exception):
 
 
 RequestKey = tuple[int, int, int]
+# Rejected nodes after which a cycle counts the devices in use per slice: counting costs a
+# pass over the allocated devices, checking a full node one by one costs ten look-ups.
+_COUNT_AFTER_REJECTIONS = 64
+# Fast-path plans kept per cycle; a cycle sees one pod's claims, so this bounds a misuse.
+_MAX_PLANS = 64
 Location = tuple[int, int, int]
 
 
 class _Run:
     """One ``Allocate`` call: the search state (``allocator`` in upstream's code)."""
 
-    def __init__(
-        self,
-        alloc: Allocator,
-        node_name: str,
-        labels: Mapping[str, str],
-        claims: Sequence[ResourceClaim],
-        pools: list[Pool],
-    ) -> None:
+    def __init__(self, alloc: Allocator, node: NodeView, claims: Sequence[ResourceClaim]) -> None:
         self.a = alloc
-        self.node_name = node_name
-        self.labels = labels
+        self.node = node
         self.claims = claims
-        self.pools = pools
+        self.pools = node.pools
         self.request_data: dict[RequestKey, _RequestData] = {}
         self.matches: dict[tuple[DeviceID, RequestKey], bool] = {}
         self.constraints: list[list[Constraint]] = []
@@ -290,7 +376,7 @@ class _Run:
         data.num_devices = len(data.all_devices)
         return data
 
-    def _all_devices(self, key: RequestKey, data: _RequestData, where: str) -> Iterator[_Candidate]:
+    def _all_devices(self, key: RequestKey, data: _RequestData, where: str) -> Iterator[Candidate]:
         for pool in self.pools:
             if pool.incomplete:
                 raise AllocationError(
@@ -304,7 +390,7 @@ class _Run:
                 )
             for s in pool.slices:
                 for device in s.devices:
-                    candidate = _Candidate((s.driver, s.pool, device.name), device, s, pool)
+                    candidate = Candidate((s.driver, s.pool, device.name), device, s, pool)
                     if self._selectable(key, data, candidate) and self._fits_alone(
                         data.request, device, where
                     ):
@@ -366,7 +452,7 @@ class _Run:
         return False
 
     def _allocate_fixed(
-        self, ci: int, ri: int, si: int, di: int, sub: bool, candidate: _Candidate
+        self, ci: int, ri: int, si: int, di: int, sub: bool, candidate: Candidate
     ) -> bool:
         undo = self._allocate_device(ci, ri, si, candidate, must=True)
         if undo is None:
@@ -380,7 +466,7 @@ class _Run:
             undo()
         return done
 
-    def _candidates(self, start: Location) -> Iterator[tuple[Location, _Candidate]]:
+    def _candidates(self, start: Location) -> Iterator[tuple[Location, Candidate]]:
         for pi in range(start[0], len(self.pools)):
             pool = self.pools[pi]
             if pool.incomplete or pool.invalid:
@@ -391,7 +477,7 @@ class _Run:
                 first_device = start[2] if (pi, sli) == start[:2] else 0
                 for dvi in range(first_device, len(s.devices)):
                     device = s.devices[dvi]
-                    candidate = _Candidate((pool.driver, pool.name, device.name), device, s, pool)
+                    candidate = Candidate((pool.driver, pool.name, device.name), device, s, pool)
                     yield (pi, sli, dvi + 1), candidate
 
     def _allocate_search(
@@ -435,7 +521,7 @@ class _Run:
         )
 
     def _capacity_fits(
-        self, ci: int, request: DeviceSubRequest, candidate: _Candidate, verb: str
+        self, ci: int, request: DeviceSubRequest, candidate: Candidate, verb: str
     ) -> bool:
         """``CmpRequestOverCapacity`` with what is allocated and what this call allocates."""
         device_id = candidate.device_id
@@ -453,7 +539,7 @@ class _Run:
             ) from err
 
     def _allocate_device(
-        self, ci: int, ri: int, si: int, candidate: _Candidate, must: bool
+        self, ci: int, ri: int, si: int, candidate: Candidate, must: bool
     ) -> Callable[[], None] | None:
         """``allocateDevice``: take the device for the request, or None; returns the undo."""
         data = self.request_data[(ci, ri, si)]
@@ -476,7 +562,7 @@ class _Run:
             undo.append(lambda: self._release_counters(candidate))
         base = data.parent.name if data.parent is not None else request.name
         sub_name = request.name if data.parent is not None else ""
-        if _taint_prevents(device, request):
+        if taint_prevents(device, request):
             rollback()
             return None
         for constraint in self.constraints[ci]:
@@ -538,56 +624,20 @@ class _Run:
             if existed:
                 self.allocating_capacity[device_id] = {}
 
-    def _selectable(self, key: RequestKey, data: _RequestData, candidate: _Candidate) -> bool:
-        """``isSelectable``: class selectors, request selectors, per-device node selection."""
+    def _selectable(self, key: RequestKey, data: _RequestData, candidate: Candidate) -> bool:
+        """``isSelectable``, memoised per device and request for this call."""
         memo = (candidate.device_id, key)
         found = self.matches.get(memo)
-        if found is not None:
-            return found
-        device = candidate.device
-        result = (
-            self._selectors_match(key[0], candidate, data.device_class, data.device_class.selectors)
-            and self._selectors_match(key[0], candidate, None, data.request.selectors)
-            and (
-                not candidate.slice.per_device_node_selection
-                or node_matches(
-                    self.node_name, self.labels, device.node_name, device.all_nodes,
-                    device.node_selector,
-                )
+        if found is None:
+            found = selectable(
+                self.a.cel_cache,
+                (f"class {data.device_class.name}", f"claim {claim_ref(self.claims[key[0]])}"),
+                (data.device_class.selectors, data.request.selectors),
+                candidate,
+                self.node.node,
             )
-        )
-        self.matches[memo] = result
-        return result
-
-    def _selectors_match(
-        self,
-        ci: int,
-        candidate: _Candidate,
-        device_class: DeviceClass | None,
-        selectors: Sequence[str | None],
-    ) -> bool:
-        """``selectorsMatch``: every CEL selector; compile and runtime errors are errors."""
-        owner = (
-            f"class {device_class.name}"
-            if device_class is not None
-            else f"claim {claim_ref(self.claims[ci])}"
-        )
-        for i, expression in enumerate(selectors):
-            compiled = self.a.cel_cache.get_or_compile(expression or "")
-            if compiled.error is not None:
-                raise AllocationError(
-                    f"{owner}: selector #{i}: CEL compile error: {compiled.error}"
-                )
-            try:
-                matched = compiled.matches(candidate.device.cel_input(candidate.slice.driver))
-            except CELError as err:
-                raise AllocationError(
-                    f"{owner}: selector #{i} on device {device_id_str(candidate.device_id)}: "
-                    f"CEL runtime error: {enhance_runtime_error(str(err))}"
-                ) from err
-            if not matched:
-                return False
-        return True
+            self.matches[memo] = found
+        return found
 
     # --- counters (partitionable devices) ------------------------------------------------
 
@@ -609,7 +659,7 @@ class _Run:
         self.a.available_counters[pool.pool_id] = available
         return available
 
-    def _reserve_counters(self, candidate: _Candidate) -> bool:
+    def _reserve_counters(self, candidate: Candidate) -> bool:
         """``checkAvailableCounters``: add the device's consumption; every counter must hold."""
         available = self._available_counters(candidate.pool)
         consumed = self.consumed_counters.setdefault(candidate.pool.pool_id, {})
@@ -625,7 +675,7 @@ class _Run:
                     return False
         return True
 
-    def _release_counters(self, candidate: _Candidate) -> None:
+    def _release_counters(self, candidate: Candidate) -> None:
         consumed = self.consumed_counters[candidate.pool.pool_id]
         for consumption in candidate.device.consumes_counters:
             counters = consumed[consumption.counter_set]
@@ -651,10 +701,14 @@ class _Run:
             )
             for r in self.results[ci]
         )
+        names = [self._selected(ci, ri).name for ri in range(len(claim.spec.requests))]
+        classes = [self._selected(ci, ri).device_class for ri in range(len(claim.spec.requests))]
         return AllocationResult(
             results=results,
-            config=self._configs(ci, claim),
-            node_selector=self._node_selector(self.results[ci]),
+            config=claim_configs(claim, names, classes),
+            node_selector=node_selector(
+                self.node, [(r.request_name, r.candidate) for r in self.results[ci]]
+            ),
         )
 
     def _selected(self, ci: int, ri: int) -> _RequestData:
@@ -662,76 +716,3 @@ class _Run:
         if data.parent is None:
             return data
         return self.request_data[(ci, ri, data.selected_sub_request)]
-
-    def _configs(self, ci: int, claim: ResourceClaim) -> tuple[AllocationConfiguration, ...]:
-        """Class configs (once per class, naming every request that used it), then the
-        claim's configs for used requests; one covering every request names none."""
-        configs: list[tuple[str, list[str], Mapping[str, object]]] = []
-        class_ranges: dict[str, range] = {}
-        names = [self._selected(ci, ri).name for ri in range(len(claim.spec.requests))]
-        for ri, name in enumerate(names):
-            device_class = self._selected(ci, ri).device_class
-            known = class_ranges.get(device_class.name)
-            if known is not None:
-                for i in known:
-                    configs[i][1].append(name)
-                continue
-            first = len(configs)
-            configs.extend(("FromClass", [name], c.opaque) for c in device_class.config)
-            class_ranges[device_class.name] = range(first, len(configs))
-        for config in claim.spec.config:
-            if not config.requests or any(
-                request.name in config.requests or names[ri] in config.requests
-                for ri, request in enumerate(claim.spec.requests)
-            ):
-                configs.append(("FromClaim", list(config.requests), config.opaque))
-        result = []
-        for source, requests, opaque in configs:
-            covers_all = bool(requests) and all(
-                request.name in requests or names[ri] in requests
-                for ri, request in enumerate(claim.spec.requests)
-            )
-            result.append(
-                AllocationConfiguration(
-                    source, None if covers_all or not requests else tuple(requests), opaque
-                )
-            )
-        return tuple(result)
-
-    def _node_selector(self, results: Sequence[_DeviceResult]) -> NodeSelector | None:
-        """``createNodeSelector``: the node itself for node-local devices, else the union of
-        the single-term selectors, None for devices usable on all nodes."""
-        expressions: list[Requirement] = []
-        fields: list[Requirement] = []
-        for r in results:
-            s, device = r.candidate.slice, r.candidate.device
-            node_name, selector = (
-                (device.node_name, device.node_selector)
-                if s.per_device_node_selection
-                else (s.node_name, s.node_selector)
-            )
-            if node_name or device.binds_to_node:
-                return NodeSelector((NodeSelectorTerm((), (Requirement(
-                    "metadata.name", "In", (self.node_name,)),)),))
-            if selector is None or not selector.terms:
-                continue
-            if len(selector.terms) > 1:
-                raise AllocationError(
-                    f"create NodeSelector for claim {r.request_name}: unsupported "
-                    f"ResourceSlice.NodeSelector with {len(selector.terms)} terms"
-                )
-            term = selector.terms[0]
-            fields.extend(x for x in term.match_fields if x not in fields)
-            expressions.extend(x for x in term.match_expressions if x not in expressions)
-        if not expressions and not fields:
-            return None
-        return NodeSelector((NodeSelectorTerm(tuple(expressions), tuple(fields)),))
-
-
-def _taint_prevents(device: Device, request: DeviceSubRequest) -> bool:
-    """``taintPreventsAllocation``: a NoSchedule/NoExecute taint no toleration tolerates."""
-    return any(
-        taint.effect in (TAINT_NO_SCHEDULE, TAINT_NO_EXECUTE)
-        and not any(t.tolerates(taint) for t in request.tolerations)
-        for taint in device.taints
-    )

@@ -7,7 +7,9 @@ The others need gates that are off, alpha or locked on in v1.37.2, or input the 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import pytest
@@ -25,6 +27,7 @@ from scheduler.plugins.dynamic_resources.allocator import (
     AllocatedState,
     AllocationError,
     Allocator,
+    AllocatorCache,
     apply_taint_rules,
 )
 from tests.plugins.dynamic_resources.builders import (
@@ -72,7 +75,7 @@ def _canonical(result: AllocationResult) -> tuple[Any, ...]:
     return result.node_selector, Counter(map(repr, results)), tuple(result.config)
 
 
-def run_case(case: Case) -> None:
+def run_case(case: Case, path: str) -> None:
     classes = {c.name: c for c in map(DeviceClass.parse, case.classes)}
     slices = [ResourceSlice.parse(s) for s in case.slices]
     claims = [ResourceClaim.parse(c) for c in case.claims]
@@ -81,14 +84,30 @@ def run_case(case: Case) -> None:
         shared_devices=frozenset(case.shared),
         aggregated_capacity=case.aggregated,
     )
-    allocator = Allocator(state, classes, slices, SelectorCache(), lambda: FIXED_SHARE_ID)
-    node_name, labels = case.node
+    cache = AllocatorCache()
+    calls = 2 if path == "cached" else 1
+    for _ in range(calls):  # the second call finds the node view the first one built
+        allocator = cache.allocator(state, classes, slices, slices_key=1,
+                                    new_share_id=lambda: FIXED_SHARE_ID)
+        check_outcome(case, partial(_call, allocator, path, case.node, claims))
+
+
+def _call(
+    allocator: Allocator, path: str, node: tuple[str, dict[str, str]],
+    claims: list[ResourceClaim],
+) -> list[AllocationResult] | None:
+    if path == "search":
+        return allocator.search(allocator.view.node(*node), claims)
+    return allocator.allocate(*node, claims)
+
+
+def check_outcome(case: Case, allocate: Callable[[], list[AllocationResult] | None]) -> None:
     if case.error is not None:
         with pytest.raises(AllocationError) as err:
-            allocator.allocate(node_name, labels, claims)
+            allocate()
         assert case.error in str(err.value)
         return
-    got = allocator.allocate(node_name, labels, claims)
+    got = allocate()
     if not case.expect:
         assert not got, got
         return
@@ -107,7 +126,20 @@ assert len(CASES) == sum(map(len, CASE_FILES)), "a case name is used twice"
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_allocator(name: str) -> None:
-    run_case(CASES[name])
+    """Through ``allocate``: the fast path where the claims are simple, else the search."""
+    run_case(CASES[name], "allocate")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_allocator_full_search(name: str) -> None:
+    """The same table through the full search alone (``Allocator.search``)."""
+    run_case(CASES[name], "search")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_allocator_with_views_kept(name: str) -> None:
+    """The same table twice from one ``AllocatorCache``, the second from the kept views."""
+    run_case(CASES[name], "cached")
 
 
 def test_device_taint_rules_taint_the_devices_they_select() -> None:
