@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.plugin_api import AllocationResult, Handle, PodInfo, ResourceClaim
-from scheduler.plugins.dynamic_resources.allocator import claim_ref
 from scheduler.plugins.dynamic_resources.claim_writes import (
     FINALIZER,
     allocation_to_api,
@@ -23,6 +22,7 @@ from scheduler.plugins.dynamic_resources.claim_writes import (
     mutable_copy,
     rfc3339,
 )
+from scheduler.plugins.dynamic_resources.view import claim_ref
 
 # retry.DefaultRetry: Steps 5, Duration 10ms.
 RETRY_STEPS = 5

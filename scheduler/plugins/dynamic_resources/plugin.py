@@ -64,7 +64,6 @@ from scheduler.plugins.dynamic_resources.allocator import (
     Allocator,
     FailedOnNodeError,
     apply_taint_rules,
-    claim_ref,
 )
 from scheduler.plugins.dynamic_resources.args import DEFAULT_ARGS, seconds, validate_args
 from scheduler.plugins.dynamic_resources.binding import BindError, bind_claim
@@ -82,6 +81,7 @@ from scheduler.plugins.dynamic_resources.pod_claims import (
     pod_claims,
 )
 from scheduler.plugins.dynamic_resources.scoring import prioritized_list_score
+from scheduler.plugins.dynamic_resources.view import claim_ref
 from scheduler.plugins.helper.normalize_score import default_normalize_score
 
 log = structlog.get_logger("scheduler.plugins.dynamic_resources")
