@@ -78,6 +78,7 @@ def app(api: FakeApi, tmp_path: Path) -> Iterator[SchedulerApp]:
     made._stop.set()
     for reflector in made.reflectors:
         reflector.stop()
+    made.scheduler.stop()  # the synced start started the scheduler's loop and queue too
 
 
 def sync(app: SchedulerApp) -> None:
