@@ -20,6 +20,16 @@ load average before and after (this benchmark shares its cores with whatever els
 The GangScheduling workloads are scheduler_perf's podgroup/gangscheduling ones (PodGroups of
 scheduling.k8s.io/v1beta1 created before their pods); the control plane runs GenericWorkload,
 and kube-scheduler is started with the gate, as e2e/cluster/README.md says.
+
+    python bench/e2e.py --nodes 500 --qps 1000/1000 --repeats 1 --workloads dra
+
+The DRA workloads are upstream's scheduler_perf ones (test/integration/scheduler_perf/dra/
+performance-config.yaml, SchedulingWithResourceClaimTemplate): every node publishes one
+ResourceSlice of 10 devices of its templates' 13 attributes, a DeviceClass selects the driver
+by CEL, some claims are allocated beforehand (written directly, as its allocResourceClaims
+op does), and each measured pod gets its own claim from a ResourceClaimTemplate, made by
+kube-controller-manager's resourceclaim controller. They need the nodes to themselves (no
+preemption nodes), so they run alone (``--workloads dra`` or a list of DRA names).
 """
 
 from __future__ import annotations
@@ -161,6 +171,82 @@ def high_priority_pod(name: str) -> dict[str, Any]:
     return pod(name, cpu="1", priority_class="bench-high", extra=PREEMPT_SELECTOR)
 
 
+# ----------------------------------------------------------------------------- DRA
+# scheduler_perf's dra/templates: driver, class, claim template, slice devices.
+DRA_DRIVER = "test-driver.cdi.k8s.io"
+DRA_CLASS = "test-class"
+DRA_TEMPLATE = "test-claim-template"
+DRA_DEVICES_PER_NODE = 10
+DRA_PCI_ROOTS = 2
+DRA_INIT_NAMESPACE = "bench-init"
+RESOURCE_V1 = "/apis/resource.k8s.io/v1"
+# The steady-state cases keep this many pods pending and run this long from the first bind.
+STEADY_PODS = 10
+STEADY_SECONDS = 10.0
+
+
+def dra_pod(name: str) -> dict[str, Any]:
+    """pod-with-claim-template.yaml: no requests, one claim from the template."""
+    body = pod(name, extra={"resourceClaims": [
+        {"name": "resource", "resourceClaimTemplateName": DRA_TEMPLATE}]})
+    body["spec"]["containers"][0]["resources"] = {"claims": [{"name": "resource"}]}
+    return body
+
+
+def dra_device(index: int) -> dict[str, Any]:
+    """One device of resourceslice-basic-devices.yaml (an Intel GPU's attributes)."""
+    root = index % DRA_PCI_ROOTS
+    strings = {"driver": "xe", "resource.k8s.io/pciRoot": str(root), "family": "Arc Pro B-Series",
+               "health": "Healthy", "model": "B60", "pciAddress": f"0000:0{index}:00.0",
+               "pciId": "0xe211", "pciRoot": f"0{root}",
+               "resource.kubernetes.io/pciBusID": f"0000:0{index}:00.0",
+               "resource.kubernetes.io/pciRoot": f"pci0000:0{root}", "type": "gpu"}
+    attributes: dict[str, Any] = {k: {"string": v} for k, v in strings.items()}
+    attributes["driverVersion"] = {"version": "1.2.3"}
+    attributes["sriov"] = {"bool": True}
+    return {"name": f"basic-device-{index}", "attributes": attributes,
+            "capacity": {"memory": {"value": "24480Mi"}, "millicores": {"value": "1k"}}}
+
+
+def dra_slice(node: str) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": f"resourceslice-{node}"},
+            "spec": {"driver": DRA_DRIVER, "nodeName": node,
+                     "pool": {"name": f"resourceslice-{node}", "generation": 1,
+                              "resourceSliceCount": 1},
+                     "devices": [dra_device(i) for i in range(DRA_DEVICES_PER_NODE)]}}
+
+
+def dra_allocation(node: str, device: str) -> dict[str, Any]:
+    """What the allocator writes for one device of a node-local slice."""
+    return {"devices": {"results": [{"request": "req-0", "driver": DRA_DRIVER,
+                                     "pool": f"resourceslice-{node}", "device": device}]},
+            "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}
+
+
+def steady(count: int) -> Callable[[Bench, threading.Event], None]:
+    """scheduler_perf's steady state: each pod seen bound is deleted and replaced at once,
+    for STEADY_SECONDS from the first bind, so ``count`` pods stay pending and the devices in
+    use stay where the initial claims put them."""
+    def stream(bench: Bench, stop: threading.Event) -> None:
+        counter = itertools.count()
+        handled: set[str] = set()
+        deadline: float | None = None
+        while not stop.wait(0.02):
+            bound = [n for n in bench.bound_names() if n not in handled]
+            if bound and deadline is None:
+                deadline = time.monotonic() + STEADY_SECONDS
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            for name in bound:
+                handled.add(name)
+                bench.delete(name)
+            if bound:
+                bench.create([dra_pod(f"steady-{next(counter)}") for _ in bound])
+    return stream
+
+
 # ----------------------------------------------------------------------------- workloads
 @dataclass
 class Workload:
@@ -174,6 +260,8 @@ class Workload:
     churn_until: int | None = None
     # PodGroups (scheduling.k8s.io/v1beta1) created before the pods
     groups: Callable[[], list[dict[str, Any]]] | None = None
+    # DRA: the claims allocated before the run (None: not a DRA workload)
+    init_claims: int | None = None
 
 
 def _many(make: Callable[[str], dict[str, Any]], prefix: str, n: int) -> list[dict[str, Any]]:
@@ -223,7 +311,27 @@ def workloads(scale: float, nodes: int) -> dict[str, Workload]:
         # 1000 gangs of 3 pods, and 3 gangs of 1000 pods (--scale multiplies both).
         "GangScheduling": gang_workload("GangScheduling", n(1000), 3),
         "GangScheduling1000PerGroup": gang_workload("GangScheduling1000PerGroup", 3, n(1000)),
+        **dra_workloads(nodes),
     }
+
+
+def dra_workloads(nodes: int) -> dict[str, Workload]:
+    """SchedulingWithResourceClaimTemplate at this node count: the burst (upstream's
+    5000pods_500nodes: half the devices allocated, the other half filled by as many pods;
+    threshold 56 pods/s) and the steady states with none, half or all but STEADY_PODS of the
+    devices in use (empty/half/full_500nodes: thresholds 64, 60, 60)."""
+    devices = nodes * DRA_DEVICES_PER_NODE
+    prefix = "SchedulingWithResourceClaimTemplate"
+    out = {}
+    # In this order, runs that allocate as many init claims follow each other.
+    for name, init in (("empty", 0), (f"{devices}pods", devices // 2), ("half", devices // 2),
+                       ("full", devices - STEADY_PODS)):
+        full = f"{prefix}/{name}_{nodes}nodes"
+        out[full] = (Workload(full, lambda c: _many(dra_pod, "p", devices // 2),
+                              init_claims=init) if name.endswith("pods") else
+                     Workload(full, lambda c: _many(dra_pod, "steady-init", STEADY_PODS),
+                              steady(STEADY_PODS), init_claims=init))
+    return out
 
 
 # ----------------------------------------------------------------------------- schedulers
@@ -346,11 +454,17 @@ class Bench:
         self.runs = 0
         self._lock = threading.Lock()
         self._names: dict[str, bool] = {}  # name -> bound, for the current run's live pods
+        # DRA: the nodes with slices, and how many init claims are allocated (-1: unknown)
+        self.dra_nodes: list[str] = []
+        self.dra_init = -1
 
     # -- cluster setup --------------------------------------------------------------------
-    def setup(self, nodes: int) -> None:
+    def setup(self, nodes: int, *, dra: bool = False) -> None:
         self.api.request("POST", "/api/v1/namespaces", body={
             "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+        if dra:
+            self.setup_dra(nodes)
+            return
         for name, value in (("bench-low", 10), ("bench-high", 1000)):
             self.api.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body={
                 "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
@@ -369,6 +483,99 @@ class Bench:
                            "cpu": "4", "memory": "16Gi", "pods": 110})
         self.cluster.delete_all_nodes()
         self.cluster.apply_nodes({"groups": groups}, timeout=600)
+
+    def setup_dra(self, nodes: int) -> None:
+        """node-with-dra-test-driver.yaml nodes (no preemption nodes), each with its slice;
+        the class; the claim template in the pods' namespace."""
+        names = [f"scheduler-perf-dra-{i}" for i in range(nodes)]
+        existing = self.api.get("/api/v1/nodes", {"labelSelector": "type=kwok"}).body["items"]
+        if sorted(n["metadata"]["name"] for n in existing) != sorted(names):
+            self.cluster.delete_all_nodes()
+            self.cluster.apply_nodes({"groups": [{
+                "count": nodes, "namePrefix": "scheduler-perf-dra", "cpu": "4",
+                "memory": "32Gi", "pods": 110, "labels": {"node-with-dra": "true"}}]},
+                timeout=600)
+        slices = f"{RESOURCE_V1}/resourceslices"
+        self.api.request("DELETE", slices)
+        self._post_all(slices, [dra_slice(name) for name in names])
+        self.dra_nodes = names
+        self._post_all(f"{RESOURCE_V1}/deviceclasses", [{
+            "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+            "metadata": {"name": DRA_CLASS}, "spec": {"selectors": [{"cel": {
+                "expression": f'device.driver == "{DRA_DRIVER}"'}}]}}], exist_ok=True)
+        self._post_all(f"{RESOURCE_V1}/namespaces/{NAMESPACE}/resourceclaimtemplates", [{
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": DRA_TEMPLATE}, "spec": {"spec": {"devices": {"requests": [
+                {"name": "req-0", "exactly": {"deviceClassName": DRA_CLASS}}]}}}}],
+            exist_ok=True)
+
+    def allocate_init_claims(self, count: int) -> None:
+        """scheduler_perf's allocResourceClaims: ``count`` claims of resourceclaim.yaml in
+        their own namespace, allocated directly to devices on random nodes. Claim i always
+        gets the i-th device of one shuffled list, so a larger count only adds claims and a
+        smaller one deletes the last ones."""
+        if count == self.dra_init:
+            return
+        claims = f"{RESOURCE_V1}/namespaces/{DRA_INIT_NAMESPACE}/resourceclaims"
+        if self.dra_init < 0:
+            self.api.request("POST", "/api/v1/namespaces", body={
+                "apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": DRA_INIT_NAMESPACE}})
+            self.api.request("DELETE", claims)
+            self._wait_empty(claims, "init claims deleted")
+            self.dra_init = 0
+        if count < self.dra_init:
+            list(self.pool.map(lambda i: self.api.request("DELETE", f"{claims}/test-claim-{i}"),
+                               range(count, self.dra_init)))
+            self.dra_init = count
+            return
+        devices = [(node, f"basic-device-{i}") for node in self.dra_nodes
+                   for i in range(DRA_DEVICES_PER_NODE)]
+        random.Random(1).shuffle(devices)
+
+        def one(index: int) -> None:
+            name = f"test-claim-{index}"
+            created = self.api.request("POST", claims, body={
+                "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": name}, "spec": {"devices": {"requests": [
+                    {"name": "req-0", "exactly": {"deviceClassName": DRA_CLASS}}]}}})
+            if not created.ok:
+                raise RuntimeError(f"create claim: {created.status} {created.message()}")
+            patched = self.api.request(
+                "PATCH", f"{claims}/{name}/status",
+                body={"status": {"allocation": dra_allocation(*devices[index])}},
+                content_type="application/merge-patch+json")
+            if not patched.ok:
+                raise RuntimeError(f"allocate claim: {patched.status} {patched.message()}")
+
+        list(self.pool.map(one, range(self.dra_init, count)))
+        self.dra_init = count
+
+    def wait_claims_made(self, count: int) -> None:
+        """Until the resourceclaim controller has made the pending pods' claims and named
+        them in the pods' status: the run measures the scheduler, not the controller (which
+        the steady state still includes)."""
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while sum(1 for p in self.api.get(PODS).body.get("items") or []
+                  if (p.get("status") or {}).get("resourceClaimStatuses")) < count:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the resourceclaim controller made fewer than {count} claims")
+            time.sleep(0.5)
+
+    def _post_all(self, path: str, bodies: list[dict[str, Any]], exist_ok: bool = False) -> None:
+        def one(body: dict[str, Any]) -> None:
+            response = self.api.request("POST", path, body=body)
+            if not response.ok and not (exist_ok and response.status == 409):
+                raise RuntimeError(f"POST {path}: {response.status} {response.message()}")
+
+        list(self.pool.map(one, bodies))
+
+    def _wait_empty(self, path: str, what: str) -> None:
+        deadline = time.monotonic() + 120
+        while self.api.get(path, {"limit": "1"}).body.get("items"):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"timed out waiting for {what}")
+            time.sleep(0.5)
 
     def api_calls(self) -> dict[str, float]:
         raw = self.api.request("GET", "/metrics", limited=False).body
@@ -442,6 +649,10 @@ class Bench:
             if not self.api.get(PODS, {"limit": "1"}).body.get("items"):
                 break
             time.sleep(0.5)
+        # The pods' claims go with them (the resourceclaim controller deletes them, and with
+        # them their devices), before the next run counts on those devices.
+        self._wait_empty(f"{RESOURCE_V1}/namespaces/{NAMESPACE}/resourceclaims",
+                         "the pods' ResourceClaims deleted")
         with self._lock:
             self._names.clear()
 
@@ -489,7 +700,12 @@ class Bench:
         watcher.start()
         if workload.groups is not None:
             self.create_groups(workload.groups())
-        self.create(workload.initial(0))
+        if workload.init_claims is not None:
+            self.allocate_init_claims(workload.init_claims)
+        initial = workload.initial(0)
+        self.create(initial)
+        if workload.init_claims is not None:
+            self.wait_claims_made(len(initial))
         load_before = loadavg()
         calls_before = self.api_calls()
         log_path = self.workdir / f"{scheduler}.log"
@@ -624,10 +840,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the pod counts")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--qps", default="50/100,1000/1000", help="QPS/burst settings")
-    parser.add_argument("--workloads", default="all")
+    parser.add_argument("--workloads", default="all",
+                        help="comma-separated names, 'all' (but DRA) or 'dra'")
     parser.add_argument("--schedulers", default="kube-scheduler,ours",
                         help="which of kube-scheduler and ours run (the ceiling runs with "
-                             "SchedulingBasic)")
+                             "SchedulingBasic; the table needs both)")
     parser.add_argument("--keep-cluster", action="store_true")
     parser.add_argument("--trivial-binder", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     parser.add_argument("--report", metavar="JSON", type=Path,
@@ -643,7 +860,12 @@ def main(argv: list[str] | None = None) -> int:
         args.nodes, args.scale, args.repeats, args.qps = 100, 0.1, 1, "50/100"
     settings = [tuple(int(x) for x in s.split("/")) for s in args.qps.split(",")]
     table = workloads(args.scale, args.nodes)
-    names = list(table) if args.workloads == "all" else args.workloads.split(",")
+    dra = [name for name, w in table.items() if w.init_claims is not None]
+    names = ([n for n in table if n not in dra] if args.workloads == "all" else
+             dra if args.workloads == "dra" else args.workloads.split(","))
+    dra_run = any(name in dra for name in names)
+    if dra_run and not all(name in dra for name in names):
+        parser.error("the DRA workloads run alone (their nodes have no preemption group)")
     cluster = Cluster(os.environ.get("BENCH_CLUSTER_DIR") or ROOT / ".cluster-bench")
     cluster.up(node_lease_seconds=lease_seconds_for(args.nodes))
     workdir = cluster.state_dir / "bench"
@@ -652,7 +874,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.strftime("%Y%m%d-%H%M%S")
     try:
         bench = Bench(cluster, workdir)
-        bench.setup(args.nodes)
+        bench.setup(args.nodes, dra=dra_run)
         for name, (qps, burst), repeat in itertools.product(names, settings,
                                                             range(args.repeats)):
             # Alternate who goes first, so neither always runs on the fresher cluster.

@@ -11,6 +11,7 @@ from typing import Any
 
 import structlog
 
+from scheduler.cache.dra_objects import KINDS as DRA_KINDS
 from scheduler.cache.pod_groups import COSCHEDULING_POD_GROUPS
 from scheduler.cache.volume_objects import (
     CAPACITIES,
@@ -55,6 +56,10 @@ VOLUME_PATHS = {
     CSI_DRIVERS: "/apis/storage.k8s.io/v1/csidrivers",
     CAPACITIES: "/apis/storage.k8s.io/v1/csistoragecapacities",
 }
+# DRA's kinds (resource.k8s.io/v1, named by their resource), through reflectors like pods and
+# volumes. A kind the API server does not serve (DeviceTaintRules with DRADeviceTaintRules off,
+# or no resource.k8s.io/v1 at all) is left out: kube-scheduler starts no informer for them then.
+DRA_GROUP_VERSION = "/apis/resource.k8s.io/v1"
 # kopf relists these without reporting deletions it missed; reconcile them this often.
 RESYNC_SECONDS = 60.0
 # A failed initial listing of a low-volume kind is retried this often; nothing is scheduled
@@ -123,6 +128,7 @@ class SchedulerApp:
             *(self._volume_reflector(kind, path) for kind, path in VOLUME_PATHS.items()),
             *(self._pod_group_reflector(kind, path)
               for kind, path in (pod_group_paths or {}).items()),
+            *(self._dra_reflector(kind) for kind in DRA_KINDS),
             *(self._config_map_reflector(namespace, name)
               for namespace, name in self.scheduler.config_map_watches),
         ]
@@ -188,6 +194,34 @@ class SchedulerApp:
             status.on_groups_listed(items)
 
         return Reflector(self.api, path, name=kind, on_event=on_event, on_listed=on_listed)
+    def _dra_reflector(self, kind: str) -> Reflector:
+        intake = self.intake
+        return Reflector(
+            self.api, f"{DRA_GROUP_VERSION}/{kind}", name=kind,
+            on_event=lambda event_type, obj: intake.on_dra_object(kind, event_type, obj),
+            on_listed=lambda items: intake.resync_dra_objects(kind, items),
+        )
+
+    def served_dra_kinds(self) -> set[str] | None:
+        """The DRA kinds resource.k8s.io/v1 serves, from API discovery (none when the group
+        version is not served); None when discovery failed otherwise (retried)."""
+        response = self.api.get(DRA_GROUP_VERSION)
+        if response.status == 404:
+            return set()
+        if not response.ok:
+            log.warning("Discovery failed", group_version=DRA_GROUP_VERSION,
+                        status=response.status, reason=response.message())
+            return None
+        served = {r.get("name") for r in response.body.get("resources") or []}
+        return {kind for kind in DRA_KINDS if kind in served}
+
+    def _drop_unserved_dra_reflectors(self, served: set[str]) -> None:
+        unserved = [r.name for r in self.reflectors if r.name in DRA_KINDS and r.name not in served]
+        for name in unserved:
+            log.info("Not watched: the API server does not serve it", resource=name,
+                     group_version=DRA_GROUP_VERSION)
+        # One assignment: the health endpoints read the list from other threads.
+        self.reflectors = [r for r in self.reflectors if r.name not in unserved]
 
     def _config_map_reflector(self, namespace: str, name: str) -> Reflector:
         """The watch of one ConfigMap a plugin asked for (Handle.watch_config_map); its
@@ -305,6 +339,10 @@ class SchedulerApp:
         while not self.resync_low_volume():
             if self._stop.wait(LIST_RETRY_SECONDS):
                 return
+        while (served := self.served_dra_kinds()) is None:
+            if self._stop.wait(LIST_RETRY_SECONDS):
+                return
+        self._drop_unserved_dra_reflectors(served)
         for reflector in self.reflectors:
             reflector.start()
         for reflector in self.reflectors:

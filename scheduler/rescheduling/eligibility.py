@@ -11,6 +11,13 @@ DefaultEvictor protections, all on, and stricter about controllers):
 - a system-critical pod (priority 2,000,000,000 and up);
 - a pod with local storage (emptyDir, hostPath) unless ``allowLocalStorage``: its data would
   go with it;
+- a pod with ResourceClaims (``spec.resourceClaims``, or the claim the scheduler made for a
+  DRA-backed extended resource): a running pod's claims hold devices allocated on its node.
+  The simulation would ask DynamicResources about the pod as it is, whose allocated claims
+  pin it to that node and whose own devices count as taken there, while its replacement
+  would come with new claims from the template (or share the named claim, which stays where
+  it is while other pods use it). descheduler's DefaultEvictor has this protection
+  (``PodsWithResourceClaims``, off there; descheduler does not simulate DRA at all);
 - a pod annotated ``secondary-scheduler.io/rescheduling: "never"``.
 """
 
@@ -49,7 +56,15 @@ def protection(pod: PodInfo, scheduler_names: Collection[str], *,
         return f"annotated {OPT_OUT_ANNOTATION}: never"
     if not allow_local_storage and _has_local_storage(pod):
         return "has local storage (emptyDir or hostPath)"
+    if _has_resource_claims(pod):
+        return "holds devices through ResourceClaims"
     return ""
+
+
+def _has_resource_claims(pod: PodInfo) -> bool:
+    spec: Mapping[str, Any] = pod.raw.get("spec") or {}
+    status: Mapping[str, Any] = pod.raw.get("status") or {}
+    return bool(spec.get("resourceClaims") or status.get("extendedResourceClaimStatus"))
 
 
 def _has_local_storage(pod: PodInfo) -> bool:

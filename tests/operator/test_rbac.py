@@ -38,6 +38,19 @@ REASONS = {
        "PodGroups where scheduler-plugins' CRD is installed" for v in ("get", "list", "watch")},
     **{("", "scheduling.x-k8s.io", "podgroups/status", v, ""): "the Coscheduling PodGroup "
        "status its users read (phase, running)" for v in ("patch", "update")},
+    **{("", "resource.k8s.io", r, v, ""): "DynamicResources: the devices, their classes "
+       "and taint rules" for r in ("deviceclasses", "resourceslices", "devicetaintrules")
+       for v in ("get", "list", "watch")},
+    **{("", "resource.k8s.io", "resourceclaims", v, ""): "DynamicResources: claims read, "
+       "allocated and reserved, created and deleted for DRA-backed extended resources"
+       for v in ("get", "list", "watch", "update", "patch", "create", "delete")},
+    **{("", "resource.k8s.io", "resourceclaims/status", v, ""): "DynamicResources writes a "
+       "claim's allocation and reservedFor" for v in ("get", "list", "watch", "update", "patch")},
+    **{("", "resource.k8s.io", "resourceclaims/binding", v, ""): "DynamicResources: the "
+       "claim's binding fields (DRAResourceClaimGranularStatusAuthorization, on in v1.37)"
+       for v in ("update", "patch")},
+    ("", "", "pods/finalizers", "update", ""): "the extended-resource claim's owner reference "
+       "to its pod blocks the pod's deletion",
     ("", "", "pods/binding", "create", ""): "DefaultBinder binds",
     ("", "", "pods/eviction", "create", ""): "preemption evicts its victims",
     ("", "", "pods/status", "patch", ""): "the PodScheduled condition and nominatedNodeName",

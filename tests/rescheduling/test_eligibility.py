@@ -50,6 +50,16 @@ def with_meta(obj: dict[str, Any], **meta: Any) -> dict[str, Any]:
     (owned("p", "rs", node="a", spec={"volumes": [{"name": "v", "emptyDir": {}}]}), True, ""),
     (owned("p", "rs", node="a", spec={"volumes": [{"name": "v", "configMap": {"name": "c"}}]}),
      False, ""),
+    (owned("p", "rs", node="a", spec={"resourceClaims": [
+        {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]}), True,
+     "holds devices through ResourceClaims"),
+    (owned("p", "rs", node="a", spec={"resourceClaims": [
+        {"name": "gpu", "resourceClaimName": "shared"}]}), True,
+     "holds devices through ResourceClaims"),
+    (owned("p", "rs", node="a", status={"phase": "Running", "extendedResourceClaimStatus": {
+        "resourceClaimName": "p-extended-resources-abcde", "requestMappings": [
+            {"containerName": "c", "resourceName": "example.com/gpu", "requestName": "r"}]}}),
+     True, "holds devices through ResourceClaims"),
 ])
 def test_protection(obj: dict[str, Any], allow_local: bool, reason: str) -> None:
     assert protection(info(obj), OURS, allow_local_storage=allow_local) == reason
