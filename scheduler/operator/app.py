@@ -343,12 +343,18 @@ class SchedulerApp:
             if self._stop.wait(LIST_RETRY_SECONDS):
                 return
         self._drop_unserved_dra_reflectors(served)
-        for reflector in self.reflectors:
-            reflector.start()
-        for reflector in self.reflectors:
-            while not reflector.listed.wait(1.0):
-                if self._stop.is_set():
-                    return
+        # Pods last: listed before the claims they name, each pending pod would wait at
+        # PreEnqueue, and every claim the listing then adds would run every such pod's
+        # queueing hint (thousands by thousands in a DRA burst).
+        others = [r for r in self.reflectors if r.name != "pods"]
+        pods = [r for r in self.reflectors if r.name == "pods"]
+        for group in (others, pods):
+            for reflector in group:
+                reflector.start()
+            for reflector in group:
+                while not reflector.listed.wait(1.0):
+                    if self._stop.is_set():
+                        return
         # Everything listed is in the inbox; the loop applies it before this marker, in its
         # first pass: started after it, the loop does not wait a standby's interval for it.
         self.scheduler.inbox.put(self._initial_listing_applied)

@@ -139,3 +139,16 @@ def test_a_failed_discovery_is_retried_not_taken_for_absence(
     sync(app)
     assert RESOURCE_SLICES in {r.name for r in app.reflectors}
     assert [s.name for s in app.scheduler.dra.slices()] == ["node-1-gpu"]
+
+
+def test_pods_are_listed_after_the_claims_they_name(api: FakeApi, app: SchedulerApp) -> None:
+    """Listed first, every pending pod with claims would wait at PreEnqueue, and each claim
+    of the listing would then run every such pod's queueing hint."""
+    api.on("GET", DRA_GROUP_VERSION, discovery(RESOURCE_CLAIMS, RESOURCE_SLICES, DEVICE_CLASSES))
+    for kind in (RESOURCE_CLAIMS, RESOURCE_SLICES, DEVICE_CLASSES):
+        api.on("GET", f"{DRA_GROUP_VERSION}/{kind}", empty_list())
+    sync(app)
+    gets = [r.path for r in api.requests if r.method == "GET"]
+    pods = gets.index("/api/v1/pods")
+    assert all(gets.index(f"{DRA_GROUP_VERSION}/{kind}") < pods
+               for kind in (RESOURCE_CLAIMS, RESOURCE_SLICES, DEVICE_CLASSES))

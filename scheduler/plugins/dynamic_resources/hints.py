@@ -4,7 +4,7 @@ upstream's queueing hints (``EventsToRegister``, ``isSchedulableAfterClaimChange
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.plugin_api import (
@@ -17,7 +17,11 @@ from scheduler.plugin_api import (
     Resource,
     ResourceClaim,
 )
-from scheduler.plugins.dynamic_resources.pod_claims import ClaimLookupError, pod_claims
+from scheduler.plugins.dynamic_resources.pod_claims import (
+    ClaimLookupError,
+    pod_claim_entries,
+    pod_claims,
+)
 
 
 def register_events(dra: DraManager) -> Sequence[ClusterEventWithHint]:
@@ -50,11 +54,16 @@ def schedulable_after_claim_change(
     if new is None:
         return QueueingHint.QUEUE if old is not None and old.allocation is not None \
             else QueueingHint.SKIP
+    deallocated = old is not None and old.allocation is not None and new.allocation is None
+    if not deallocated and not _may_name(pod, new):
+        # What the lookups below would answer, without them: a claim change runs this for
+        # every pending pod, and a pod's lookups take the DRA manager's lock per claim.
+        return QueueingHint.SKIP
     try:
         uses_claim = any(c.uid == new.uid for c in pod_claims(pod, dra))
     except ClaimLookupError:
         return QueueingHint.SKIP
-    if old is not None and old.allocation is not None and new.allocation is None:
+    if deallocated:
         return QueueingHint.QUEUE
     if not uses_claim:
         return QueueingHint.SKIP
@@ -63,6 +72,19 @@ def schedulable_after_claim_change(
     if old.raw.get("status") == new.raw.get("status"):
         return QueueingHint.SKIP
     return QueueingHint.QUEUE
+
+
+def _may_name(pod: PodInfo, claim: ResourceClaim) -> bool:
+    """Whether ``claim`` can be one of the pod's: its name is one the pod's spec names, or
+    one the resourceclaim controller recorded in the pod's status."""
+    if claim.namespace != pod.namespace:
+        return False
+    if any(e.get("resourceClaimName") == claim.name for e in pod_claim_entries(pod)):
+        return True
+    status = pod.raw.get("status")
+    recorded = status.get("resourceClaimStatuses") if isinstance(status, Mapping) else None
+    return any(isinstance(r, Mapping) and r.get("resourceClaimName") == claim.name
+               for r in recorded or ())
 
 
 def schedulable_after_pod_update(

@@ -107,3 +107,17 @@ def test_a_status_recording_generated_claims_is_update_pod_generated_resource_cl
     after = PodInfo.from_pod(pod_with_claim_template(True))
     actions = [e.action for e in pod_scheduling_properties_change(before, after)]
     assert actions == [Action.UPDATE_POD_GENERATED_RESOURCE_CLAIM]
+
+
+def test_a_claim_the_pod_cannot_name_is_skipped_without_looking_up_its_claims() -> None:
+    """A claim's change runs the hint for every pending pod: one whose spec and status do
+    not name the claim is answered without the DRA manager's per-claim lookups (thousands
+    of pods times thousands of claims made the first listing of a burst take minutes)."""
+    run = Run(pod_with_claim_name(), claims=[PENDING_CLAIM, UNRELATED])
+    lookups: list[tuple[str, str]] = []
+    real = run.s.dra.claim
+    run.s.dra.claim = lambda ns, name: lookups.append((ns, name)) or real(ns, name)  # type: ignore[method-assign]
+    got = schedulable_after_claim_change(run.s.dra, run.pod, None, _claim(UNRELATED))
+    assert (got, lookups) == (SKIP, [])
+    got = schedulable_after_claim_change(run.s.dra, run.pod, None, _claim(PENDING_CLAIM))
+    assert (got, lookups) == (QUEUE, [("default", CLAIM_NAME)])
