@@ -3,8 +3,7 @@ devices on kwok nodes (no driver is needed to schedule), kube-controller-manager
 resourceclaim controller makes claims from templates, and the scheduler allocates devices,
 writes each claim's allocation and reservedFor, and binds. Every case runs against
 kube-scheduler too (E2E_SCHEDULER=kube-scheduler), which shows that the expectations are
-upstream's: the same devices on the same nodes, the same pending reasons. One case fails on
-ours, marked xfail(strict=True) with its reason: DRA-backed extended resources.
+upstream's: the same devices on the same nodes, the same pending reasons.
 
 Upstream: pkg/scheduler/framework/plugins/dynamicresources (Filter: "cannot allocate all
 claims", UnschedulableAndUnresolvable, so DefaultPreemption finds nobody to preempt for a
@@ -310,8 +309,6 @@ def test_a_device_taint_rule_taints_the_devices_it_selects(env: Env, dra: Dra) -
     assert env.wait_bound("tolerating") == nodes[0]
 
 
-@pytest.mark.xfail(OURS, strict=True, reason="DRA-backed extended resources are not in our "
-                   "DynamicResources yet: NodeResourcesFit reports 'Insufficient <resource>'")
 def test_an_extended_resource_backed_by_dra_devices(env: Env, dra: Dra) -> None:
     """DRAExtendedResource (GA in 1.37): a plain extended-resource request on nodes that do
     not advertise it is served by the class's devices through a claim the scheduler makes."""

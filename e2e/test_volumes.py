@@ -13,7 +13,6 @@ ends PostFilter (README, "Known upstream quirks").
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,12 +33,6 @@ UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 # What upstream's DynamicResources.PostFilter answers for a pod whose PreFilter it never ran:
 # CycleState.Read's ErrNotFound, as an Error status that ends PostFilter.
 DRA_NO_STATE = "not found"
-BACKEND = os.environ.get("E2E_SCHEDULER", "")
-# Ours has no DynamicResources plugin yet, so DefaultPreemption writes its own message.
-NEEDS_DRA_POSTFILTER = pytest.mark.xfail(
-    BACKEND != "kube-scheduler", strict=True,
-    reason="the DynamicResources plugin (PostFilter without its PreFilter state: Error "
-           "\"not found\", which stops preemption) is not in our default profile yet")
 
 
 class Storage:
@@ -222,7 +215,6 @@ def prefilter_rejection(env: Env, prefilter_message: str) -> str:
             f"{DRA_NO_STATE}")
 
 
-@NEEDS_DRA_POSTFILTER
 @pytest.mark.timeout(120)
 def test_a_missing_claim_reads_upstreams_message(env: Env, storage: Storage) -> None:
     env.nodes("n", 2)
@@ -231,7 +223,6 @@ def test_a_missing_claim_reads_upstreams_message(env: Env, storage: Storage) -> 
         env, 'persistentvolumeclaim "nope" not found'), timeout=30)
 
 
-@NEEDS_DRA_POSTFILTER
 @pytest.mark.timeout(120)
 def test_an_unbound_immediate_claim_reads_upstreams_message(env: Env, storage: Storage) -> None:
     env.nodes("n", 2)
@@ -241,7 +232,6 @@ def test_an_unbound_immediate_claim_reads_upstreams_message(env: Env, storage: S
     env.wait_unschedulable("app", prefilter_rejection(env, UNBOUND_IMMEDIATE), timeout=30)
 
 
-@NEEDS_DRA_POSTFILTER
 @pytest.mark.timeout(180)
 def test_a_claim_bound_to_a_missing_volume_reads_upstreams_message(
         env: Env, storage: Storage) -> None:
