@@ -35,6 +35,8 @@ GANG = "Gang"
 BASIC = "Basic"
 DISRUPTION_SINGLE = "Single"
 DISRUPTION_ALL = "All"
+# core/v1 PreemptionPolicy, of a pod group and of a pod alike (pod.py imports them: it
+# imports this module, not the other way round).
 PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 PREEMPT_NEVER = "Never"
 # The PodGroup condition kube-scheduler writes (scheduling/v1beta1 PodGroupInitiallyScheduled).
