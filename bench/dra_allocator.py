@@ -62,7 +62,9 @@ def node_name(i: int) -> str:
     return f"scheduler-perf-dra-{i}"
 
 
-def node_slice(i: int) -> ResourceSlice:
+def slice_object(i: int, node: str) -> dict[str, Any]:
+    """The ResourceSlice of node ``i`` (``resourceslice-basic-devices.yaml``), as the API
+    serves it."""
     def device(d: int) -> dict[str, Any]:
         root = d % 2
         return {"name": f"basic-device-{d}", "attributes": {
@@ -76,15 +78,24 @@ def node_slice(i: int) -> ResourceSlice:
             "sriov": {"bool": True}, "type": {"string": "gpu"}},
             "capacity": {"memory": {"value": "24480Mi"}, "millicores": {"value": "1k"}}}
 
-    return ResourceSlice.parse({"metadata": {"name": f"resourceslice-{i}"}, "spec": {
-        "driver": DRIVER, "nodeName": node_name(i),
-        "pool": {"name": f"resourceslice-{i}", "generation": 1, "resourceSliceCount": 1},
-        "devices": [device(d) for d in range(DEVICES)]}})
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": f"resourceslice-{i}"}, "spec": {
+                "driver": DRIVER, "nodeName": node,
+                "pool": {"name": f"resourceslice-{i}", "generation": 1, "resourceSliceCount": 1},
+                "devices": [device(d) for d in range(DEVICES)]}}
+
+
+DEVICE_CLASS_OBJECT = {
+    "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "test-class"},
+    "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}}
+
+
+def node_slice(i: int) -> ResourceSlice:
+    return ResourceSlice.parse(slice_object(i, node_name(i)))
 
 
 def device_class() -> DeviceClass:
-    return DeviceClass.parse({"metadata": {"name": "test-class"}, "spec": {
-        "selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}})
+    return DeviceClass.parse(DEVICE_CLASS_OBJECT)
 
 
 def pod_claim(i: int, shape: str) -> ResourceClaim:

@@ -28,37 +28,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from dra_allocator import DEVICE_CLASS_OBJECT, DEVICES, NODES, slice_object  # noqa: E402
+
 from scheduler.testing import node, pod, run_cycles, scheduler_of  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
-DRIVER = "test-driver.cdi.k8s.io"
-NODES, DEVICES = 500, 10
-
-
-def node_slice(i: int) -> dict[str, Any]:
-    def device(d: int) -> dict[str, Any]:
-        root = d % 2
-        return {"name": f"basic-device-{d}", "attributes": {
-            "driver": {"string": "xe"}, "driverVersion": {"version": "1.2.3"},
-            "resource.k8s.io/pciRoot": {"string": str(root)},
-            "family": {"string": "Arc Pro B-Series"}, "health": {"string": "Healthy"},
-            "model": {"string": "B60"}, "pciAddress": {"string": f"0000:0{d}:00.0"},
-            "pciId": {"string": "0xe211"}, "pciRoot": {"string": f"0{root}"},
-            "resource.kubernetes.io/pciBusID": {"string": f"0000:0{d}:00.0"},
-            "resource.kubernetes.io/pciRoot": {"string": f"pci0000:0{root}"},
-            "sriov": {"bool": True}, "type": {"string": "gpu"}},
-            "capacity": {"memory": {"value": "24480Mi"}, "millicores": {"value": "1k"}}}
-
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-            "metadata": {"name": f"resourceslice-{i}"}, "spec": {
-                "driver": DRIVER, "nodeName": f"node-{i}",
-                "pool": {"name": f"resourceslice-{i}", "generation": 1, "resourceSliceCount": 1},
-                "devices": [device(d) for d in range(DEVICES)]}}
-
-
-DEVICE_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-                "metadata": {"name": "test-class"},
-                "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}}
 
 
 def template_claim(i: int) -> dict[str, Any]:
@@ -80,7 +54,7 @@ def claiming_pod(i: int) -> dict[str, Any]:
 
 def one_run(pods: int) -> dict[str, Any]:
     nodes = [node(f"node-{i}", cpu="64", memory="256Gi") for i in range(NODES)]
-    storage = [DEVICE_CLASS, *(node_slice(i) for i in range(NODES)),
+    storage = [DEVICE_CLASS_OBJECT, *(slice_object(i, f"node-{i}") for i in range(NODES)),
                *(template_claim(i) for i in range(pods))]
     s, ports = scheduler_of(nodes=nodes, pods=[claiming_pod(i) for i in range(pods)],
                             storage=storage)

@@ -283,17 +283,22 @@ TAINT = {"key": "example.com/unhealthy", "value": "true", "effect": "NoSchedule"
 TOLERATION = {"key": "example.com/unhealthy", "operator": "Exists", "effect": "NoSchedule"}
 
 
-def test_a_device_taint_keeps_pods_off_unless_their_request_tolerates_it(env: Env,
-                                                                          dra: Dra) -> None:
-    nodes = env.nodes("gpu", 1)
-    gpu = dra.device_class()
-    dra.slice(nodes[0], [device("gpu-0", taints=[TAINT])])
+def assert_only_the_tolerating_pod_binds(env: Env, gpu: str, nodes: list[str]) -> None:
+    """A pod whose request does not tolerate TAINT stays unschedulable; one that does binds."""
     create_template(env, "plain", claim_spec(request("gpu", gpu)))
     create_template(env, "tolerant", claim_spec(request("gpu", gpu, tolerations=[TOLERATION])))
     create_pod(env, "intolerant", template="plain")
     unschedulable(env, "intolerant", nodes)
     create_pod(env, "tolerating", template="tolerant")
     assert env.wait_bound("tolerating") == nodes[0]
+
+
+def test_a_device_taint_keeps_pods_off_unless_their_request_tolerates_it(env: Env,
+                                                                          dra: Dra) -> None:
+    nodes = env.nodes("gpu", 1)
+    gpu = dra.device_class()
+    dra.slice(nodes[0], [device("gpu-0", taints=[TAINT])])
+    assert_only_the_tolerating_pod_binds(env, gpu, nodes)
 
 
 def test_a_device_taint_rule_taints_the_devices_it_selects(env: Env, dra: Dra) -> None:
@@ -301,12 +306,7 @@ def test_a_device_taint_rule_taints_the_devices_it_selects(env: Env, dra: Dra) -
     gpu = dra.device_class()
     dra.gpus(nodes)
     dra.taint_rule("unhealthy", nodes[0], "gpu-0", TAINT)
-    create_template(env, "plain", claim_spec(request("gpu", gpu)))
-    create_template(env, "tolerant", claim_spec(request("gpu", gpu, tolerations=[TOLERATION])))
-    create_pod(env, "intolerant", template="plain")
-    unschedulable(env, "intolerant", nodes)
-    create_pod(env, "tolerating", template="tolerant")
-    assert env.wait_bound("tolerating") == nodes[0]
+    assert_only_the_tolerating_pod_binds(env, gpu, nodes)
 
 
 def test_an_extended_resource_backed_by_dra_devices(env: Env, dra: Dra) -> None:

@@ -162,25 +162,27 @@ def assert_room_free(env: Env, nodes: int, cpu: str = "2") -> None:
         env.wait_gone(name)
 
 
-# ----------------------------------------------------------------------------- cases
-def test_gang_larger_than_the_room_binds_none_and_holds_nothing(env: Env, api: str) -> None:
-    """8 members, minCount 8, room for 6: none is bound, and all 6 CPUs stay free."""
+def gang_of_8_on_room_for_6(env: Env, api: str) -> list[str]:
+    """3 nodes of 2 CPUs and a gang of 8 (minCount 8): its members, once all are rejected."""
     env.nodes("n", 3, cpu="2")
     gangs = Gangs(env, api)
     gangs.group("gang", 8)
     members = gangs.members("gang", 8)
     wait_all_rejected(env, members)
+    return members
+
+
+# ----------------------------------------------------------------------------- cases
+def test_gang_larger_than_the_room_binds_none_and_holds_nothing(env: Env, api: str) -> None:
+    """8 members, minCount 8, room for 6: none is bound, and all 6 CPUs stay free."""
+    members = gang_of_8_on_room_for_6(env, api)
     assert_room_free(env, 3)
     assert ever_bound(env, members) == []
 
 
 def test_gang_binds_whole_once_room_is_freed(env: Env, api: str) -> None:
     """The same gang, then a fourth node: all 8 members bound."""
-    env.nodes("n", 3, cpu="2")
-    gangs = Gangs(env, api)
-    gangs.group("gang", 8)
-    members = gangs.members("gang", 8)
-    wait_all_rejected(env, members)
+    members = gang_of_8_on_room_for_6(env, api)
     assert ever_bound(env, members) == []
     env.nodes("n", 1, cpu="2", prefix="late")
     placed = env.wait_all_bound(members, timeout=90)

@@ -231,11 +231,7 @@ def scheduling_cycle(s: CycleHost, attempt: Attempt) -> ScheduleResult | Failure
     """Find the pod a node, assume it there, then Reserve and Permit (upstream's
     schedulingCycle). On a Failure nothing stays assumed."""
     pod = attempt.pod
-    try:
-        result = _schedule_or_post_filter(s, attempt)
-    except Exception as exc:  # a plugin raised: the pod must not be lost in flight
-        log.exception("Scheduling cycle failed", pod=pod.key)
-        return Failure(Status.error(_exception_message(exc)))
+    result = _find_guarded(_schedule_or_post_filter, s, attempt)
     if isinstance(result, Failure):
         return result
     s.metrics.algorithm_duration.observe(time.perf_counter() - attempt.start)
@@ -259,6 +255,19 @@ def scheduling_cycle(s: CycleHost, attempt: Attempt) -> ScheduleResult | Failure
     if status.code is Code.WAIT:
         s.waiting.add(assumed, decision.waiting)
     return result
+
+
+def _find_guarded(
+    find: Callable[[CycleHost, Attempt], ScheduleResult | Failure], s: CycleHost,
+    attempt: Attempt,
+) -> ScheduleResult | Failure:
+    """``find`` the pod a node; a plugin's exception is the attempt's error, so that the pod
+    is not lost in flight."""
+    try:
+        return find(s, attempt)
+    except Exception as exc:
+        log.exception("Scheduling cycle failed", pod=attempt.pod.key)
+        return Failure(Status.error(_exception_message(exc)))
 
 
 def _schedule_or_post_filter(s: CycleHost, attempt: Attempt) -> ScheduleResult | Failure:
@@ -917,11 +926,7 @@ def _placement_feasible(
 
 def _place_member(s: CycleHost, attempt: Attempt) -> _Placed | Failure:
     pod = attempt.pod
-    try:
-        result = find_node(s, attempt)
-    except Exception as exc:  # a plugin raised: the pod must not be lost in flight
-        log.exception("Scheduling cycle failed", pod=pod.key)
-        return Failure(Status.error(_exception_message(exc)))
+    result = _find_guarded(find_node, s, attempt)
     if isinstance(result, Failure):
         return result
     assumed = s.cache.assume(pod, result.node)

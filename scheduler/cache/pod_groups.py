@@ -165,14 +165,11 @@ class PodGroups:
 
     def assume(self, pod: PodInfo) -> None:
         """The pod reached Reserve (upstream's assumePod): scheduled, not yet bound."""
-        key = group_key(pod)
-        if key is None:
-            return
         with self._lock:
-            state = self._states.get(key)
-            stored = None if state is None else state.all_pods.get(pod.uid)
-            if state is None or stored is None:
+            member = self._member(pod)
+            if member is None:
                 return  # deleted meanwhile
+            state, stored = member
             if stored.node_name:
                 state.assigned.add(pod.uid)
             else:
@@ -181,14 +178,11 @@ class PodGroups:
 
     def forget(self, pod: PodInfo) -> None:
         """Back from assumed (upstream's forgetPod): unscheduled, unless bound meanwhile."""
-        key = group_key(pod)
-        if key is None:
-            return
         with self._lock:
-            state = self._states.get(key)
-            stored = None if state is None else state.all_pods.get(pod.uid)
-            if state is None or stored is None:
+            member = self._member(pod)
+            if member is None:
                 return
+            state, stored = member
             state.assumed.pop(pod.uid, None)
             if stored.node_name:
                 state.assigned.add(pod.uid)
@@ -210,18 +204,16 @@ class PodGroups:
 
     def record_cycle(self, pod: PodInfo, text: str) -> None:
         """How the last pod-group cycle of ``pod``'s group ended ("" once placed)."""
-        key = group_key(pod)
         with self._lock:
-            state = None if key is None else self._states.get(key)
+            state = self._existing(pod)
             if state is not None:
                 state.last_cycle = text
 
     def quorum_of(self, pod: PodInfo) -> tuple[PodGroup | None, int]:
         """The pod's group (None while unobserved) and how many members exist, without
         copying the state: PreEnqueue asks it of every member at every move."""
-        key = group_key(pod)
         with self._lock:
-            state = None if key is None else self._states.get(key)
+            state = self._existing(pod)
             if state is None:
                 return None, 0
             return state.group, len(state.all_pods)
@@ -234,19 +226,15 @@ class PodGroups:
     def scheduled_of(self, pod: PodInfo) -> tuple[PodGroup | None, int, list[str]]:
         """The pod's group, how many members are assumed or bound, and the assumed ones'
         uids: what Permit reads of every member, without copying the state."""
-        key = group_key(pod)
         with self._lock:
-            state = None if key is None else self._states.get(key)
+            state = self._existing(pod)
             if state is None:
                 return None, 0, []
             return state.group, state.scheduled_count(), list(state.assumed)
 
     def group_of(self, pod: PodInfo) -> PodGroup | None:
-        key = group_key(pod)
-        if key is None:
-            return None
         with self._lock:
-            state = self._states.get(key)
+            state = self._existing(pod)
             return None if state is None else state.group
 
     def _state(self, key: GroupKey) -> PodGroupState:
@@ -254,3 +242,15 @@ class PodGroups:
         if state is None:
             state = self._states[key] = PodGroupState()
         return state
+
+    def _existing(self, pod: PodInfo) -> PodGroupState | None:
+        """The pod's group state, if any (the lock held)."""
+        key = group_key(pod)
+        return None if key is None else self._states.get(key)
+
+    def _member(self, pod: PodInfo) -> tuple[PodGroupState, PodInfo] | None:
+        """The pod's group state and the pod as last stored in it (the lock held); None once
+        either is gone."""
+        state = self._existing(pod)
+        stored = None if state is None else state.all_pods.get(pod.uid)
+        return None if state is None or stored is None else (state, stored)

@@ -9,17 +9,23 @@ are whole nano-units (``scheduler.model.quantity``); a malformed field raises
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.model.dra_cel import DeviceInput, parse_semver, quantity_value, semver_value
 from scheduler.model.dra_cel import split_qualified_name as _split
 from scheduler.model.errors import InvalidSpecError
+from scheduler.model.fields import int_field as _int
+from scheduler.model.fields import list_at as _list
+from scheduler.model.fields import object_at as _obj
+from scheduler.model.fields import opt_bool_field as _opt_bool
+from scheduler.model.fields import required_str_field as _required_str
+from scheduler.model.fields import str_field as _str
+from scheduler.model.fields import str_list_field as _strings
 from scheduler.model.quantity import parse_nanos
 from scheduler.model.resources import is_extended_resource_name
 from scheduler.model.selectors import NodeSelector, parse_node_selector
-from scheduler.model.validation import is_list, is_mapping
 
 EXACT_COUNT = "ExactCount"
 ALL = "All"
@@ -45,65 +51,8 @@ def is_dra_extended_resource_name(name: str) -> bool:
 # A device by (driver, pool, device name), as upstream's structured.DeviceID.
 DeviceID = tuple[str, str, str]
 
-_EMPTY: Mapping[str, Any] = {}
-
 
 # --- small parsing helpers ------------------------------------------------------------------
-
-
-def _obj(raw: Any, path: str) -> Mapping[str, Any]:
-    if raw is None:
-        return _EMPTY
-    if not is_mapping(raw):
-        raise InvalidSpecError(path, "must be an object")
-    return raw
-
-
-def _list(raw: Any, path: str) -> Sequence[Any]:
-    if raw is None:
-        return ()
-    if not is_list(raw):
-        raise InvalidSpecError(path, "must be a list")
-    return raw
-
-
-def _str(raw: Mapping[str, Any], key: str, path: str, default: str = "") -> str:
-    value = raw.get(key, default)
-    if value is None:
-        return default
-    if not isinstance(value, str):
-        raise InvalidSpecError(f"{path}.{key}", "must be a string")
-    return value
-
-
-def _required_str(raw: Mapping[str, Any], key: str, path: str) -> str:
-    value = _str(raw, key, path)
-    if not value:
-        raise InvalidSpecError(f"{path}.{key}", "Required value")
-    return value
-
-
-def _int(raw: Mapping[str, Any], key: str, path: str, default: int = 0) -> int:
-    value = raw.get(key, default)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidSpecError(f"{path}.{key}", "must be an integer")
-    return value
-
-
-def _opt_bool(raw: Mapping[str, Any], key: str, path: str) -> bool | None:
-    value = raw.get(key)
-    if value is not None and not isinstance(value, bool):
-        raise InvalidSpecError(f"{path}.{key}", "must be a boolean")
-    return value
-
-
-def _strings(raw: Mapping[str, Any], key: str, path: str) -> tuple[str, ...]:
-    values = _list(raw.get(key), f"{path}.{key}")
-    if not all(isinstance(v, str) for v in values):
-        raise InvalidSpecError(f"{path}.{key}", "must be a list of strings")
-    return tuple(values)
 
 
 def _quantities(raw: Any, path: str) -> Mapping[str, int]:

@@ -17,7 +17,7 @@ from operator import attrgetter
 from typing import Any, NamedTuple, TypeVar
 
 from scheduler.model.errors import InvalidSpecError
-from scheduler.model.pod_group import COSCHEDULING_LABEL, PodGroupRef
+from scheduler.model.pod_group import COSCHEDULING_LABEL, PREEMPT_LOWER_PRIORITY, PodGroupRef
 from scheduler.model.resources import ResourceList, pod_resources
 from scheduler.model.selectors import (
     LabelSelector,
@@ -30,8 +30,6 @@ from scheduler.model.taints import Toleration, parse_tolerations
 from scheduler.model.validation import is_list, is_mapping
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
-PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
-PREEMPT_NEVER = "Never"
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
 HONOR = "Honor"

@@ -12,14 +12,18 @@ path. Defaults are the API server's (``disruptionMode: single``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from scheduler.model.errors import InvalidSpecError
+from scheduler.model.fields import list_at as _list
+from scheduler.model.fields import object_at as _obj
+from scheduler.model.fields import opt_int_field as _opt_int
+from scheduler.model.fields import str_field as _str
 from scheduler.model.resources import ResourceList, parse_resource_list
-from scheduler.model.validation import is_list, is_mapping
+from scheduler.model.validation import is_mapping
 
 # Where a PodGroup comes from: the in-tree Workload API, or scheduler-plugins' CRD.
 WORKLOAD_API = "scheduling.k8s.io/v1beta1"
@@ -31,13 +35,12 @@ GANG = "Gang"
 BASIC = "Basic"
 DISRUPTION_SINGLE = "Single"
 DISRUPTION_ALL = "All"
+# core/v1 PreemptionPolicy, of a pod group and of a pod alike (pod.py imports them: it
+# imports this module, not the other way round).
 PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 PREEMPT_NEVER = "Never"
 # The PodGroup condition kube-scheduler writes (scheduling/v1beta1 PodGroupInitiallyScheduled).
 INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
-
-_EMPTY: Mapping[str, Any] = {}
-
 
 @dataclass(frozen=True, slots=True)
 class PodGroupRef:
@@ -192,40 +195,6 @@ class PodGroup:
 
 
 # --- parsing helpers --------------------------------------------------------------------------
-
-
-def _obj(raw: Any, path: str) -> Mapping[str, Any]:
-    if raw is None:
-        return _EMPTY
-    if not is_mapping(raw):
-        raise InvalidSpecError(path, "must be an object")
-    return raw
-
-
-def _list(raw: Any, path: str) -> Sequence[Any]:
-    if raw is None:
-        return ()
-    if not is_list(raw):
-        raise InvalidSpecError(path, "must be a list")
-    return raw
-
-
-def _str(raw: Mapping[str, Any], key: str, path: str) -> str:
-    value = raw.get(key)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise InvalidSpecError(f"{path}.{key}", "must be a string")
-    return value
-
-
-def _opt_int(raw: Mapping[str, Any], key: str, path: str) -> int | None:
-    value = raw.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidSpecError(f"{path}.{key}", "must be an integer")
-    return value
 
 
 def _meta_fields(meta: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.model.errors import InvalidSpecError
+from scheduler.model.fields import str_field as _str
 from scheduler.model.validation import is_list, is_mapping, parse_go_int64
 
 NO_SCHEDULE = "NoSchedule"
@@ -99,15 +100,6 @@ def tolerates_any(
     return False
 
 
-def _string(raw: Mapping[str, Any], name: str, path: str) -> str:
-    value = raw.get(name)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise InvalidSpecError(f"{path}.{name}", "must be a string")
-    return value
-
-
 def parse_taints(node: Mapping[str, Any]) -> tuple[Taint, ...]:
     """``node.spec.taints`` (``timeAdded`` is not needed for scheduling)."""
     raw = (node.get("spec") or _EMPTY).get("taints")
@@ -121,8 +113,8 @@ def parse_taints(node: Mapping[str, Any]) -> tuple[Taint, ...]:
         if not is_mapping(item):
             raise InvalidSpecError(path, "must be an object")
         out.append(
-            Taint(_string(item, "key", path), _string(item, "value", path),
-                  _string(item, "effect", path))
+            Taint(_str(item, "key", path), _str(item, "value", path),
+                  _str(item, "effect", path))
         )
     return tuple(out)
 
@@ -139,7 +131,7 @@ def parse_tolerations(raw: Sequence[Any] | None, field: str) -> tuple[Toleration
         path = f"{field}[{i}]"
         if not is_mapping(item):
             raise InvalidSpecError(path, "must be an object")
-        operator = _string(item, "operator", path)
+        operator = _str(item, "operator", path)
         if operator not in TOLERATION_OPERATORS:
             raise InvalidSpecError(f"{path}.operator", f'Unsupported value: "{operator}"')
         seconds = item.get("tolerationSeconds")
@@ -147,10 +139,10 @@ def parse_tolerations(raw: Sequence[Any] | None, field: str) -> tuple[Toleration
             raise InvalidSpecError(f"{path}.tolerationSeconds", "must be an integer")
         out.append(
             Toleration(
-                key=_string(item, "key", path),
+                key=_str(item, "key", path),
                 operator=operator,
-                value=_string(item, "value", path),
-                effect=_string(item, "effect", path),
+                value=_str(item, "value", path),
+                effect=_str(item, "effect", path),
                 toleration_seconds=seconds,
             )
         )
