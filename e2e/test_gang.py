@@ -29,30 +29,19 @@ COSCHEDULING_GROUP = "scheduling.x-k8s.io/v1alpha1"
 COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
 UPSTREAM = os.environ.get("E2E_SCHEDULER") == "kube-scheduler"
 
-# What of this file our scheduler does not do yet (gang-core at a2689d8: GangScheduling's
-# PreEnqueue and Permit, no pod-group cycle yet), by test and parameters; each must fail here
-# (strict). Two runs against ours on 2026-11-28: these 6 failed both times.
-HELD_AT_PERMIT = ("members that fit are assumed one by one and wait at Permit holding their "
-                  "room (5 min for the Workload API), with no PodScheduled=False; upstream's "
-                  "pod-group cycle simulates the whole group and assumes nothing when it does "
-                  "not fit (pkg/scheduler/schedule_one_podgroup.go)")
 # Ours evicts 2 or 3 of the 4 low pods from one run to the next (members preempt one by one
 # while their siblings wait at Permit): not strict, it passes some runs.
 FLAKY_ON_OURS: dict[str, str] = {
     f"test_higher_priority_gang_preempts_a_lower_one[{flavour}-single]":
         "members preempt one by one while their siblings wait at Permit: some runs evict 3 "
         "of 4 low pods where 2 free the room" for flavour in (WORKLOAD, COSCHEDULING)}
+# What of this file our scheduler does not do yet, by test and parameters; each must fail
+# here (strict): pod-group preemption (pkg/scheduler/framework/preemption/
+# podgrouppreemption.go) is not written.
 NOT_YET_OURS: dict[str, str] = {
-    "test_gang_larger_than_the_room_binds_none_and_holds_nothing[workload]": HELD_AT_PERMIT,
-    "test_gang_larger_than_the_room_binds_none_and_holds_nothing[coscheduling]": HELD_AT_PERMIT,
-    "test_gang_binds_whole_once_room_is_freed[workload]": HELD_AT_PERMIT,
-    "test_competing_gangs_one_placed_whole_the_other_waits_whole[workload]": HELD_AT_PERMIT,
     "test_higher_priority_gang_preempts_a_lower_one[workload-all]":
         "pod-group preemption not yet: disruptionMode all must evict the low gang whole "
         "(2 of 4 evicted)",
-    "test_pod_group_status_once_placed[workload]":
-        "the cycle does not yet write PodGroupInitiallyScheduled (ApiPorts.pod_group_condition "
-        "is there for it)",
 }
 
 

@@ -107,7 +107,7 @@ class SchedulerApp:
             config, registry, binder=self.ports, reporter=self.ports,
             evictor=self.ports, metrics=self.metrics, binding_workers=BINDING_WORKERS,
             extenders=[HTTPExtender(extender) for extender in config.extenders],
-            writer=self.ports,
+            writer=self.ports, pod_group_reporter=self.ports,
         )
         # Off by default; on, it moves pods on the leader only (it waits while a standby).
         self.rescheduler = (

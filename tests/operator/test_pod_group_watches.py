@@ -135,6 +135,14 @@ def test_served_kinds_are_listed_into_the_store_before_the_synced_start(
     assert store.get(WORKLOADS, "ml/train") is not None
 
 
+def test_the_group_cycle_reports_its_condition_through_the_api(
+    api: FakeApi, tmp_path: Path
+) -> None:
+    """The pod-group cycle's PodGroupInitiallyScheduled condition goes to the API ports."""
+    app = app_on(api, tmp_path)
+    assert app.scheduler.pod_group_reporter is app.ports
+
+
 def test_a_cluster_without_them_watches_none(api: FakeApi, tmp_path: Path) -> None:
     app = app_on(api, tmp_path)
     sync(app)
