@@ -218,8 +218,10 @@ class DraObjects:
             named = [c for c in self._classes.values()
                      if c.extended_resource_name == resource_name]
             if named:
-                # The newest class wins a clash, the lower name a tie (extendedresourcecache).
-                return min(named, key=lambda c: (_negated(c.creation_timestamp), c.name))
+                # The newest class wins a clash, the lower name a tie (extendedresourcecache):
+                # max keeps the first of equals, and the names come sorted.
+                named.sort(key=lambda c: c.name)
+                return max(named, key=lambda c: c.creation_timestamp)
             if resource_name.startswith(DEVICE_CLASS_RESOURCE_PREFIX):
                 return self._classes.get(resource_name[len(DEVICE_CLASS_RESOURCE_PREFIX):])
             return None
@@ -270,7 +272,3 @@ class DraObjects:
             if self._assumed.pop(key, None) is not None:
                 self._recount(before, self._effective(key))
 
-
-def _negated(timestamp: str) -> tuple[int, ...]:
-    """Sorts RFC 3339 timestamps newest first."""
-    return tuple(-ord(ch) for ch in timestamp)
