@@ -217,7 +217,8 @@ def test_a_placement_feasible_error_places_no_member_and_holds_nothing() -> None
         "SchedulerError", "failed to evaluate placement feasibility: bug", "")]
 
 
-def _preemption_scene(disruption_all: bool) -> tuple[Harness, Any, list[str], list[str]]:
+def _preemption_scene(disruption_all: bool, policy: str = "PreemptLowerPriority"
+                      ) -> tuple[Harness, Any, list[str], list[str]]:
     """e2e/test_gang.py's preemption case: a low gang of 4 (2 CPUs each) fills 4 nodes of 2
     CPUs; a high gang of 2 such members comes."""
     from tests.plugins.test_default_preemption import FakeEvictor
@@ -239,8 +240,9 @@ def _preemption_scene(disruption_all: bool) -> tuple[Harness, Any, list[str], li
     high["spec"]["priority"] = 1000
     h.intake.on_pod_group_object(POD_GROUPS, ADDED, high)
     highs = ["high-0", "high-1"]
-    h.add(*(pod(n, uid=n, cpu="2", priority=1000,
-                spec={"schedulingGroup": {"podGroupName": "high"}}) for n in highs))
+    h.add(*(pod(n, uid=n, cpu="2", priority=1000, spec={
+        "schedulingGroup": {"podGroupName": "high"}, "preemptionPolicy": policy})
+        for n in highs))
     return h, evictor, lows, highs
 
 
@@ -301,3 +303,17 @@ def test_a_gang_whose_victims_are_going_is_held_then_not_preempting_again() -> N
     messages = {h.ports.failures_of(n)[-1][1] for n in highs}
     assert any(m.endswith("pod group preemption: ongoing preemption on nominated nodes")
                for m in messages), messages
+
+
+def test_a_gang_whose_members_never_preempt_evicts_nobody() -> None:
+    """resolvePreemptionPolicy (PodGroupPreemptionPolicy off): members with
+    preemptionPolicy Never make the group not eligible."""
+    h, evictor, _, highs = _preemption_scene(disruption_all=False, policy="Never")
+    h.drain()
+    plugin = h.s.profiles["secondary-scheduler"].instances["DefaultPreemption"]
+    assert plugin.wait_for_actuations(10)  # type: ignore[attr-defined]
+    assert _evicted(evictor) == []
+    messages = {h.ports.failures_of(n)[-1][1] for n in highs}
+    assert any(m.endswith("pod group preemption: not eligible due to preemptionPolicy=Never.")
+               for m in messages), messages
+    assert all(h.s.queue.nominator.node_of(h.uid(n)) is None for n in highs)
