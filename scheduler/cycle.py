@@ -999,8 +999,10 @@ def _fail_placed(outcome: _GroupOutcome, nominations: Mapping[str, str] | None) 
             rejectors |= failure.diagnosis.unschedulable_plugins
     group_failure = Failure(Status(outcome.status.code, outcome.status.reasons))
     if outcome.status.code is Code.ERROR:
-        # A PodGroupPostFilter error is every member's (upstream's status for the group).
-        outcome.failed = [(attempt, group_failure) for attempt, _ in outcome.failed]
+        # The group's error is every member's, but for a member's own error (upstream's
+        # submitPodGroupAlgorithmResult).
+        outcome.failed = [(attempt, failure if not failure.status.is_rejected()
+                           else group_failure) for attempt, failure in outcome.failed]
     for attempt in [p.attempt for p in outcome.placed] + outcome.untried:
         attempt.qpi.unschedulable_plugins = set(rejectors)
         outcome.failed.append((attempt, group_failure))

@@ -7,6 +7,7 @@ from typing import Any
 
 from scheduler.cache.pod_groups import POD_GROUPS
 from scheduler.config.scheduler_config import default_config
+from scheduler.framework.interface import Code, Status
 from scheduler.framework.profile_config import GANG_SCHEDULING
 from scheduler.intake import ADDED
 from scheduler.plugins.registry import default_registry
@@ -317,3 +318,39 @@ def test_a_gang_whose_members_never_preempt_evicts_nobody() -> None:
     assert any(m.endswith("pod group preemption: not eligible due to preemptionPolicy=Never.")
                for m in messages), messages
     assert all(h.s.queue.nominator.node_of(h.uid(n)) is None for n in highs)
+
+
+class FailingGroupPostFilter:
+    """A PostFilter plugin whose PodGroupPostFilter fails, after it took a member out."""
+
+    name = "FailingGroupPostFilter"
+
+    def post_filter(self, state: Any, pod: Any, diagnosis: Any) -> tuple[None, Status]:
+        return None, Status(Code.UNSCHEDULABLE)
+
+    def pod_group_post_filter(self, group: Any, members: Any, simulation: Any
+                              ) -> tuple[None, Status]:
+        simulation.remove_pods([self.victim])
+        return None, Status.error("boom")
+
+
+def test_a_pod_group_post_filter_error_is_every_members_and_the_cluster_is_put_back() -> None:
+    """RunPodGroupPostFilterPlugins: an error stops and becomes the group's status
+    (SchedulerError for each member); what the plugin took out is back in the cache."""
+    plugin = FailingGroupPostFilter()
+    config = {**WITH_GANGS, "profiles": [{"schedulerName": "secondary-scheduler", "plugins": {
+        "multiPoint": {"enabled": [{"name": GANG_SCHEDULING}]},
+        "postFilter": {"enabled": [{"name": plugin.name}],
+                       "disabled": [{"name": "DefaultPreemption"}]}}}]}
+    h = Harness(config=config, plugins=[plugin], binding="deferred")
+    h.nodes(node("n1", cpu="1"))
+    h.add(pod("low", uid="low", cpu="1", node_name="n1"))
+    plugin.victim = h.info("low")  # type: ignore[attr-defined]
+    names = gang_of(h, "pg", 2)
+    h.drain()
+    for name in names:
+        reason, message = h.ports.failures_of(name)[-1][:2]
+        assert (reason, message) == ("SchedulerError",
+                                     'error in "FailingGroupPostFilter" PodGroupPostFilter '
+                                     "plugins: boom")
+    assert h.s.cache.get_pod("low") is not None
