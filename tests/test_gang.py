@@ -354,3 +354,26 @@ def test_a_pod_group_post_filter_error_is_every_members_and_the_cluster_is_put_b
                                      'error in "FailingGroupPostFilter" PodGroupPostFilter '
                                      "plugins: boom")
     assert h.s.cache.get_pod("low") is not None
+
+
+def test_an_assumed_victim_is_assumed_again_after_the_simulation() -> None:
+    """A victim still binding (assumed) is taken out of the cache for the group's algorithm
+    and put back assumed, on its node."""
+    from tests.plugins.test_default_preemption import FakeEvictor
+
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.s.evictor = FakeEvictor()  # type: ignore[assignment]
+    h.nodes(node("n1", cpu="1"))
+    h.add(pod("low", uid="low", cpu="1", priority=1))
+    h.drain()
+    assert h.s.cache.is_assumed("low")
+    group = pod_group("pg", 1)
+    group["spec"]["priority"] = 10
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, group)
+    h.add(pod("pg-0", uid="pg-0", cpu="1", priority=10,
+              spec={"schedulingGroup": {"podGroupName": "pg"}}))
+    h.drain()
+    assert h.s.cache.is_assumed("low")
+    low = h.s.cache.get_pod("low")
+    assert low is not None and low.node_name == "n1"
+    assert h.s.queue.nominator.node_of("pg-0") == "n1"
