@@ -29,32 +29,12 @@ COSCHEDULING_GROUP = "scheduling.x-k8s.io/v1alpha1"
 COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
 UPSTREAM = os.environ.get("E2E_SCHEDULER") == "kube-scheduler"
 
-# Ours evicts 2 or 3 of the 4 low pods from one run to the next (members preempt one by one
-# while their siblings wait at Permit): not strict, it passes some runs.
-FLAKY_ON_OURS: dict[str, str] = {
-    f"test_higher_priority_gang_preempts_a_lower_one[{flavour}-single]":
-        "members preempt one by one while their siblings wait at Permit: some runs evict 3 "
-        "of 4 low pods where 2 free the room" for flavour in (WORKLOAD, COSCHEDULING)}
-# What of this file our scheduler does not do yet, by test and parameters; each must fail
-# here (strict): pod-group preemption (pkg/scheduler/framework/preemption/
-# podgrouppreemption.go) is not written.
-NOT_YET_OURS: dict[str, str] = {
-    "test_higher_priority_gang_preempts_a_lower_one[workload-all]":
-        "pod-group preemption not yet: disruptionMode all must evict the low gang whole "
-        "(2 of 4 evicted)",
-}
-
 
 @pytest.fixture(params=[WORKLOAD, COSCHEDULING])
 def api(request: pytest.FixtureRequest) -> str:
     flavour = str(request.param)
     if flavour == COSCHEDULING and UPSTREAM:
         pytest.skip("kube-scheduler does not implement scheduler-plugins' Coscheduling")
-    case = f"{request.node.originalname}[{request.node.callspec.id}]"
-    if not UPSTREAM and case in NOT_YET_OURS:
-        request.applymarker(pytest.mark.xfail(reason=NOT_YET_OURS[case], strict=True))
-    if not UPSTREAM and case in FLAKY_ON_OURS:
-        request.applymarker(pytest.mark.xfail(reason=FLAKY_ON_OURS[case], strict=False))
     return flavour
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -41,6 +41,8 @@ from scheduler.framework.interface import (
     IntArray,
     NodeView,
     PermitDecision,
+    PodGroupPostFilterResult,
+    ProposedAssignment,
     Status,
 )
 from scheduler.framework.runtime import FilterOutcome
@@ -821,14 +823,20 @@ def schedule_pod_group(s: CycleHost, first: Attempt) -> None:
              placed=len(outcome.placed), status=outcome.status.code.name,
              message=outcome.status.message)
     s.pod_groups.record_cycle(first.pod, _cycle_summary(outcome, len(attempts)))
+    waiting = False
     if outcome.status.is_success():
         _bind_placed(s, outcome.placed)
     else:
         _undo_placed(s, outcome)
+        nominations = _post_filter_pod_group(s, first.framework, group,
+                                             state.scheduled_count(), attempts, outcome)
+        _fail_placed(outcome, nominations)
+        waiting = nominations is not None
     for attempt, failure in outcome.failed:
         handle_scheduling_failure(s, attempt, failure)
+    result = WAITING_ON_PREEMPTION if waiting else _attempt_result(outcome.status)
     s.metrics.profile(first.framework.profile_name).pod_group_attempt(
-        _attempt_result(outcome.status), time.perf_counter() - first.start)
+        result, time.perf_counter() - first.start)
     _report_pod_group(s, group, outcome.status)
 
 
@@ -976,19 +984,201 @@ def _bind_placed(s: CycleHost, placed: list[_Placed]) -> None:
 
 
 def _undo_placed(s: CycleHost, outcome: _GroupOutcome) -> None:
-    """The group does not hold: every placed member is unreserved and forgotten, and fails
-    with the group's message (upstream's FailureHandler with the pod group's status); so do
-    the members not tried. They come back on the events that may help the others."""
+    """The group does not hold: every placed member is unreserved and forgotten."""
+    for p in outcome.placed:
+        _undo(s, p.attempt, p.result.node)
+
+
+def _fail_placed(outcome: _GroupOutcome, nominations: Mapping[str, str] | None) -> None:
+    """The placed members fail with the group's message (upstream's FailureHandler with the
+    pod group's status); so do the members not tried. They come back on the events that may
+    help the others. A group waiting on preemption: each member keeps its nominated node."""
     rejectors = {outcome.status.plugin} - {""}
     for _, failure in outcome.failed:
         if failure.diagnosis is not None:
             rejectors |= failure.diagnosis.unschedulable_plugins
-    for p in outcome.placed:
-        _undo(s, p.attempt, p.result.node)
     group_failure = Failure(Status(outcome.status.code, outcome.status.reasons))
+    if outcome.status.code is Code.ERROR:
+        # The group's error is every member's, but for a member's own error (upstream's
+        # submitPodGroupAlgorithmResult).
+        outcome.failed = [(attempt, failure if not failure.status.is_rejected()
+                           else group_failure) for attempt, failure in outcome.failed]
     for attempt in [p.attempt for p in outcome.placed] + outcome.untried:
         attempt.qpi.unschedulable_plugins = set(rejectors)
         outcome.failed.append((attempt, group_failure))
+    if nominations is not None:
+        outcome.failed = [
+            (attempt, replace(failure, nominated_node=nominations.get(attempt.pod.uid, "")))
+            for attempt, failure in outcome.failed
+        ]
+
+
+# -- pod-group preemption: the cycle's side -----------------------------------------------------
+# Upstream runs the PodGroupPostFilter plugins on a snapshot they mutate and restore
+# (MutableSnapshotSharedLister) with the group's algorithm passed as a function. Here the
+# cycle's cache is the snapshot: victims are taken out of it and put back, and the group's
+# algorithm is the one above, its placements undone each time. Nothing else runs on the
+# scheduling thread meanwhile, so no other pod sees the cache in between.
+WAITING_ON_PREEMPTION = "waiting_on_preemption"
+
+
+def _post_filter_pod_group(
+    s: CycleHost, framework: Framework, group: PodGroup, scheduled: int,
+    attempts: list[Attempt], outcome: _GroupOutcome,
+) -> dict[str, str] | None:
+    """Upstream's RunPodGroupPostFilterPlugins and applyPodGroupPostFilterResult, for a group
+    whose cycle ended Unschedulable: the members' nominations when a plugin succeeded (the
+    group then waits on preemption), else None. The plugins' message is added to the
+    group's; their error becomes the group's status."""
+    if outcome.status.code is not Code.UNSCHEDULABLE:
+        return None
+    simulation = _GroupSimulation(s, framework, group, scheduled, attempts)
+    members = [a.pod for a in attempts]
+    result, status = run_pod_group_post_filter(framework, group, members, simulation)
+    if status is None:
+        return None
+    if status.code is Code.ERROR:
+        outcome.status = status
+        return None
+    outcome.status = Status(outcome.status.code, (*outcome.status.reasons, status.message),
+                            outcome.status.plugin)
+    if not status.is_success():
+        return None
+    return {} if result is None else dict(result.nominations)
+
+
+def run_pod_group_post_filter(
+    framework: Framework, group: PodGroup, members: Sequence[PodInfo],
+    simulation: _GroupSimulation,
+) -> tuple[PodGroupPostFilterResult | None, Status | None]:
+    """The profile's PostFilter plugins with a ``pod_group_post_filter`` hook, in order: the
+    first Success wins, UnschedulableAndUnresolvable and Error stop, Unschedulable reasons
+    are joined (None: no plugin has the hook). The cluster is restored after each."""
+    reasons: list[str] = []
+    rejector = ""
+    for plugin in framework.plugins.post_filter:
+        hook = getattr(plugin, "pod_group_post_filter", None)
+        if not callable(hook):
+            continue
+        try:
+            result, status = hook(group, members, simulation)
+        except Exception as exc:
+            log.exception("PodGroupPostFilter failed", group=group.key, plugin=plugin.name)
+            result, status = None, Status.error(_exception_message(exc))
+        finally:
+            simulation.restore()
+        if status.is_success():
+            return result, status
+        if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            return result, status.with_plugin(plugin.name)
+        if not status.is_rejected():
+            return None, Status(Code.ERROR, (f'error in "{plugin.name}" PodGroupPostFilter '
+                                             f"plugins: {status.message}",), plugin.name)
+        reasons.extend(status.reasons)
+        rejector = rejector or plugin.name
+    if not rejector:
+        return None, None
+    return None, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
+
+
+class _GroupSimulation:
+    """The PodGroupSimulation a PodGroupPostFilter plugin runs on: the live cache, with
+    pods taken out and put back (``restore`` puts back whatever is still out)."""
+
+    def __init__(self, s: CycleHost, framework: Framework, group: PodGroup, scheduled: int,
+                 attempts: list[Attempt]) -> None:
+        self._s = s
+        self._framework = framework
+        self._group = group
+        self._scheduled = scheduled
+        self._attempts = {a.pod.uid: a for a in attempts}
+        # Taken out: the cache's version, and whether it was assumed (not yet bound).
+        self._removed: dict[str, tuple[PodInfo, bool]] = {}
+
+    def remove_pods(self, pods: Sequence[PodInfo]) -> None:
+        cache = self._s.cache
+        for pod in pods:
+            cached = cache.get_pod(pod.uid)
+            if cached is None or pod.uid in self._removed:
+                continue
+            self._removed[pod.uid] = (cached, cache.is_assumed(pod.uid))
+            cache.remove_pod(pod.uid)
+
+    def add_pods(self, pods: Sequence[PodInfo]) -> None:
+        cache = self._s.cache
+        for pod in pods:
+            entry = self._removed.pop(pod.uid, None)
+            if entry is None:
+                continue
+            cached, assumed = entry
+            if assumed:
+                # Assumed again; a finished binding's expiry deadline starts anew with the
+                # next finish_binding, or the watch confirms the pod first.
+                cache.assume(cached.replace(node_name=""), cached.node_name)
+            else:
+                cache.upsert_pod(cached)
+
+    def restore(self) -> None:
+        self.add_pods([pod for pod, _ in list(self._removed.values())])
+
+    def _fresh(self, uid: str) -> Attempt:
+        """The member's attempt with a new cycle state: PreFilter runs again."""
+        attempt = self._attempts[uid]
+        return Attempt(attempt.framework, CycleState(), attempt.qpi, attempt.start)
+
+    def schedule(self) -> tuple[list[ProposedAssignment], Status]:
+        """The group's algorithm (``_place_members``), every placement undone after."""
+        attempts = [self._fresh(uid) for uid in self._attempts]
+        outcome = _place_members(self._s, self._framework, self._group, self._scheduled,
+                                 attempts)
+        _undo_placed(self._s, outcome)
+        return [ProposedAssignment(p.attempt.pod, p.result.node) for p in outcome.placed], \
+            outcome.status
+
+    def fits(self, assignments: Sequence[ProposedAssignment]) -> Status:
+        """Each member's PreFilter and Filter on its node, the members before it assumed
+        and Reserved (upstream's reprieveVictim loop); all undone after."""
+        s = self._s
+        placed: list[tuple[Attempt, str]] = []
+        try:
+            for assignment in assignments:
+                attempt = self._fresh(assignment.pod.uid)
+                status = _fits_on(s, attempt, assignment.node)
+                if status.is_success():
+                    assumed = s.cache.assume(attempt.pod, assignment.node)
+                    s.pod_groups.assume(assumed)
+                    placed.append((attempt, assignment.node))
+                    status = attempt.framework.run_reserve(attempt.state, assumed,
+                                                           assignment.node)
+                if not status.is_success():
+                    return status
+            return Status()
+        except Exception as exc:
+            log.exception("Pod group simulation failed", group=self._group.key)
+            return Status.error(_exception_message(exc))
+        finally:
+            for attempt, node in reversed(placed):
+                _undo(s, attempt, node)
+
+
+def _fits_on(s: CycleHost, attempt: Attempt, node: str) -> Status:
+    """PreFilter, then Filter with the nominated pods, of the attempt's pod on one node."""
+    snapshot = s.snapshot
+    row = snapshot.row_of(node)
+    if row is None:
+        return Status(Code.UNSCHEDULABLE)
+    diagnosis = Diagnosis(codes=np.zeros(snapshot.nodes.capacity, dtype=np.uint8),
+                          num_all_nodes=1)
+    candidates = pre_filter_candidates(s, attempt.framework, attempt.state, attempt.pod,
+                                       diagnosis)
+    if candidates is None or not np.isin(row, candidates):
+        return Status(Code.UNSCHEDULABLE)
+    view = NodeView.of(snapshot, np.asarray([row], dtype=np.int64))
+    outcome = attempt.framework.run_filters_with_nominated(
+        attempt.state, attempt.pod, view, s.queue.nominator.all())
+    if outcome.error is not None:
+        return outcome.error
+    return Status() if outcome.codes[0] == Code.SUCCESS else Status(Code.UNSCHEDULABLE)
 
 
 def _finish(s: CycleHost, attempt: Attempt, result: ScheduleResult | Failure) -> None:

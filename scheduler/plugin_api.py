@@ -31,6 +31,9 @@ point and per optional hook (``ScorePlugin``, ``SortKeyHook``...), ``Plugin``,
 ``ObjectWriter.get``, ``patch``, ``create`` and ``delete_object``, ``WriteResult.conflict`` and
 ``obj``, ``Reporter.note``, ``parse_duration`` (a Go duration string in plugin arguments),
 ``DEVICE_CLASS_RESOURCE_PREFIX`` and ``is_dra_extended_resource_name``.
+2.5 added pod-group preemption: the optional :class:`PodGroupPostFilterHook` of PostFilter
+plugins, the :class:`PodGroupSimulation` it runs the group's algorithm on,
+:class:`ProposedAssignment` and :class:`PodGroupPostFilterResult`.
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
@@ -91,6 +94,9 @@ from scheduler.framework.interface import (
     PermitPlugin,
     PlacementFeasibleHook,
     Plugin,
+    PodGroupPostFilterHook,
+    PodGroupPostFilterResult,
+    PodGroupSimulation,
     PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
@@ -100,6 +106,7 @@ from scheduler.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    ProposedAssignment,
     QueuedPodLike,
     QueueSortPlugin,
     ReservePlugin,
@@ -188,7 +195,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "2.4"
+API_VERSION = "2.5"
 
 __all__ = [
     "ALL",
@@ -275,6 +282,9 @@ __all__ = [
     "Plugin",
     "PluginSpec",
     "PodGroup",
+    "PodGroupPostFilterHook",
+    "PodGroupPostFilterResult",
+    "PodGroupSimulation",
     "PodGroupStateView",
     "PodGroupsView",
     "PodInfo",
@@ -288,6 +298,7 @@ __all__ = [
     "PreFilterResult",
     "PreScorePlugin",
     "PreferredSchedulingTerm",
+    "ProposedAssignment",
     "QueueSortPlugin",
     "QueuedPodLike",
     "QueueingHint",

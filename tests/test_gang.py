@@ -7,6 +7,7 @@ from typing import Any
 
 from scheduler.cache.pod_groups import POD_GROUPS
 from scheduler.config.scheduler_config import default_config
+from scheduler.framework.interface import Code, Status
 from scheduler.framework.profile_config import GANG_SCHEDULING
 from scheduler.intake import ADDED
 from scheduler.plugins.registry import default_registry
@@ -71,7 +72,9 @@ def test_a_gang_that_cannot_fit_whole_binds_none_and_holds_no_room() -> None:
     assert h.s.cache.assumed_uids() == set()
     assert all(h.where(n) == UNSCHEDULABLE for n in names)
     failures = {h.ports.failures_of(n)[0][1] for n in names}
-    assert "minCount (8) cannot be satisfied: 6 scheduled, 1 remaining" in failures
+    # As upstream's group message: PodGroupPostFilter (preemption) found no victim.
+    assert ("minCount (8) cannot be satisfied: 6 scheduled, 1 remaining, pod group "
+            "preemption: No preemption victims found for incoming preemptor") in failures
     # Room comes: the whole gang goes.
     h.nodes(node("n2", cpu="6"))
     h.drain()
@@ -165,7 +168,9 @@ def test_the_pod_group_condition_is_reported_and_never_set_back_once_true() -> N
     gang_of(h, "pg", 3)
     h.drain()
     assert reporter.calls == [("default/pg", "Unschedulable",
-                               "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining")]
+                               "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, "
+                               "pod group preemption: No preemption victims found for incoming "
+                               "preemptor")]
     h.nodes(node("n2", cpu="1"))
     h.drain()
     assert reporter.calls[-1] == ("default/pg", "Scheduled", "")
@@ -211,3 +216,164 @@ def test_a_placement_feasible_error_places_no_member_and_holds_nothing() -> None
     assert h.deferred == [] and h.s.cache.assumed_uids() == set()
     assert h.ports.failures_of("pg-0") == [(
         "SchedulerError", "failed to evaluate placement feasibility: bug", "")]
+
+
+def _preemption_scene(disruption_all: bool, policy: str = "PreemptLowerPriority"
+                      ) -> tuple[Harness, Any, list[str], list[str]]:
+    """e2e/test_gang.py's preemption case: a low gang of 4 (2 CPUs each) fills 4 nodes of 2
+    CPUs; a high gang of 2 such members comes."""
+    from tests.plugins.test_default_preemption import FakeEvictor
+
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    evictor = FakeEvictor()
+    h.s.evictor = evictor  # type: ignore[assignment]
+    h.nodes(*(node(f"n{i}", cpu="2") for i in range(4)))
+    low = pod_group("low", 4)
+    low["spec"]["priority"] = 100
+    if disruption_all:
+        low["spec"]["disruptionMode"] = {"all": {}}
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, low)
+    lows = [f"low-{i}" for i in range(4)]
+    for i, name in enumerate(lows):
+        h.add(pod(name, uid=name, cpu="2", priority=100, node_name=f"n{i}",
+                  spec={"schedulingGroup": {"podGroupName": "low"}}))
+    high = pod_group("high", 2)
+    high["spec"]["priority"] = 1000
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, high)
+    highs = ["high-0", "high-1"]
+    h.add(*(pod(n, uid=n, cpu="2", priority=1000, spec={
+        "schedulingGroup": {"podGroupName": "high"}, "preemptionPolicy": policy})
+        for n in highs))
+    return h, evictor, lows, highs
+
+
+def _evicted(evictor: Any) -> list[str]:
+    return sorted(call[1] for call in evictor.calls if call[0] == "evict")
+
+
+def test_a_higher_priority_gang_preempts_the_fewest_single_mode_victims_and_is_nominated(
+) -> None:
+    """podgrouppreemption.go: victims are taken out, the gang placed, and every victim that
+    can be given back is; the members wait, nominated, and are bound once the room is free."""
+    h, evictor, lows, highs = _preemption_scene(disruption_all=False)
+    h.drain()
+    plugin = h.s.profiles["secondary-scheduler"].instances["DefaultPreemption"]
+    assert plugin.wait_for_actuations(10)  # type: ignore[attr-defined]
+    evicted = _evicted(evictor)
+    assert len(evicted) == 2
+    nominated = {h.s.queue.nominator.node_of(n) for n in highs}
+    assert nominated == {f"n{lows.index(v)}" for v in evicted}
+    messages = {h.ports.failures_of(n)[-1][1] for n in highs}
+    assert any(m.endswith("pod group preemption: found a placement for podgroup, "
+                          "preempting 2 victims") for m in messages), messages
+    assert h.ports.binds == []
+    for victim in evicted:
+        h.delete(victim)
+    h.drain()
+    h.run_bindings()
+    assert sorted(k for k, _ in h.ports.binds) == ["default/high-0", "default/high-1"]
+
+
+def test_a_disruption_mode_all_gang_is_preempted_whole() -> None:
+    """types.go: a disruptionMode All group is one victim; the room for 2 costs all 4."""
+    h, evictor, lows, _ = _preemption_scene(disruption_all=True)
+    h.drain()
+    plugin = h.s.profiles["secondary-scheduler"].instances["DefaultPreemption"]
+    assert plugin.wait_for_actuations(10)  # type: ignore[attr-defined]
+    assert _evicted(evictor) == lows
+
+
+def test_a_gang_whose_victims_are_going_is_held_then_not_preempting_again() -> None:
+    """While its victims are being removed the gang is gated at PreEnqueue; once they are
+    terminating by preemption its next cycle sees the preemption under way and evicts
+    nobody else (isOngoingPreemption)."""
+    h, evictor, _, highs = _preemption_scene(disruption_all=False)
+    h.drain()
+    plugin = h.s.profiles["secondary-scheduler"].instances["DefaultPreemption"]
+    assert plugin.wait_for_actuations(10)  # type: ignore[attr-defined]
+    evicted = _evicted(evictor)
+    for victim in evicted:
+        h.update(victim, lambda o: (o["metadata"].__setitem__(
+            "deletionTimestamp", "2026-01-01T00:00:00Z"), o["status"].__setitem__(
+            "conditions", [{"type": "DisruptionTarget", "status": "True",
+                            "reason": "PreemptionByScheduler"}])))
+    h.s.queue.activate([h.uid(n) for n in highs])
+    h.drain()
+    assert plugin.wait_for_actuations(10)  # type: ignore[attr-defined]
+    assert _evicted(evictor) == evicted
+    messages = {h.ports.failures_of(n)[-1][1] for n in highs}
+    assert any(m.endswith("pod group preemption: ongoing preemption on nominated nodes")
+               for m in messages), messages
+
+
+def test_a_gang_whose_members_never_preempt_evicts_nobody() -> None:
+    """resolvePreemptionPolicy (PodGroupPreemptionPolicy off): members with
+    preemptionPolicy Never make the group not eligible."""
+    h, evictor, _, highs = _preemption_scene(disruption_all=False, policy="Never")
+    h.drain()
+    plugin = h.s.profiles["secondary-scheduler"].instances["DefaultPreemption"]
+    assert plugin.wait_for_actuations(10)  # type: ignore[attr-defined]
+    assert _evicted(evictor) == []
+    messages = {h.ports.failures_of(n)[-1][1] for n in highs}
+    assert any(m.endswith("pod group preemption: not eligible due to preemptionPolicy=Never.")
+               for m in messages), messages
+    assert all(h.s.queue.nominator.node_of(h.uid(n)) is None for n in highs)
+
+
+class FailingGroupPostFilter:
+    """A PostFilter plugin whose PodGroupPostFilter fails, after it took a member out."""
+
+    name = "FailingGroupPostFilter"
+
+    def post_filter(self, state: Any, pod: Any, diagnosis: Any) -> tuple[None, Status]:
+        return None, Status(Code.UNSCHEDULABLE)
+
+    def pod_group_post_filter(self, group: Any, members: Any, simulation: Any
+                              ) -> tuple[None, Status]:
+        simulation.remove_pods([self.victim])
+        return None, Status.error("boom")
+
+
+def test_a_pod_group_post_filter_error_is_every_members_and_the_cluster_is_put_back() -> None:
+    """RunPodGroupPostFilterPlugins: an error stops and becomes the group's status
+    (SchedulerError for each member); what the plugin took out is back in the cache."""
+    plugin = FailingGroupPostFilter()
+    config = {**WITH_GANGS, "profiles": [{"schedulerName": "secondary-scheduler", "plugins": {
+        "multiPoint": {"enabled": [{"name": GANG_SCHEDULING}]},
+        "postFilter": {"enabled": [{"name": plugin.name}],
+                       "disabled": [{"name": "DefaultPreemption"}]}}}]}
+    h = Harness(config=config, plugins=[plugin], binding="deferred")
+    h.nodes(node("n1", cpu="1"))
+    h.add(pod("low", uid="low", cpu="1", node_name="n1"))
+    plugin.victim = h.info("low")  # type: ignore[attr-defined]
+    names = gang_of(h, "pg", 2)
+    h.drain()
+    for name in names:
+        reason, message = h.ports.failures_of(name)[-1][:2]
+        assert (reason, message) == ("SchedulerError",
+                                     'error in "FailingGroupPostFilter" PodGroupPostFilter '
+                                     "plugins: boom")
+    assert h.s.cache.get_pod("low") is not None
+
+
+def test_an_assumed_victim_is_assumed_again_after_the_simulation() -> None:
+    """A victim still binding (assumed) is taken out of the cache for the group's algorithm
+    and put back assumed, on its node."""
+    from tests.plugins.test_default_preemption import FakeEvictor
+
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.s.evictor = FakeEvictor()  # type: ignore[assignment]
+    h.nodes(node("n1", cpu="1"))
+    h.add(pod("low", uid="low", cpu="1", priority=1))
+    h.drain()
+    assert h.s.cache.is_assumed("low")
+    group = pod_group("pg", 1)
+    group["spec"]["priority"] = 10
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, group)
+    h.add(pod("pg-0", uid="pg-0", cpu="1", priority=10,
+              spec={"schedulingGroup": {"podGroupName": "pg"}}))
+    h.drain()
+    assert h.s.cache.is_assumed("low")
+    low = h.s.cache.get_pod("low")
+    assert low is not None and low.node_name == "n1"
+    assert h.s.queue.nominator.node_of("pg-0") == "n1"

@@ -467,6 +467,54 @@ class PlacementFeasibleHook(Protocol):
     def placement_feasible(self, group: PodGroup, scheduled: int, remaining: int) -> Status: ...
 
 
+@dataclass(frozen=True, slots=True)
+class ProposedAssignment:
+    """A pod-group member and the node the group's algorithm placed it on (upstream's
+    ``fwk.ProposedAssignment``)."""
+
+    pod: PodInfo
+    node: str
+
+
+class PodGroupSimulation(Protocol):
+    """What a PodGroupPostFilter plugin runs the group's algorithm on (upstream's
+    ``PodGroupSchedulingFunc`` with the mutable snapshot it reads): pods taken out of and put
+    back into the cluster as the cycle sees it. Whatever is still taken out when the plugin
+    returns is put back by the cycle."""
+
+    def remove_pods(self, pods: Sequence[PodInfo]) -> None: ...
+
+    def add_pods(self, pods: Sequence[PodInfo]) -> None: ...
+
+    def schedule(self) -> tuple[list[ProposedAssignment], Status]:
+        """The pod-group algorithm on the cluster as it now is (every member tried, none
+        left placed): where the members went, and the group's status."""
+        ...
+
+    def fits(self, assignments: Sequence[ProposedAssignment]) -> Status:
+        """Whether every member still passes PreFilter and Filter on its node, each with the
+        ones before it placed (the check of upstream's reprieveVictim)."""
+        ...
+
+
+@dataclass(frozen=True)
+class PodGroupPostFilterResult:
+    """The nominations of a PodGroupPostFilter that succeeded: member uid to node."""
+
+    nominations: dict[str, str] = field(default_factory=dict)
+
+
+class PodGroupPostFilterHook(Protocol):
+    """Optional hook of a PostFilter plugin (upstream's PodGroupPostFilter): runs when a pod
+    group's cycle ends Unschedulable, with the group's members that were tried. Success
+    (preemption under way, members nominated) ends the search; UnschedulableAndUnresolvable
+    and Error stop it; Unschedulable lets the next plugin try."""
+
+    def pod_group_post_filter(
+        self, group: PodGroup, members: Sequence[PodInfo], simulation: PodGroupSimulation
+    ) -> tuple[PodGroupPostFilterResult | None, Status]: ...
+
+
 class WaitForActuationsHook(Protocol):
     """Optional hook of any plugin that starts work outside the cycle (DefaultPreemption's
     evictions): the scheduler's orderly stop calls ``wait_for_actuations(timeout)`` and

@@ -168,6 +168,11 @@ class _Actuation:
     # The calls are over, the last victim evicted, and the watch still shows it: the gate
     # holds until the watch shows it gone or terminating.
     ended: bool = False
+    # What the gate is filed under: the preemptor's uid, or its pod group's.
+    key: str = ""
+
+    def __post_init__(self) -> None:
+        self.key = self.key or self.pod.uid
 
 
 def _skip(pod: object, old: object, new: object) -> QueueingHint:
@@ -762,7 +767,7 @@ class DefaultPreemption:
             and bool(actuation.last_victim)
             and self._victim_present(actuation.last_victim)
         )
-        uid = actuation.pod.uid
+        uid = actuation.key
         with self._lock:
             if self._actuations.get(uid) is actuation:
                 if awaited:

@@ -28,7 +28,9 @@ def test_the_independence_contract_lists_every_built_in_plugin() -> None:
     assert listed == {m.__name__ for m in PLUGIN_MODULES}
     forbidden = set(_contract("The plugins' shared machinery imports no plugin")[
         "forbidden_modules"])
-    assert forbidden == listed | {"scheduler.plugins.registry"}
+    # default_preemption is DefaultPreemption's single-pod half, under pod_group_preemption.
+    assert forbidden == listed | {"scheduler.plugins.registry",
+                                  "scheduler.plugins.default_preemption"}
 
 
 def _taints(table: NodeTableView, row: int) -> object:
