@@ -159,6 +159,7 @@ class SchedulingQueue(Generic[P]):
         pre_enqueue: Callable[[P], str | None] | None = None,
         lookup: Callable[[str], P | None] | None = None,
         on_incoming: Callable[[str, str], None] | None = None,
+        group_gate: Callable[[P], str | None] | None = None,
     ) -> None:
         """``order(qpi)`` is the QueueSort plugin's order, compared with ``<``: its ``sort_key``,
         or :func:`~scheduler.queue.heap.order_of_less` of its ``less``.
@@ -177,6 +178,10 @@ class SchedulingQueue(Generic[P]):
         deleted); the nominator uses it, as upstream's uses the pod lister.
         ``on_incoming(queue, event)`` hears every pod entering a queue (called with the lock
         held: it must only count).
+        ``group_gate(pod)`` names what holds another member of the pod's group, or
+        ``None`` (upstream queues a Workload-API group as one entity, and one gated member
+        gates the entity): the pod is held as gated by it, and a member already queued is
+        held when popped. Cheap; called with the lock held.
         """
         self._order = order
         self._clock = clock
@@ -186,6 +191,7 @@ class SchedulingQueue(Generic[P]):
         self._init_hints(hints_by_profile if hints_by_profile is not None else {"": hints})
         self._profile_of = profile_of
         self._pre_enqueue = pre_enqueue
+        self._group_gate = group_gate
         self._on_incoming = on_incoming or _ignore_incoming
         self.nominator: Nominator[P] = Nominator(lookup)
         self._init_queues(order)
@@ -331,8 +337,9 @@ class SchedulingQueue(Generic[P]):
             return qpi
 
     def take(self, uids: Iterable[str]) -> list[QueuedPodInfo[P]]:
-        """Pop these pods too, wherever they wait but gated or in flight: the other members
-        of a pod group popped with the first (upstream queues a group as one entity)."""
+        """Pop these pods too, wherever they wait but in flight or gated (a member held only
+        because of a sibling is taken once its PreEnqueue passes): the other members of a
+        pod group popped with the first (upstream queues a group as one entity)."""
         taken: list[QueuedPodInfo[P]] = []
         with self._lock:
             for uid in uids:
@@ -342,7 +349,9 @@ class SchedulingQueue(Generic[P]):
                 if qpi is None:
                     qpi = self._backoff.get(uid)
                 entry = self._pool.get(uid) if qpi is None else None
-                if entry is not None and not entry.qpi.gated:
+                if entry is not None and (
+                    not entry.qpi.gated or self._passes_pre_enqueue_locked(entry.qpi)
+                ):
                     qpi = entry.qpi
                 if qpi is None:
                     continue
@@ -773,12 +782,28 @@ class SchedulingQueue(Generic[P]):
         for heap in (self._active, self._backoff):  # never the error backoffQ
             while len(heap):
                 qpi = heap.pop()
-                if qpi.uid not in self._in_flight:
-                    if heap is self._backoff:  # activeQ was empty (PopFromBackoffQ)
-                        self._incoming_locked(POP_FROM_BACKOFF_Q, ACTIVE)
-                    return qpi
-                log.error("Pod queued while being scheduled; dropping the copy", pod=qpi.key)
+                if qpi.uid in self._in_flight:
+                    log.error("Pod queued while being scheduled; dropping the copy",
+                              pod=qpi.key)
+                    continue
+                if self._held_by_group_locked(qpi):
+                    continue
+                if heap is self._backoff:  # activeQ was empty (PopFromBackoffQ)
+                    self._incoming_locked(POP_FROM_BACKOFF_Q, ACTIVE)
+                return qpi
         return None
+
+    def _held_by_group_locked(self, qpi: QueuedPodInfo[P]) -> bool:
+        """A member queued before a sibling was held: it joins the held group in the pool
+        (upstream's group entity moves to unschedulableEntities as gated)."""
+        gate = None if self._group_gate is None else self._group_gate(qpi.pod)
+        if not gate:
+            return False
+        qpi.gated = True
+        qpi.gating_plugin = gate
+        qpi.unschedulable_plugins.add(gate)
+        self._add_to_pool_locked(qpi)
+        return True
 
     def _candidate_locked(self, entry: _PoolEntry[P]) -> _Candidate[P]:
         qpi = entry.qpi
@@ -823,12 +848,17 @@ class SchedulingQueue(Generic[P]):
         self._pool[qpi.uid] = _PoolEntry(qpi, next(self._pool_tokens))
 
     def _passes_pre_enqueue_locked(self, qpi: QueuedPodInfo[P]) -> bool:
+        """The PreEnqueue checks; a pod-group member passes only when none of its group's
+        members is held by one (upstream runs PreEnqueue per member of the group entity,
+        and one gated member gates the entity)."""
         gate: str | None = None
         if self._pre_enqueue is not None:
             try:
                 gate = self._pre_enqueue(qpi.pod)
             except Exception:
                 log.exception("PreEnqueue failed; not gating the pod", pod=qpi.key)
+        if not gate and self._group_gate is not None:
+            gate = self._group_gate(qpi.pod)
         if gate:
             qpi.gated = True
             qpi.gating_plugin = gate

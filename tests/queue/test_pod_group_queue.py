@@ -1,0 +1,205 @@
+"""Upstream's queue tables for pod-group members (``pkg/scheduler/backend/queue/
+scheduling_queue_test.go``: TestAddPodGroupMember, TestUpdatePodGroupMember,
+TestDeletePodGroupMember, TestActivatePodGroupMember,
+TestMoveAllToActiveOrBackoffQueuePodGroupMember,
+TestFlushUnschedulableEntitiesLeftoverPodGroupMember, TestAddPodGroup), ported to what this
+queue is.
+
+Upstream queues a Workload-API group as one entity (QueuedPodGroupInfo); here each member
+waits on its own and the first popped takes its siblings with it (``SchedulingQueue.take``).
+What upstream's cases say a user sees is kept, with the case names: one member with
+scheduling gates holds the whole group, so no member is tried and no FailedScheduling is
+written until the gates go; then the group goes in one cycle. Cases about the entity's own
+bookkeeping (pendingPodGroupPods, group sizes, CompositePodGroups) have no counterpart here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.cache.pod_groups import POD_GROUPS
+from scheduler.intake import ADDED, DELETED
+from scheduler.queue.scheduling_queue import ACTIVE, UNSCHEDULABLE
+from scheduler.testing import node, pod
+from tests.test_cycle import Harness
+from tests.test_gang import WITH_GANGS, member, pod_group
+
+GATE = "example.com/wait"
+
+
+def gated_member(name: str, group: str = "pg") -> dict[str, Any]:
+    made = member(name, group)
+    made["spec"]["schedulingGates"] = [{"name": GATE}]
+    return made
+
+
+def ungate(h: Harness, name: str) -> None:
+    h.update(name, lambda o: o["spec"].update(schedulingGates=[]))
+
+
+def gang(min_count: int, *members: dict[str, Any], cpu: str = "8") -> Harness:
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu=cpu))
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, pod_group("pg", min_count))
+    h.add(*members)
+    return h
+
+
+def bound(h: Harness) -> list[str]:
+    h.run_bindings()
+    return sorted(key.split("/")[1] for key, _ in h.ports.binds)
+
+
+def tried(h: Harness, *names: str) -> list[str]:
+    """The members that got a FailedScheduling (so were tried by a cycle)."""
+    return [n for n in names if h.ports.failures_of(n)]
+
+
+def test_add_pod_group_member_first_member_added_gated_creates_pod_group_unschedulable(
+) -> None:
+    """TestAddPodGroupMember "first member added (gated), creates new pod group directly in
+    unschedulableEntities": the ungated members that follow are held with it, not tried
+    (no FailedScheduling)."""
+    h = gang(3, gated_member("c"), member("b"), member("a"))
+    assert h.drain() == 0
+    assert tried(h, "a", "b", "c") == []
+    # c itself never reaches the queue: the intake keeps pods with scheduling gates out.
+    assert (h.where("a"), h.where("b"), h.where("c")) == (UNSCHEDULABLE, UNSCHEDULABLE, None)
+    assert bound(h) == []
+
+
+def test_add_pod_group_member_existing_pod_group_in_activeq_gated_addition_becomes_gated(
+) -> None:
+    """TestAddPodGroupMember "existing pod group in activeQ (gated addition), becomes gated
+    and moves to unschedulableEntities": a complete gang in activeQ is not placed while a
+    new member is gated."""
+    h = gang(2, member("a"), member("b"))
+    assert h.where("a") == ACTIVE
+    h.add(gated_member("c"))
+    assert h.drain() == 0
+    assert tried(h, "a", "b") == [] and bound(h) == []
+    assert (h.where("a"), h.where("b")) == (UNSCHEDULABLE, UNSCHEDULABLE)
+    ungate(h, "c")
+    h.drain()
+    assert bound(h) == ["a", "b", "c"]
+
+
+def test_update_pod_group_member_removal_of_gate_ungates_and_moves_pod_group_to_activeq(
+) -> None:
+    """TestUpdatePodGroupMember "gated pod update (removal of gate), ungates and moves pod
+    group to activeQ": the whole group goes in one cycle."""
+    h = gang(3, member("a"), member("b"), gated_member("c"))
+    h.drain()
+    ungate(h, "c")
+    assert h.where("c") == ACTIVE
+    assert h.drain() == 1
+    assert bound(h) == ["a", "b", "c"]
+
+
+def test_update_pod_group_member_ungate_one_pod_but_another_remains_gated_keeps_group_gated(
+) -> None:
+    """TestUpdatePodGroupMember "ungate one pod but another remains gated, keeps pod group in
+    unschedulableEntities as gated"."""
+    h = gang(3, member("a"), gated_member("b"), gated_member("c"))
+    h.drain()
+    ungate(h, "b")
+    assert h.drain() == 0
+    assert tried(h, "a", "b", "c") == [] and bound(h) == []
+    ungate(h, "c")
+    h.drain()
+    assert bound(h) == ["a", "b", "c"]
+
+
+def test_activate_pod_group_member_gated_keeps_pod_group_gated() -> None:
+    """TestActivatePodGroupMember "activate pod group in unschedulableEntities (gated), keeps
+    pod group in unschedulableEntities as gated"."""
+    h = gang(2, member("a"), gated_member("b"))
+    h.drain()
+    h.s.queue.activate([h.uid("a")])
+    assert h.where("a") == UNSCHEDULABLE
+    assert h.drain() == 0 and tried(h, "a", "b") == []
+
+
+def test_flush_unschedulable_leftover_for_gated_pod_group_keeps_it_gated() -> None:
+    """TestFlushUnschedulableEntitiesLeftoverPodGroupMember "flushing unschedulable leftover
+    for gated pod group after max duration keeps it in unschedulableEntities as gated"."""
+    h = gang(2, member("a"), gated_member("b"))
+    h.drain()
+    h.clock.advance(301)
+    h.s.queue.flush_unschedulable_leftover()
+    assert h.where("a") == UNSCHEDULABLE
+    assert h.drain() == 0 and tried(h, "a", "b") == []
+
+
+def test_move_all_gated_pod_group_matching_event_for_ungated_pod_stays_gated() -> None:
+    """TestMoveAllToActiveOrBackoffQueuePodGroupMember "gated pod group matching event for
+    ungated pod stays in unschedulableEntities as gated": a node that would make room does
+    not free the group while a member is gated."""
+    h = gang(2, member("a"), gated_member("b"), cpu="1")
+    h.drain()
+    h.nodes(node("n2", cpu="8"))
+    assert h.drain() == 0 and tried(h, "a", "b") == []
+    ungate(h, "b")
+    h.drain()
+    assert bound(h) == ["a", "b"]
+
+
+def test_delete_the_only_gated_pod_from_a_group_ungates_the_pod_group() -> None:
+    """TestDeletePodGroupMember "delete the only gated pod from a group, ungates the pod
+    group": what remains is a group like any other (here a gang of 2 that is complete)."""
+    h = gang(2, member("a"), member("b"), gated_member("c"))
+    h.drain()
+    h.delete("c")
+    h.clock.advance(301)
+    h.s.queue.flush_unschedulable_leftover()
+    h.drain()
+    assert bound(h) == ["a", "b"]
+
+
+def test_add_pod_group_moves_pods_from_incomplete_pod_group_pods_to_activeq() -> None:
+    """TestAddPodGroup "add pod group moves pods from incompletePodGroupPods to activeQ":
+    members that arrived before their PodGroup are held silently, then go together."""
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="8"))
+    h.add(member("a"), member("b"))
+    assert h.drain() == 0 and tried(h, "a", "b") == []
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, pod_group("pg", 2))
+    assert h.where("a") == ACTIVE and h.where("b") == ACTIVE
+    assert h.drain() == 1
+    assert bound(h) == ["a", "b"]
+
+
+def test_add_pod_group_moves_gated_pods_from_incomplete_to_unschedulable_entities() -> None:
+    """TestAddPodGroup "add pod group moves gated pods from incompletePodGroupPods to
+    unschedulableEntities"."""
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="8"))
+    h.add(member("a"), gated_member("b"))
+    h.drain()
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, pod_group("pg", 2))
+    assert h.drain() == 0 and tried(h, "a", "b") == []
+    assert h.where("a") == UNSCHEDULABLE
+
+
+def test_a_gated_member_holds_only_its_own_group() -> None:
+    """The group gate is per group: another gang's pods and single pods go on."""
+    h = gang(2, member("a"), gated_member("b"))
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, pod_group("other", 2))
+    h.add(member("x", "other"), member("y", "other"), pod("single", uid="single", cpu="1"))
+    h.drain()
+    assert bound(h) == ["single", "x", "y"]
+    h.intake.on_pod_group_object(POD_GROUPS, DELETED, pod_group("other", 2))
+
+
+def test_a_waiting_gang_never_starves_others() -> None:
+    """The issue's queue rule: a gang that cannot be placed holds no room and no place in
+    the queue; a smaller gang and a single pod behind it are placed."""
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="6"))
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, pod_group("big", 8))
+    h.add(*(member(f"big-{i}", "big") for i in range(8)))
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, pod_group("small", 3))
+    h.add(*(member(f"small-{i}", "small") for i in range(3)), pod("single", uid="single"))
+    h.drain()
+    assert bound(h) == ["single", "small-0", "small-1", "small-2"]
+    assert all(h.where(f"big-{i}") == UNSCHEDULABLE for i in range(8))
