@@ -286,6 +286,7 @@ class Scheduler:
             pre_enqueue=self._pre_enqueue,
             lookup=self.pods.get,
             on_incoming=self.metrics.queue_incoming_pod,
+            group_of=_workload_group_of,
             group_gate=self._scheduling_gated_sibling,
         )
         self.metrics.watch_queue(
@@ -350,8 +351,7 @@ class Scheduler:
         scheduling gates (such pods never reach the queue; upstream's group entity holds
         them, and one gated member gates the entity). Coscheduling's pods are queued one
         by one, as that plugin's are."""
-        ref = pod.pod_group
-        if ref is None or ref.source != WORKLOAD_API or not self.pod_groups.has_gated_sibling(pod):
+        if _workload_group_of(pod) is None or not self.pod_groups.has_gated_sibling(pod):
             return None
         return SCHEDULING_GATES
 
@@ -489,6 +489,14 @@ class _NoWriter:
 
 def _profile_of(pod: PodInfo) -> str:
     return pod.scheduler_name
+
+
+def _workload_group_of(pod: PodInfo) -> tuple[str, str] | None:
+    """A Workload-API member's group: its members wait as one in upstream's queue."""
+    ref = pod.pod_group
+    if ref is None or ref.source != WORKLOAD_API:
+        return None
+    return pod.namespace, ref.name
 
 
 # Upstream's plugin that holds pods with scheduling gates; here the intake keeps them out of

