@@ -9,8 +9,9 @@ Upstream queues a Workload-API group as one entity (QueuedPodGroupInfo); here ea
 waits on its own and the first popped takes its siblings with it (``SchedulingQueue.take``).
 What upstream's cases say a user sees is kept, with the case names: one member with
 scheduling gates, or held by a PreEnqueue plugin, holds the whole group, so no member is
-tried and no FailedScheduling is written until it passes; then the group goes in one cycle. Cases about the entity's own
-bookkeeping (pendingPodGroupPods, group sizes, CompositePodGroups) have no counterpart here.
+tried and no FailedScheduling is written until it passes; then the group goes in one
+cycle. Cases about the entity's own bookkeeping (pendingPodGroupPods, group sizes,
+CompositePodGroups) have no counterpart here.
 """
 
 from __future__ import annotations
