@@ -35,6 +35,7 @@ preemption nodes), so they run alone (``--workloads dra`` or a list of DRA names
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -355,6 +356,9 @@ def ours_argv(bench: Bench, qps: int, burst: int) -> list[str]:
     cfg.write_text(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
         f"clientConnection: {{qps: {qps}, burst: {burst}}}\n"
+        # As kube-scheduler's above: one replica, no lease to lose to a slow API server
+        # (at 5,000 nodes its renewals timed out and ours exited mid-run).
+        "leaderElection: {leaderElect: false}\n"
         f"profiles: [{{schedulerName: {SCHEDULER_NAME}}}]\n")
     return [sys.executable, "-m", "scheduler", "--kubeconfig", str(bench.kubeconfig),
             "--config", str(cfg), "--secure-port", "0", "--log-level", "warning",
@@ -725,7 +729,10 @@ class Bench:
             while time.monotonic() < deadline:
                 time.sleep(0.1)
                 if proc.poll() is not None:
-                    raise RuntimeError(f"{scheduler} exited with {proc.returncode}; see {log_path}")
+                    # The log goes with the cluster's state directory: its end is kept here.
+                    tail = log_path.read_text(errors="replace").splitlines()[-40:]
+                    raise RuntimeError(f"{scheduler} exited with {proc.returncode}; the end "
+                                       f"of {log_path}:\n" + "\n".join(tail))
                 if workload.churn_until is not None and len(run.bound) >= workload.churn_until:
                     stop_stream.set()
                 if self.pending() == 0 and (streamer is None or not streamer.is_alive()):
@@ -735,7 +742,8 @@ class Bench:
         finally:
             stop.set()
             stop_stream.set()
-            os.killpg(proc.pid, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):  # it may have exited
+                os.killpg(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(15)
             except subprocess.TimeoutExpired:

@@ -40,6 +40,7 @@ from scheduler.framework.runtime import Framework, PluginSets
 from scheduler.framework.waiting import WaitingPods
 from scheduler.metrics import Metrics
 from scheduler.model.pod import PodInfo
+from scheduler.model.pod_group import WORKLOAD_API
 from scheduler.model.volumes import ClaimInfo, VolumeInfo
 from scheduler.queue.heap import order_of_less
 from scheduler.queue.nominator import Nominator
@@ -285,6 +286,8 @@ class Scheduler:
             pre_enqueue=self._pre_enqueue,
             lookup=self.pods.get,
             on_incoming=self.metrics.queue_incoming_pod,
+            group_of=_workload_group_of,
+            group_gate=self._scheduling_gated_sibling,
         )
         self.metrics.watch_queue(
             self.queue.pending_counts, lambda: self.queue.rejections(_profile_of)
@@ -342,6 +345,15 @@ class Scheduler:
             metrics=self.metrics.profile(profile.scheduler_name),
         )
         return framework, hints
+
+    def _scheduling_gated_sibling(self, pod: PodInfo) -> str | None:
+        """SchedulingGates when another member of the pod's Workload-API group has
+        scheduling gates (such pods never reach the queue; upstream's group entity holds
+        them, and one gated member gates the entity). Coscheduling's pods are queued one
+        by one, as that plugin's are."""
+        if _workload_group_of(pod) is None or not self.pod_groups.has_gated_sibling(pod):
+            return None
+        return SCHEDULING_GATES
 
     def _pre_enqueue(self, pod: PodInfo) -> str | None:
         framework = self.profiles.get(pod.scheduler_name)
@@ -477,6 +489,19 @@ class _NoWriter:
 
 def _profile_of(pod: PodInfo) -> str:
     return pod.scheduler_name
+
+
+def _workload_group_of(pod: PodInfo) -> tuple[str, str] | None:
+    """A Workload-API member's group: its members wait as one in upstream's queue."""
+    ref = pod.pod_group
+    if ref is None or ref.source != WORKLOAD_API:
+        return None
+    return pod.namespace, ref.name
+
+
+# Upstream's plugin that holds pods with scheduling gates; here the intake keeps them out of
+# the queue, and the name is what holds their pod group's other members.
+SCHEDULING_GATES = "SchedulingGates"
 
 
 def _attr(point: str) -> str:

@@ -58,6 +58,8 @@ class PodGroupState:
     unscheduled: set[str] = field(default_factory=set)
     assumed: dict[str, PodInfo] = field(default_factory=dict)
     assigned: set[str] = field(default_factory=set)
+    # Unscheduled members with scheduling gates: they hold the group's others in the queue.
+    gated: set[str] = field(default_factory=set)
     # How the group's last pod-group cycle ended, when it did not place the group.
     last_cycle: str = ""
 
@@ -85,8 +87,13 @@ class PodGroupState:
             self.assumed.pop(pod.uid, None)
         elif pod.uid not in self.assumed:
             self.unscheduled.add(pod.uid)
+        if not pod.node_name and _has_scheduling_gates(pod):
+            self.gated.add(pod.uid)
+        else:
+            self.gated.discard(pod.uid)
 
     def delete(self, uid: str) -> None:
+        self.gated.discard(uid)
         self.all_pods.pop(uid, None)
         self.unscheduled.discard(uid)
         self.assumed.pop(uid, None)
@@ -200,7 +207,8 @@ class PodGroups:
             if state is None:
                 return None
             return PodGroupState(state.group, dict(state.all_pods), set(state.unscheduled),
-                                 dict(state.assumed), set(state.assigned), state.last_cycle)
+                                 dict(state.assumed), set(state.assigned), set(state.gated),
+                                 state.last_cycle)
 
     def record_cycle(self, pod: PodInfo, text: str) -> None:
         """How the last pod-group cycle of ``pod``'s group ended ("" once placed)."""
@@ -222,6 +230,12 @@ class PodGroups:
         """The pod's group is observed and has ``minCount`` members (a Basic group: one)."""
         group, members = self.quorum_of(pod)
         return group is not None and members >= (group.min_count if group.is_gang else 1)
+
+    def has_gated_sibling(self, pod: PodInfo) -> bool:
+        """Whether another unscheduled member of the pod's group has scheduling gates."""
+        with self._lock:
+            state = self._existing(pod)
+            return state is not None and bool(state.gated - {pod.uid})
 
     def scheduled_of(self, pod: PodInfo) -> tuple[PodGroup | None, int, list[str]]:
         """The pod's group, how many members are assumed or bound, and the assumed ones'
@@ -254,3 +268,8 @@ class PodGroups:
         state = self._existing(pod)
         stored = None if state is None else state.all_pods.get(pod.uid)
         return None if state is None or stored is None else (state, stored)
+
+
+def _has_scheduling_gates(pod: PodInfo) -> bool:
+    spec = pod.raw.get("spec")
+    return isinstance(spec, Mapping) and bool(spec.get("schedulingGates"))

@@ -44,7 +44,7 @@ import math
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Generic, NamedTuple
@@ -159,6 +159,8 @@ class SchedulingQueue(Generic[P]):
         pre_enqueue: Callable[[P], str | None] | None = None,
         lookup: Callable[[str], P | None] | None = None,
         on_incoming: Callable[[str, str], None] | None = None,
+        group_of: Callable[[P], Hashable | None] | None = None,
+        group_gate: Callable[[P], str | None] | None = None,
     ) -> None:
         """``order(qpi)`` is the QueueSort plugin's order, compared with ``<``: its ``sort_key``,
         or :func:`~scheduler.queue.heap.order_of_less` of its ``less``.
@@ -177,6 +179,14 @@ class SchedulingQueue(Generic[P]):
         deleted); the nominator uses it, as upstream's uses the pod lister.
         ``on_incoming(queue, event)`` hears every pod entering a queue (called with the lock
         held: it must only count).
+        ``group_of(pod)`` is the key of the pod group whose members wait as one, or
+        ``None``: upstream queues a Workload-API group as one entity, and one member held
+        by PreEnqueue holds the entity. Here a member whose sibling is held is held too, as
+        gated by the sibling's plugin; a member already queued is held when popped, and a
+        held member is taken with the group once its own check passes (``take``).
+        ``group_gate(pod)`` names what holds a member the queue never sees (the intake keeps
+        pods with scheduling gates out), or ``None``. Both are cheap and called with the
+        lock held.
         """
         self._order = order
         self._clock = clock
@@ -186,6 +196,8 @@ class SchedulingQueue(Generic[P]):
         self._init_hints(hints_by_profile if hints_by_profile is not None else {"": hints})
         self._profile_of = profile_of
         self._pre_enqueue = pre_enqueue
+        self._group_of = group_of
+        self._group_gate = group_gate
         self._on_incoming = on_incoming or _ignore_incoming
         self.nominator: Nominator[P] = Nominator(lookup)
         self._init_queues(order)
@@ -214,6 +226,9 @@ class SchedulingQueue(Generic[P]):
         self._error_backoff: IndexedHeap[QueuedPodInfo[P]] = IndexedHeap(_uid, self._expiry_key)
         self._pool: dict[str, _PoolEntry[P]] = {}
         self._pool_tokens = itertools.count()
+        # The group members their own PreEnqueue check holds: group -> uid -> gating plugin.
+        self._gated_members: dict[Hashable, dict[str, str]] = {}
+        self._gated_group: dict[str, Hashable] = {}
         # In the order the pods were popped, so by start_seq: the first is the oldest (as
         # upstream's inFlightPods list).
         self._in_flight: dict[str, _InFlight[P]] = {}
@@ -297,6 +312,7 @@ class SchedulingQueue(Generic[P]):
             self._backoff.delete(uid)
             self._error_backoff.delete(uid)
             self._pool.pop(uid, None)
+            self._forget_member_gate_locked(uid)
             record = self._in_flight.get(uid)
             if record is not None:
                 record.deleted = True
@@ -331,8 +347,9 @@ class SchedulingQueue(Generic[P]):
             return qpi
 
     def take(self, uids: Iterable[str]) -> list[QueuedPodInfo[P]]:
-        """Pop these pods too, wherever they wait but gated or in flight: the other members
-        of a pod group popped with the first (upstream queues a group as one entity)."""
+        """Pop these pods too, wherever they wait but in flight or gated (a member held only
+        because of a sibling is taken once its PreEnqueue passes): the other members of a
+        pod group popped with the first (upstream queues a group as one entity)."""
         taken: list[QueuedPodInfo[P]] = []
         with self._lock:
             for uid in uids:
@@ -342,7 +359,9 @@ class SchedulingQueue(Generic[P]):
                 if qpi is None:
                     qpi = self._backoff.get(uid)
                 entry = self._pool.get(uid) if qpi is None else None
-                if entry is not None and not entry.qpi.gated:
+                if entry is not None and (
+                    not entry.qpi.gated or self._passes_pre_enqueue_locked(entry.qpi)
+                ):
                     qpi = entry.qpi
                 if qpi is None:
                     continue
@@ -773,12 +792,28 @@ class SchedulingQueue(Generic[P]):
         for heap in (self._active, self._backoff):  # never the error backoffQ
             while len(heap):
                 qpi = heap.pop()
-                if qpi.uid not in self._in_flight:
-                    if heap is self._backoff:  # activeQ was empty (PopFromBackoffQ)
-                        self._incoming_locked(POP_FROM_BACKOFF_Q, ACTIVE)
-                    return qpi
-                log.error("Pod queued while being scheduled; dropping the copy", pod=qpi.key)
+                if qpi.uid in self._in_flight:
+                    log.error("Pod queued while being scheduled; dropping the copy",
+                              pod=qpi.key)
+                    continue
+                if self._held_by_group_locked(qpi):
+                    continue
+                if heap is self._backoff:  # activeQ was empty (PopFromBackoffQ)
+                    self._incoming_locked(POP_FROM_BACKOFF_Q, ACTIVE)
+                return qpi
         return None
+
+    def _held_by_group_locked(self, qpi: QueuedPodInfo[P]) -> bool:
+        """A member queued before a sibling was held: it joins the held group in the pool
+        (upstream's group entity moves to unschedulableEntities as gated)."""
+        gate = self._group_gate_locked(qpi)
+        if not gate:
+            return False
+        qpi.gated = True
+        qpi.gating_plugin = gate
+        qpi.unschedulable_plugins.add(gate)
+        self._add_to_pool_locked(qpi)
+        return True
 
     def _candidate_locked(self, entry: _PoolEntry[P]) -> _Candidate[P]:
         qpi = entry.qpi
@@ -823,12 +858,13 @@ class SchedulingQueue(Generic[P]):
         self._pool[qpi.uid] = _PoolEntry(qpi, next(self._pool_tokens))
 
     def _passes_pre_enqueue_locked(self, qpi: QueuedPodInfo[P]) -> bool:
-        gate: str | None = None
-        if self._pre_enqueue is not None:
-            try:
-                gate = self._pre_enqueue(qpi.pod)
-            except Exception:
-                log.exception("PreEnqueue failed; not gating the pod", pod=qpi.key)
+        """The PreEnqueue checks; a pod-group member passes only when none of its group's
+        members is held by one (upstream runs PreEnqueue per member of the group entity,
+        and one gated member gates the entity)."""
+        gate = self._own_gate_locked(qpi)
+        self._note_member_gate_locked(qpi, gate)
+        if not gate:
+            gate = self._group_gate_locked(qpi)
         if gate:
             qpi.gated = True
             qpi.gating_plugin = gate
@@ -837,6 +873,57 @@ class SchedulingQueue(Generic[P]):
         qpi.gated = False
         qpi.gating_plugin = ""
         return True
+
+    def _own_gate_locked(self, qpi: QueuedPodInfo[P]) -> str | None:
+        if self._pre_enqueue is None:
+            return None
+        try:
+            return self._pre_enqueue(qpi.pod)
+        except Exception:
+            log.exception("PreEnqueue failed; not gating the pod", pod=qpi.key)
+            return None
+
+    def _note_member_gate_locked(self, qpi: QueuedPodInfo[P], gate: str | None) -> None:
+        uid = qpi.uid
+        key = None if self._group_of is None else self._group_of(qpi.pod)
+        if gate and key is not None:
+            self._gated_members.setdefault(key, {})[uid] = gate
+            self._gated_group[uid] = key
+        elif uid in self._gated_group:
+            self._forget_member_gate_locked(uid)
+
+    def _forget_member_gate_locked(self, uid: str) -> None:
+        key = self._gated_group.pop(uid, None)
+        if key is None:
+            return
+        members = self._gated_members[key]
+        del members[uid]
+        if not members:
+            del self._gated_members[key]
+
+    def _group_gate_locked(self, qpi: QueuedPodInfo[P]) -> str | None:
+        """What holds another member of the pod's group, if anything does."""
+        if self._group_gate is not None and (outside := self._group_gate(qpi.pod)):
+            return outside
+        if not self._gated_members or self._group_of is None:
+            return None
+        key = self._group_of(qpi.pod)
+        members = self._gated_members.get(key) if key is not None else None
+        for uid, gate in list(members.items()) if members else ():
+            if uid == qpi.uid:
+                continue
+            entry = self._pool.get(uid)
+            if entry is None:  # left the pool without a check (taken, deleted)
+                self._forget_member_gate_locked(uid)
+                continue
+            # Checked again: a shared check (the group's quorum) may pass now without an
+            # event having reached that member. It then leaves the index and waits to be
+            # taken with the group (``take`` checks it once more).
+            if self._own_gate_locked(entry.qpi) is None:
+                self._forget_member_gate_locked(uid)
+                continue
+            return gate
+        return None
 
     def _move_to_active_locked(self, qpi: QueuedPodInfo[P], *, from_backoff: bool) -> bool:
         """Upstream ``moveToActiveQ``. With PopFromBackoffQ, PreEnqueue ran when the pod
