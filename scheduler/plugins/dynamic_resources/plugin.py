@@ -20,12 +20,11 @@
 - **PreBind** writes each claim: finalizer, allocation, the pod in ``reservedFor``
   (``binding.py``), then waits for the binding conditions of the devices that have some
   (``binding_conditions.py``, with the Event ``BindingConditionsPending``); Filter leaves out
-  claims whose conditions failed or timed out.
+  claims whose conditions failed or timed out. The wait is recorded in upstream's
+  ``scheduler_dra_bindingconditions_*`` metrics.
 - **DRA-backed extended resources** (``extended_resources.py``): the claim the scheduler
-  makes for a pod's ``example.com/gpu: 1``, created in PreBind, named in the pod's status.
-
-Not done, unlike upstream: NodeResourcesFit's scoring of DRA-backed extended resources and
-the DRA metrics.
+  makes for a pod's ``example.com/gpu: 1``, created in PreBind (counted in
+  ``dynamic_resource_allocation_resourceclaim_creates_total``), named in the pod's status.
 """
 
 from __future__ import annotations
@@ -88,8 +87,10 @@ from scheduler.plugins.dynamic_resources.binding_conditions import (
     BindingFailedError,
     has_binding_conditions,
     ready_for_binding,
+    record_wait,
     timed_out,
     unavailable,
+    wait_status,
 )
 from scheduler.plugins.dynamic_resources.claim_writes import (
     FINALIZER,
@@ -566,7 +567,10 @@ class DynamicResources:
         if has_binding_conditions(st.claims):
             self.handle.reporter.note(pod, "BindingConditionsPending",
                                       f"waiting for binding conditions for device on node {node}")
+            started = self.handle.now()
             problem = self._wait_for_binding_conditions(st)
+            record_wait(self.handle.metrics, self.handle.profile_name, st.claims,
+                        wait_status(problem), self.handle.now() - started)
             if problem is not None:
                 return Status.error(problem)
         dra = self.handle.dra
