@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -70,7 +69,9 @@ from scheduler.plugins.dynamic_resources.allocator import (
     AllocationError,
     Allocator,
     AllocatorCache,
+    Deadline,
     FailedOnNodeError,
+    SearchTimeoutError,
     apply_taint_rules,
 )
 from scheduler.plugins.dynamic_resources.args import DynamicResourcesArgs
@@ -397,12 +398,13 @@ class DynamicResources:
         if (not st.shared_slices and node not in st.nodes_with_slices
                 and all(_needs_a_device(c) for c in claims)):
             return None  # no device can be on this node: what the allocator would answer
-        # The timeout bounds the search's real time, whatever clock the scheduler runs on.
-        started = time.perf_counter()
-        found = st.allocator.allocate(node, labels, claims)
-        if self.filter_timeout and time.perf_counter() - started > self.filter_timeout:
-            raise AllocationError(f"node {node}: timed out trying to allocate devices")
-        return found
+        # filterTimeout per node, checked at every step of the search (0: none).
+        deadline = (Deadline(self.handle.now, self.handle.now() + self.filter_timeout)
+                    if self.filter_timeout else None)
+        try:
+            return st.allocator.allocate(node, labels, claims, deadline)
+        except SearchTimeoutError as err:
+            raise AllocationError(f"node {node}: timed out trying to allocate devices") from err
 
     # -- explanations ---------------------------------------------------------------------
     def explain_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> list[list[str]]:
