@@ -30,7 +30,9 @@ point and per optional hook (``ScorePlugin``, ``SortKeyHook``...), ``Plugin``,
 2.4 added ``Action.UPDATE_POD_GENERATED_RESOURCE_CLAIM``,
 ``ObjectWriter.get``, ``patch``, ``create`` and ``delete_object``, ``WriteResult.conflict`` and
 ``obj``, ``Reporter.note``, ``parse_duration`` (a Go duration string in plugin arguments),
-``DEVICE_CLASS_RESOURCE_PREFIX`` and ``is_dra_extended_resource_name``.
+``DEVICE_CLASS_RESOURCE_PREFIX`` and ``is_dra_extended_resource_name``. 2.5 added
+:class:`HintIndex` and ``ClusterEventWithHint.index``: a hint that runs only for the pending
+pods under an event's keys.
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
@@ -53,7 +55,8 @@ What is here, by topic:
 * **What a plugin sees**: the :class:`Handle` its factory receives, the
   :class:`ClusterSnapshot` and :class:`NodeTableView` it reads, the :class:`NodeView` batch
   that Filter and Score answer for, and :class:`PodInfo`.
-* **Requeueing**: :class:`ClusterEvent`, :class:`ClusterEventWithHint`, :class:`Resource`,
+* **Requeueing**: :class:`ClusterEvent`, :class:`ClusterEventWithHint` (with its
+  :class:`HintIndex`), :class:`Resource`,
   :class:`Action`, :class:`QueueingHint`.
 * **Model helpers** the built-ins use: selectors, taints, resources, validation.
 """
@@ -66,6 +69,7 @@ from scheduler.framework.events import (
     Action,
     ClusterEvent,
     ClusterEventWithHint,
+    HintIndex,
     QueueingHint,
     Resource,
 )
@@ -188,7 +192,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "2.4"
+API_VERSION = "2.5"
 
 __all__ = [
     "ALL",
@@ -259,6 +263,7 @@ __all__ = [
     "FilterPodListsHook",
     "FilterResult",
     "Handle",
+    "HintIndex",
     "HostPort",
     "IntArray",
     "InvalidSpecError",
