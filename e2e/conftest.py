@@ -187,7 +187,7 @@ class ReferenceScheduler(LocalScheduler):
 
     def __init__(self, kubeconfig: Path, log_path: Path, binary: Path, *,
                  leader_elect: bool = False, scheduler_name: str = SCHEDULER_NAME,
-                 extra_config: str = "") -> None:
+                 extra_config: str = "", profile_config: str = "") -> None:
         super().__init__(kubeconfig, log_path, None)
         self.binary = binary
         self.config = log_path.parent / f"{log_path.stem}-config.yaml"
@@ -199,7 +199,7 @@ class ReferenceScheduler(LocalScheduler):
             "kind: KubeSchedulerConfiguration\n"
             f"clientConnection: {{kubeconfig: {kubeconfig}}}\n"
             f"leaderElection: {election}\n"
-            f"profiles: [{{schedulerName: {scheduler_name}}}]\n" + extra_config)
+            f"profiles: [{{schedulerName: {scheduler_name}{profile_config}}}]\n" + extra_config)
 
     def start(self) -> None:
         argv = [str(self.binary), f"--config={self.config}", f"--kubeconfig={self.kubeconfig}",
@@ -410,18 +410,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def start_own_scheduler(kubeconfig: Path, log: Path, profile: str, *, shared: str = "",
-                        ours: str = "", lease: tuple[str, str] | None = None) -> LocalScheduler:
+                        ours: str = "", lease: tuple[str, str] | None = None,
+                        profile_config: str = "") -> LocalScheduler:
     """A scheduler process of a test's own, with one profile named ``profile``: ours, or
     upstream kube-scheduler with E2E_SCHEDULER=kube-scheduler. ``shared`` is configuration
-    both read (extenders); ``ours`` only ours (the rescheduler). Ours elects a leader on
-    ``lease`` (namespace, name) when given, else runs without leader election."""
+    both read (extenders); ``ours`` only ours (the rescheduler); ``profile_config`` more
+    fields of the profile, both read (``pluginConfig``), in YAML flow style. Ours elects a
+    leader on ``lease`` (namespace, name) when given, else runs without leader election."""
+    extra = f", {profile_config}" if profile_config else ""
     scheduler: LocalScheduler
     if os.environ.get("E2E_SCHEDULER") == "kube-scheduler":
         from e2e.cluster.cluster import Cluster
 
         binary = Cluster().bin_dir(with_kube_scheduler=True) / "kube-scheduler"
         scheduler = ReferenceScheduler(kubeconfig, log, binary, scheduler_name=profile,
-                                       extra_config=shared)
+                                       extra_config=shared, profile_config=extra)
     else:
         election = ("{leaderElect: false}" if lease is None else
                     f"{{leaderElect: true, resourceNamespace: {lease[0]}, "
@@ -431,7 +434,7 @@ def start_own_scheduler(kubeconfig: Path, log: Path, profile: str, *, shared: st
             "apiVersion: kubescheduler.config.k8s.io/v1\n"
             "kind: KubeSchedulerConfiguration\n"
             f"leaderElection: {election}\n"
-            f"profiles: [{{schedulerName: {profile}}}]\n" + shared + ours)
+            f"profiles: [{{schedulerName: {profile}{extra}}}]\n" + shared + ours)
         scheduler = LocalScheduler(kubeconfig, log, config)
     scheduler.start()
     scheduler.wait_ready()

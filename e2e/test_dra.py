@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from e2e.conftest import Env
+from e2e.conftest import Env, start_own_scheduler
 from e2e.kube import node_of, pod_manifest, pods_path, wait_until
 
 RESOURCE = "/apis/resource.k8s.io/v1"
@@ -322,6 +323,29 @@ def test_an_extended_resource_backed_by_dra_devices(env: Env, dra: Dra) -> None:
     claim = env.kube.get(claims_path(env.ns, status["resourceClaimName"]))
     assert [(d, n) for _, n, d in allocated(claim)] == [("gpu-0", nodes[0])]
     assert reserved_for(claim) == ["pod"]
+
+
+def test_node_resources_fit_scores_an_extended_resource_by_its_devices(
+        env: Env, dra: Dra, kubeconfig: Path, tmp_path: Path) -> None:
+    """NodeResourcesFit with the DRA-backed resource in scoringStrategy.resources
+    (resource_allocation.go, calculateDRAResourceTotals): the node's devices are its
+    allocatable, so LeastAllocated prefers the node with 3 devices (score 66) to the one
+    with 2 (50); nothing else tells the two nodes apart."""
+    nodes = env.nodes("gpu", 2)
+    resource = f"{dra.driver}/gpu"
+    dra.device_class(extended_resource=resource)
+    dra.slice(nodes[0], [device(f"gpu-{i}") for i in range(2)])
+    dra.slice(nodes[1], [device(f"gpu-{i}") for i in range(3)])
+    profile = f"{env.id}-fit"
+    scheduler = start_own_scheduler(
+        kubeconfig, tmp_path / "fit-scheduler.log", profile, profile_config=(
+            "pluginConfig: [{name: NodeResourcesFit, args: {scoringStrategy: "
+            f"{{type: LeastAllocated, resources: [{{name: {resource}, weight: 1}}]}}}}}}]"))
+    try:
+        create_pod(env, "pod", limits={resource: "1"}, scheduler=profile)
+        assert env.wait_bound("pod") == nodes[1]
+    finally:
+        scheduler.stop()
 
 
 def test_nobody_is_preempted_for_a_device(env: Env, dra: Dra) -> None:

@@ -78,6 +78,7 @@ EXTENSION_POINT_BUCKETS = exponential_buckets(0.0001, 2, 12)
 PLUGIN_BUCKETS = exponential_buckets(0.00001, 1.5, 20)
 VICTIM_BUCKETS = exponential_buckets(1, 2, 7)
 ATTEMPTS_COUNT_BUCKETS = exponential_buckets(1, 2, 5)
+DRA_BINDING_CONDITIONS_BUCKETS = exponential_buckets(0.1, 2, 14)
 REST_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0]
 
 QueueCounts = Callable[[], Mapping[str, int]]
@@ -383,6 +384,24 @@ class Metrics:
             "scheduler_podgroup_scheduling_algorithm_duration_seconds", "[ALPHA] Pod group "
             "scheduling algorithm latency in seconds", [], buckets=ATTEMPT_BUCKETS,
             registry=reg)
+        # DynamicResources' wait for binding conditions in PreBind (DRADeviceBindingConditions,
+        # on in v1.37.2); status is success, failure, timeout or error.
+        self.dra_binding_conditions_allocations = CounterVec(
+            "scheduler_dra_bindingconditions_allocations", "[ALPHA] Number of allocations "
+            "using devices with BindingConditions, counted per driver per scheduling attempt",
+            ["profile", "driver", "status"], registry=reg)
+        self.dra_binding_conditions_wait = HistogramVec(
+            "scheduler_dra_bindingconditions_wait_duration_seconds", "[ALPHA] Time in seconds "
+            "spent waiting for BindingConditions to be satisfied during PreBind.",
+            ["profile", "driver", "status"], buckets=DRA_BINDING_CONDITIONS_BUCKETS,
+            registry=reg)
+        # k8s.io/dynamic-resource-allocation's, which kube-scheduler registers with
+        # DRAExtendedResource: the claims it creates for DRA-backed extended resources.
+        self.resource_claim_creates = CounterVec(
+            "dynamic_resource_allocation_resourceclaim_creates", "[ALPHA] Number of "
+            "ResourceClaims creation requests, categorized by creation status, admin access, "
+            "and owning API group and kind (either Pod or scheduling.k8s.io/PodGroup)",
+            ["status", "admin_access", "owner_api_group", "owner_api_kind"], registry=reg)
         self.preemption_attempts = CounterVec(
             "scheduler_preemption_attempts", "[STABLE] Total preemption attempts in the "
             "cluster till now", [], registry=reg)

@@ -34,6 +34,8 @@ point and per optional hook (``ScorePlugin``, ``SortKeyHook``...), ``Plugin``,
 2.5 added pod-group preemption: the optional :class:`PodGroupPostFilterHook` of PostFilter
 plugins, the :class:`PodGroupSimulation` it runs the group's algorithm on,
 :class:`ProposedAssignment` and :class:`PodGroupPostFilterResult`.
+2.6 added :class:`HintIndex` and ``ClusterEventWithHint.index``: a hint that runs only for the
+pending pods under an event's keys.
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
@@ -56,7 +58,8 @@ What is here, by topic:
 * **What a plugin sees**: the :class:`Handle` its factory receives, the
   :class:`ClusterSnapshot` and :class:`NodeTableView` it reads, the :class:`NodeView` batch
   that Filter and Score answer for, and :class:`PodInfo`.
-* **Requeueing**: :class:`ClusterEvent`, :class:`ClusterEventWithHint`, :class:`Resource`,
+* **Requeueing**: :class:`ClusterEvent`, :class:`ClusterEventWithHint` (with its
+  :class:`HintIndex`), :class:`Resource`,
   :class:`Action`, :class:`QueueingHint`.
 * **Model helpers** the built-ins use: selectors, taints, resources, validation.
 """
@@ -69,6 +72,7 @@ from scheduler.framework.events import (
     Action,
     ClusterEvent,
     ClusterEventWithHint,
+    HintIndex,
     QueueingHint,
     Resource,
 )
@@ -195,7 +199,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "2.5"
+API_VERSION = "2.6"
 
 __all__ = [
     "ALL",
@@ -266,6 +270,7 @@ __all__ = [
     "FilterPodListsHook",
     "FilterResult",
     "Handle",
+    "HintIndex",
     "HostPort",
     "IntArray",
     "InvalidSpecError",

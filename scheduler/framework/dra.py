@@ -37,6 +37,11 @@ class AllocatedDevices:
     shared_devices: frozenset[DeviceID] = frozenset()
     consumed: Mapping[DeviceID, Mapping[str, int]] = field(default_factory=dict)
 
+    def is_allocated(self, device_id: DeviceID) -> bool:
+        """``IsDeviceAllocated``: held whole, by a share, or with capacity consumed."""
+        return (device_id in self.devices or device_id in self.shared_devices
+                or device_id in self.consumed)
+
 
 class DraManager(Protocol):
     """What the DynamicResources plugin reads and tracks, shared by every profile."""

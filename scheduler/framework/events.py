@@ -8,7 +8,7 @@ when such an event arrives for one of the plugins that rejected it.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,10 +104,23 @@ class QueueingHint(enum.Enum):
 QueueingHintFn = Callable[[Any, Any, Any], QueueingHint]
 
 
+@dataclass(frozen=True, eq=False)
+class HintIndex:
+    """What a hint can answer Queue for, as keys (API 2.6): the queue indexes its pending
+    pods by ``pod_keys(pod)`` and runs the hint only for the pods indexed under a key of
+    ``event_keys(old, new)``; None from ``event_keys`` runs it for every pod. Both are
+    cheap functions of their arguments alone; ``pod_keys`` runs under the queue's lock.
+    The hint's answers must not change: a pod outside the keys is one it answers Skip."""
+
+    pod_keys: Callable[[Any], Iterable[str]]
+    event_keys: Callable[[Any, Any], Iterable[str] | None]
+
+
 @dataclass(frozen=True)
 class ClusterEventWithHint:
     event: ClusterEvent
     hint: QueueingHintFn | None = None
+    index: HintIndex | None = None
 
 
 # Events the scheduler itself raises.

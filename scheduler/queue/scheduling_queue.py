@@ -57,10 +57,12 @@ from scheduler.framework.events import (
     Action,
     ClusterEvent,
     ClusterEventWithHint,
+    HintIndex,
     QueueingHint,
     Resource,
 )
 from scheduler.queue.heap import IndexedHeap
+from scheduler.queue.hint_index import PoolIndex, event_keys
 from scheduler.queue.nominator import Nominator
 from scheduler.queue.pod_changes import (
     generated_claims_changed,
@@ -140,6 +142,16 @@ def _uid(qpi: QueuedPodInfo[P]) -> str:
     return qpi.pod.uid
 
 
+def _indexed(registered: ClusterEventWithHint, uid: str,
+             allowed: Mapping[HintIndex, set[str]] | None) -> bool:
+    """Whether the registration's hint is to run for the pod: it has no index, the event's
+    keys are not known (None), or the pod is under one of them."""
+    if registered.index is None or not allowed:
+        return True
+    uids = allowed.get(registered.index)
+    return uids is None or uid in uids
+
+
 def is_wildcard(event: ClusterEvent) -> bool:
     return event.resource is Resource.WILDCARD and event.action == Action.ALL
 
@@ -215,6 +227,14 @@ class SchedulingQueue(Generic[P]):
             r.event for table in self._hints.values() for regs in table.values() for r in regs
         )
         self._interest: dict[ClusterEvent, frozenset[str]] = {}
+        # The hints' pre-queueing indexes (HintIndex), per profile and per event.
+        self._profile_indexes = {
+            profile: tuple(r.index for regs in table.values() for r in regs
+                           if r.index is not None)
+            for profile, table in self._hints.items()
+        }
+        self._any_index = any(self._profile_indexes.values())
+        self._event_indexes: dict[ClusterEvent, tuple[HintIndex, ...]] = {}
 
     def _init_queues(self, order: Callable[[QueuedPodInfo[P]], Any]) -> None:
         """The lock, the three heaps, the gated pool, the in-flight pods with their event
@@ -225,6 +245,7 @@ class SchedulingQueue(Generic[P]):
         self._backoff: IndexedHeap[QueuedPodInfo[P]] = IndexedHeap(_uid, self._backoff_order)
         self._error_backoff: IndexedHeap[QueuedPodInfo[P]] = IndexedHeap(_uid, self._expiry_key)
         self._pool: dict[str, _PoolEntry[P]] = {}
+        self._pool_index = PoolIndex(self._indexes_of)
         self._pool_tokens = itertools.count()
         # The group members their own PreEnqueue check holds: group -> uid -> gating plugin.
         self._gated_members: dict[Hashable, dict[str, str]] = {}
@@ -287,6 +308,8 @@ class SchedulingQueue(Generic[P]):
                     self._add_new_locked(new)
                 return
             entry.qpi.pod = new
+            if self._any_index:
+                self._pool_index.add(uid, new)
             self.nominator.update(old, new)
             if not changed:
                 return
@@ -311,7 +334,7 @@ class SchedulingQueue(Generic[P]):
             self._active.delete(uid)
             self._backoff.delete(uid)
             self._error_backoff.delete(uid)
-            self._pool.pop(uid, None)
+            self._drop_from_pool_locked(uid)
             self._forget_member_gate_locked(uid)
             record = self._in_flight.get(uid)
             if record is not None:
@@ -367,7 +390,7 @@ class SchedulingQueue(Generic[P]):
                     continue
                 self._active.delete(uid)
                 self._backoff.delete(uid)
-                self._pool.pop(uid, None)
+                self._drop_from_pool_locked(uid)
                 self._start_attempt_locked(qpi)
                 taken.append(qpi)
         return taken
@@ -471,8 +494,11 @@ class SchedulingQueue(Generic[P]):
             return
         interested = self._interested_plugins(event)
         wildcard = is_wildcard(event)
+        keyed = event_keys(self._indexes_for(event), old, new)
         with self._lock:
             self._log_event_locked(event, old, new)
+            allowed = {index: self._pool_index.uids(index, keys)
+                       for index, keys in keyed.items() if keys is not None}
             candidates = [
                 self._candidate_locked(entry)
                 for entry in self._pool.values()
@@ -482,7 +508,7 @@ class SchedulingQueue(Generic[P]):
 
         decisions: list[tuple[_Candidate[P], Strategy]] = []
         for candidate in candidates:
-            strategy = self._worth_requeuing(candidate, event, old, new)
+            strategy = self._worth_requeuing(candidate, event, old, new, allowed)
             if strategy is not Strategy.SKIP:
                 decisions.append((candidate, strategy))
         if not decisions:
@@ -542,7 +568,7 @@ class SchedulingQueue(Generic[P]):
             self._log_event_locked(UNSCHEDULABLE_TIMEOUT, None, None)
             moved: list[str] = []
             for qpi in stale:
-                del self._pool[qpi.uid]
+                self._drop_from_pool_locked(qpi.uid)
                 moved.append(self._requeue_locked(qpi, Strategy.AFTER_BACKOFF))
             self._incoming_locked(str(UNSCHEDULABLE_TIMEOUT), *moved)
             self._notify_if(*moved)
@@ -681,9 +707,11 @@ class SchedulingQueue(Generic[P]):
 
     # -- internals: hints (called without the lock) -----------------------------------------
     def _worth_requeuing(
-        self, c: _Candidate[P], event: ClusterEvent, old: object, new: object
+        self, c: _Candidate[P], event: ClusterEvent, old: object, new: object,
+        allowed: Mapping[HintIndex, set[str]] | None = None,
     ) -> Strategy:
-        """Upstream ``isPodWorthRequeuing``."""
+        """Upstream ``isPodWorthRequeuing``; ``allowed``: per hint index, the pooled pods
+        its hint may answer Queue for (the others' hint is not run: it would Skip)."""
         rejectors = c.unschedulable | c.pending
         if not rejectors:
             return Strategy.AFTER_BACKOFF
@@ -698,7 +726,8 @@ class SchedulingQueue(Generic[P]):
         strategy = Strategy.SKIP
         for plugin in sorted(rejectors):
             for registered in hints.get(plugin, ()):
-                if not event.matches(registered.event):
+                if not event.matches(registered.event) or not _indexed(
+                        registered, c.qpi.uid, allowed):
                     continue
                 hint = self._hint(registered, c.pod, old, new, plugin=plugin, event=event)
                 if hint is QueueingHint.SKIP:
@@ -743,6 +772,22 @@ class SchedulingQueue(Generic[P]):
                 if not c.pending:
                     return strategy
         return strategy
+
+    def _indexes_of(self, pod: P) -> tuple[HintIndex, ...]:
+        """The hint indexes of the pod's profile."""
+        profile = "" if self._profile_of is None else self._profile_of(pod)
+        return self._profile_indexes.get(profile, ())
+
+    def _indexes_for(self, event: ClusterEvent) -> tuple[HintIndex, ...]:
+        """The hint indexes of the registrations matching ``event`` (memoised)."""
+        if not self._any_index:
+            return ()
+        found = self._event_indexes.get(event)
+        if found is None:
+            found = tuple(r.index for table in self._hints.values() for regs in table.values()
+                          for r in regs if r.index is not None and event.matches(r.event))
+            self._event_indexes[event] = found
+        return found
 
     def _interested_plugins(self, event: ClusterEvent) -> frozenset[str]:
         """The plugins that registered an event matching ``event`` in any profile
@@ -856,6 +901,12 @@ class SchedulingQueue(Generic[P]):
 
     def _add_to_pool_locked(self, qpi: QueuedPodInfo[P]) -> None:
         self._pool[qpi.uid] = _PoolEntry(qpi, next(self._pool_tokens))
+        if self._any_index:
+            self._pool_index.add(qpi.uid, qpi.pod)
+
+    def _drop_from_pool_locked(self, uid: str) -> None:
+        if self._pool.pop(uid, None) is not None and self._any_index:
+            self._pool_index.remove(uid)
 
     def _passes_pre_enqueue_locked(self, qpi: QueuedPodInfo[P]) -> bool:
         """The PreEnqueue checks; a pod-group member passes only when none of its group's
@@ -935,7 +986,7 @@ class SchedulingQueue(Generic[P]):
             return False
         if qpi.initial_attempt_timestamp is None:
             qpi.initial_attempt_timestamp = self._clock()
-        self._pool.pop(uid, None)
+        self._drop_from_pool_locked(uid)
         self._backoff.delete(uid)
         self._error_backoff.delete(uid)
         self._active.add_or_update(qpi)
@@ -946,7 +997,7 @@ class SchedulingQueue(Generic[P]):
         if not self._passes_pre_enqueue_locked(qpi):
             self._add_to_pool_locked(qpi)
             return False
-        self._pool.pop(uid, None)
+        self._drop_from_pool_locked(uid)
         if not qpi.unschedulable_plugins and not qpi.pending_plugins:
             self._backoff.delete(uid)
             self._error_backoff.add_or_update(qpi)
@@ -968,7 +1019,7 @@ class SchedulingQueue(Generic[P]):
         entry = self._pool.get(c.qpi.uid)
         if entry is None or entry.token != c.token:
             return None  # moved (and maybe retried) since the snapshot
-        del self._pool[c.qpi.uid]
+        self._drop_from_pool_locked(c.qpi.uid)
         return self._requeue_locked(entry.qpi, strategy)
 
     def _finish_requeue_locked(self, qpi: QueuedPodInfo[P], strategy: Strategy) -> bool:

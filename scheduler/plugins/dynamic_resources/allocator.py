@@ -90,9 +90,29 @@ __all__ = [
     "AllocationError",
     "Allocator",
     "AllocatorCache",
+    "Deadline",
     "FailedOnNodeError",
+    "SearchTimeoutError",
     "apply_taint_rules",
 ]
+
+
+class SearchTimeoutError(Exception):
+    """The deadline passed while ``allocate`` ran (upstream's ``filter operation aborted:
+    context deadline exceeded``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """When ``allocate`` must give up: upstream's Filter context with ``filterTimeout``,
+    which its search checks at every step (``allocateOne``)."""
+
+    clock: Callable[[], float]
+    at: float
+
+    def check(self) -> None:
+        if self.clock() >= self.at:
+            raise SearchTimeoutError
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,9 +215,11 @@ class Allocator:
         self._in_use_per_slice: dict[int, int] | None = None
 
     def allocate(
-        self, node_name: str, labels: Mapping[str, str], claims: Sequence[ResourceClaim]
+        self, node_name: str, labels: Mapping[str, str], claims: Sequence[ResourceClaim],
+        deadline: Deadline | None = None,
     ) -> list[AllocationResult] | None:
-        """``Allocator.Allocate``: one result per claim, or None if this node has no solution."""
+        """``Allocator.Allocate``: one result per claim, or None if this node has no solution;
+        :class:`SearchTimeoutError` once ``deadline`` has passed."""
         node = self.view.node(node_name, labels)
         plan = self._plan(claims)
         if plan is not None:
@@ -208,16 +230,19 @@ class Allocator:
             if found is None:
                 self._rejections += 1
             if found is not Outcome.SEARCH:
+                # Where the search's last step would have checked it.
+                if deadline is not None:
+                    deadline.check()
                 if found is None and node.any_invalid:
                     raise FailedOnNodeError("invalid resource pools were encountered")
                 return found
-        return self.search(node, claims)
+        return self.search(node, claims, deadline)
 
     def search(
-        self, node: NodeView, claims: Sequence[ResourceClaim]
+        self, node: NodeView, claims: Sequence[ResourceClaim], deadline: Deadline | None = None
     ) -> list[AllocationResult] | None:
         """The full search (upstream's ``Allocate``), without the fast path."""
-        run = _Run(self, node, claims)
+        run = _Run(self, node, claims, deadline)
         run.prepare()
         try:
             done = run.allocate_one(0, 0, 0, 0, False, (0, 0, 0))
@@ -297,8 +322,10 @@ Location = tuple[int, int, int]
 class _Run:
     """One ``Allocate`` call: the search state (``allocator`` in upstream's code)."""
 
-    def __init__(self, alloc: Allocator, node: NodeView, claims: Sequence[ResourceClaim]) -> None:
+    def __init__(self, alloc: Allocator, node: NodeView, claims: Sequence[ResourceClaim],
+                 deadline: Deadline | None = None) -> None:
         self.a = alloc
+        self.deadline = deadline
         self.node = node
         self.claims = claims
         self.pools = node.pools
@@ -413,6 +440,8 @@ class _Run:
     ) -> bool:
         """``allocateOne``: place device ``di`` of request ``ri`` (subrequest ``si``) of claim
         ``ci`` and everything after it; True when a complete solution was found."""
+        if self.deadline is not None:
+            self.deadline.check()
         if ci >= len(self.claims):
             return True
         if ri >= len(self.claims[ci].spec.requests):

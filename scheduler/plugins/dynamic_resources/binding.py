@@ -125,7 +125,11 @@ def create_extended_claim(handle: Handle, node_claim: ResourceClaim) -> Resource
     namespace = meta.get("namespace", "")
     created = handle.writer.create(
         f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims", raw)
-    if not created.ok or created.obj is None:
+    ok = created.ok and created.obj is not None
+    # Not admin access, owned by a Pod (of the core group).
+    handle.metrics.resource_claim_creates.labels(
+        "success" if ok else "failure", "false", "", "Pod").inc()
+    if not ok or created.obj is None:
         # klog.KObj of a claim without a name.
         raise BindError(f"create claim for extended resources {namespace}/: {created.message}")
     return ResourceClaim.parse(created.obj)

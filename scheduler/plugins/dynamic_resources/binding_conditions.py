@@ -10,13 +10,16 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from scheduler.plugin_api import DeviceRequestAllocationResult, ResourceClaim
+from scheduler.plugin_api import DeviceRequestAllocationResult, Metrics, ResourceClaim
 
 # ErrDeviceBindingTimeout, ErrDeviceBindingFailed
 ERR_TIMEOUT = "device binding timeout"
 ERR_FAILED = "device binding failed"
 # PreBind polls the claims this often (wait.PollUntilContextTimeout's interval).
 POLL_SECONDS = 5.0
+# The status label of the wait's metrics (BindingConditionsStatus*).
+STATUS_SUCCESS, STATUS_FAILED, STATUS_TIMEOUT, STATUS_ERROR = (
+    "success", "failure", "timeout", "error")
 
 
 class BindingFailedError(Exception):
@@ -88,3 +91,30 @@ def unavailable(claim: ResourceClaim, binding_timeout: float, now: float) -> boo
         return not ready_for_binding(claim) and timed_out(claim, binding_timeout, now)
     except BindingFailedError:
         return True
+
+
+def wait_status(problem: str | None) -> str:
+    """The metrics' status of a wait that ended with ``problem`` (None: every condition
+    met): which of upstream's errors it is (``ErrDeviceBindingTimeout``,
+    ``ErrDeviceBindingFailed``), else ``error``."""
+    if problem is None:
+        return STATUS_SUCCESS
+    if problem.startswith(ERR_TIMEOUT):
+        return STATUS_TIMEOUT
+    return STATUS_FAILED if problem.startswith(ERR_FAILED) else STATUS_ERROR
+
+
+def record_wait(metrics: Metrics, profile: str, claims: Sequence[ResourceClaim],
+                status: str, seconds: float) -> None:
+    """PreBind's metrics after the wait: its duration once per allocated device, and an
+    allocation counted per device with binding conditions."""
+    for claim in claims:
+        if claim.allocation is None:
+            continue
+        for r in claim.allocation.results:
+            metrics.dra_binding_conditions_wait.labels(profile, r.driver, status).observe(
+                seconds)
+        for r in claim.allocation.results:
+            if r.binding_conditions:
+                metrics.dra_binding_conditions_allocations.labels(
+                    profile, r.driver, status).inc()

@@ -27,8 +27,8 @@ from scheduler.plugin_api import (
     SelectorCache,
 )
 from scheduler.plugins.dynamic_resources.allocator import AllocatedState
-from scheduler.plugins.dynamic_resources.pools import node_matches
 from scheduler.plugins.dynamic_resources.view import claim_ref
+from scheduler.plugins.helper.dra_nodes import node_matches
 
 
 @dataclass

@@ -20,19 +20,17 @@
 - **PreBind** writes each claim: finalizer, allocation, the pod in ``reservedFor``
   (``binding.py``), then waits for the binding conditions of the devices that have some
   (``binding_conditions.py``, with the Event ``BindingConditionsPending``); Filter leaves out
-  claims whose conditions failed or timed out.
+  claims whose conditions failed or timed out. The wait is recorded in upstream's
+  ``scheduler_dra_bindingconditions_*`` metrics.
 - **DRA-backed extended resources** (``extended_resources.py``): the claim the scheduler
-  makes for a pod's ``example.com/gpu: 1``, created in PreBind, named in the pod's status.
-
-Not done, unlike upstream: NodeResourcesFit's scoring of DRA-backed extended resources and
-the DRA metrics.
+  makes for a pod's ``example.com/gpu: 1``, created in PreBind (counted in
+  ``dynamic_resource_allocation_resourceclaim_creates_total``), named in the pod's status.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import threading
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -71,7 +69,9 @@ from scheduler.plugins.dynamic_resources.allocator import (
     AllocationError,
     Allocator,
     AllocatorCache,
+    Deadline,
     FailedOnNodeError,
+    SearchTimeoutError,
     apply_taint_rules,
 )
 from scheduler.plugins.dynamic_resources.args import DynamicResourcesArgs
@@ -88,8 +88,10 @@ from scheduler.plugins.dynamic_resources.binding_conditions import (
     BindingFailedError,
     has_binding_conditions,
     ready_for_binding,
+    record_wait,
     timed_out,
     unavailable,
+    wait_status,
 )
 from scheduler.plugins.dynamic_resources.claim_writes import (
     FINALIZER,
@@ -396,12 +398,13 @@ class DynamicResources:
         if (not st.shared_slices and node not in st.nodes_with_slices
                 and all(_needs_a_device(c) for c in claims)):
             return None  # no device can be on this node: what the allocator would answer
-        # The timeout bounds the search's real time, whatever clock the scheduler runs on.
-        started = time.perf_counter()
-        found = st.allocator.allocate(node, labels, claims)
-        if self.filter_timeout and time.perf_counter() - started > self.filter_timeout:
-            raise AllocationError(f"node {node}: timed out trying to allocate devices")
-        return found
+        # filterTimeout per node, checked at every step of the search (0: none).
+        deadline = (Deadline(self.handle.now, self.handle.now() + self.filter_timeout)
+                    if self.filter_timeout else None)
+        try:
+            return st.allocator.allocate(node, labels, claims, deadline)
+        except SearchTimeoutError as err:
+            raise AllocationError(f"node {node}: timed out trying to allocate devices") from err
 
     # -- explanations ---------------------------------------------------------------------
     def explain_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> list[list[str]]:
@@ -566,7 +569,10 @@ class DynamicResources:
         if has_binding_conditions(st.claims):
             self.handle.reporter.note(pod, "BindingConditionsPending",
                                       f"waiting for binding conditions for device on node {node}")
+            started = self.handle.now()
             problem = self._wait_for_binding_conditions(st)
+            record_wait(self.handle.metrics, self.handle.profile_name, st.claims,
+                        wait_status(problem), self.handle.now() - started)
             if problem is not None:
                 return Status.error(problem)
         dra = self.handle.dra

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from scheduler.plugin_api import CounterSet, NodeSelector, ResourceSlice
+from scheduler.plugin_api import CounterSet, ResourceSlice
+from scheduler.plugins.helper.dra_nodes import node_matches
 
 
 @dataclass(slots=True)
@@ -29,23 +30,6 @@ class Pool:
     @property
     def pool_id(self) -> str:
         return f"{self.driver}/{self.name}"
-
-
-def node_matches(
-    node_name: str,
-    labels: Mapping[str, str],
-    name_to_match: str | None,
-    all_nodes: bool | None,
-    selector: NodeSelector | None,
-) -> bool:
-    """``NodeMatches``: a node name, all nodes, or a node selector; none of them -> False."""
-    if name_to_match:
-        return node_name == name_to_match
-    if all_nodes:
-        return True
-    if selector is not None:
-        return selector.matches(labels, node_name)
-    return False
 
 
 def _slice_is_relevant(s: ResourceSlice, node_name: str, labels: Mapping[str, str]) -> bool:

@@ -47,7 +47,8 @@ from scheduler.plugin_api import (
     enhance_runtime_error,
 )
 from scheduler.plugins.dynamic_resources import capacity as cap
-from scheduler.plugins.dynamic_resources.pools import Pool, gather_pools, node_matches
+from scheduler.plugins.dynamic_resources.pools import Pool, gather_pools
+from scheduler.plugins.helper.dra_nodes import node_matches
 
 # A node view per node (and label set, where slices select nodes by label); far more than a
 # cluster's nodes means labels keep changing, and the memo starts over.

@@ -1,6 +1,11 @@
 """A pod's requests against the nodes' allocatable, for every node of a view at once
 (upstream ``noderesources/resource_allocation.go``), and the defaults of the ``resources``
-lists with weights of the NodeResources plugins' arguments."""
+lists with weights of the NodeResources plugins' arguments.
+
+A DRA-backed extended resource (one a DeviceClass serves, DRAExtendedResource) that a node
+does not offer in its allocatable is counted from the node's devices instead: allocatable
+is the number of its devices the class selects, allocated those of them in use
+(``calculateDRAResourceTotals``), when :class:`DraScoring` is given."""
 
 from __future__ import annotations
 
@@ -9,17 +14,29 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import structlog
 
 from scheduler.plugin_api import (
     CPU,
     EPHEMERAL_STORAGE,
     MEMORY,
+    AllocatedDevices,
     BoolArray,
+    CELError,
+    Device,
+    DeviceClass,
+    DraManager,
     IntArray,
     NodeView,
     PodInfo,
+    ResourceSlice,
+    SelectorCache,
+    is_dra_extended_resource_name,
     is_scalar_resource,
 )
+from scheduler.plugins.helper.dra_nodes import node_matches
+
+log = structlog.get_logger("scheduler.plugins.resource_allocation")
 
 DEFAULT_RESOURCES: tuple[Mapping[str, Any], ...] = (
     {"name": CPU, "weight": 1},
@@ -104,9 +121,12 @@ def allocation_inputs(
     resources: Sequence[ResourceSpec],
     pod_requests: Sequence[int],
     use_requested: bool,
+    dra: DraScoring | None = None,
 ) -> AllocationInputs:
     """Upstream ``calculateNodeAllocatableRequest`` for every resource and node at once; cpu
-    and memory count non-zero requests unless ``use_requested``."""
+    and memory count non-zero requests unless ``use_requested``; with ``dra``, a requested
+    DRA-backed extended resource is counted from the devices of the nodes that have none of
+    it in their allocatable."""
     table = nodes.snapshot.nodes
     cols = _allocation_columns(nodes, resources, pod_requests)
     taken = [0 if c is None else c for c in cols]
@@ -125,6 +145,8 @@ def allocation_inputs(
     skipped = [j for j, c in enumerate(cols) if c is None]
     if skipped:
         allocatable[skipped] = 0
+    if dra is not None:
+        _fill_dra_backed(nodes, resources, pod_requests, dra, allocatable, used)
     pod = np.asarray(pod_requests, dtype=np.int64)[:, None]
     present = allocatable != 0
     if present.all():
@@ -134,3 +156,99 @@ def allocation_inputs(
         np.where(present, allocatable, 1),
     )
 
+
+
+# -- DRA-backed extended resources ----------------------------------------------------------
+@dataclass(frozen=True)
+class DraScoring:
+    """What scoring reads of DRA for one pod (upstream's ``draPreScoreState``, with the DRA
+    manager and the CEL cache of the scorer): the devices in use and the slices."""
+
+    manager: DraManager
+    allocated: AllocatedDevices
+    slices: Sequence[ResourceSlice]
+    cel_cache: SelectorCache
+
+    @classmethod
+    def of(cls, manager: DraManager | None, resources: Sequence[ResourceSpec],
+           cel_cache: SelectorCache) -> DraScoring | None:
+        """``getDRAPreScoredParams``: None when no resource of ``resources`` is served by a
+        DeviceClass (nothing to count then)."""
+        if manager is None or not any(
+            is_dra_extended_resource_name(r.name)
+            and manager.class_for_extended_resource(r.name) is not None for r in resources
+        ):
+            return None
+        return cls(manager, manager.allocated(), manager.slices(), cel_cache)
+
+    def totals(self, resource_name: str, node_name: str,
+               labels: Mapping[str, str]) -> tuple[int, int]:
+        """``calculateDRAExtendedResourceAllocatableRequest``: (devices of the node the class
+        of ``resource_name`` selects, those of them in use); (0, 0) when no class serves it
+        or a selector fails, as upstream, which logs the error."""
+        device_class = self.manager.class_for_extended_resource(resource_name)
+        if device_class is None:
+            return 0, 0
+        capacity = allocated = 0
+        try:
+            for s in self.slices:
+                for device in _devices_on_node(s, node_name, labels):
+                    if self._class_selects(device_class, s.driver, device):
+                        capacity += 1
+                        allocated += self.allocated.is_allocated((s.driver, s.pool, device.name))
+        except CELError as err:
+            log.error("Failed to calculate DRA resource capacity and allocated", node=node_name,
+                      resource=resource_name, device_class=device_class.name, error=str(err))
+            return 0, 0
+        return capacity, allocated
+
+    def _class_selects(self, device_class: DeviceClass, driver: str, device: Device) -> bool:
+        """``deviceMatchesClass``: every CEL selector of the class; a compile or runtime
+        error raises :class:`CELError`."""
+        for expression in device_class.selectors:
+            if expression is None:
+                continue
+            compiled = self.cel_cache.get_or_compile(expression)
+            if compiled.error is not None:
+                raise CELError(compiled.error)
+            if not compiled.matches(device.cel_input(driver)):
+                return False
+        return True
+
+
+def _devices_on_node(s: ResourceSlice, node_name: str,
+                     labels: Mapping[str, str]) -> Sequence[Device]:
+    """The devices of a slice that are on the node, as ``calculateDRAResourceTotals`` picks
+    them: per device with per-device node selection, else the whole slice (a slice without
+    a node name, ``allNodes`` or a selector counts everywhere, as upstream's)."""
+    if s.per_device_node_selection:
+        return [d for d in s.devices
+                if d.all_nodes or (d.node_name and d.node_name == node_name)
+                or (d.node_selector is not None
+                    and node_matches(node_name, labels, d.node_name, d.all_nodes,
+                                     d.node_selector))]
+    if not s.all_nodes and s.node_name != node_name and s.node_selector is not None:
+        if not node_matches(node_name, labels, s.node_name, s.all_nodes, s.node_selector):
+            return ()
+    elif not s.all_nodes and s.node_name and s.node_name != node_name:
+        return ()
+    return s.devices
+
+
+def _fill_dra_backed(
+    nodes: NodeView, resources: Sequence[ResourceSpec], pod_requests: Sequence[int],
+    dra: DraScoring, allocatable: IntArray, used: IntArray,
+) -> None:
+    """``calculateResourceAllocatableRequest``'s DRA branch: for each scalar resource the pod
+    requests, on each node without it in its allocatable, the counts of the node's devices
+    (written into the resource-major ``allocatable`` and ``used``)."""
+    table = nodes.snapshot.nodes
+    for j, (spec, request) in enumerate(zip(resources, pod_requests, strict=True)):
+        if not request or spec.name in _NATIVE or not is_scalar_resource(spec.name):
+            continue
+        for pos in np.flatnonzero(allocatable[j] == 0).tolist():
+            row = int(nodes.idx[pos])
+            capacity, allocated = dra.totals(spec.name, table.names[row], table.labels[row])
+            if capacity > 0:
+                allocatable[j, pos] = capacity
+                used[j, pos] = allocated

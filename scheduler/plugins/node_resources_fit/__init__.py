@@ -28,9 +28,11 @@ All divisions are Go's integer divisions. Everything is computed for the whole b
 with numpy; rows carrying hypothetical pods already have them in ``NodeView.requested``, and
 their non-zero cpu/memory is adjusted here.
 
-Not supported: extended resources backed by DRA device classes (``DRAExtendedResource``, GA
-in v1.37). Such a request is treated as a plain extended resource, so a node that does not
-advertise it in ``status.allocatable`` fails with ``Insufficient <name>``.
+Extended resources backed by DRA device classes (``DRAExtendedResource``, GA in v1.37): on
+a node that does not offer such a resource in ``status.allocatable``, Filter leaves it to
+DynamicResources (``shouldDelegateResourceToDRA``), and Score, when the strategy lists it,
+counts the node's devices the class selects as its allocatable and those in use as its
+requested (``calculateDRAResourceTotals``), read again each cycle.
 """
 
 from scheduler.plugins.node_resources_fit.args import NodeResourcesFitArgs

@@ -37,6 +37,7 @@ from scheduler.plugin_api import (
     PreFilterResult,
     QueueingHint,
     Resource,
+    SelectorCache,
     Status,
     is_dra_extended_resource_name,
     is_extended_resource_name,
@@ -44,6 +45,7 @@ from scheduler.plugin_api import (
 )
 from scheduler.plugins.helper.explain_text import nodes_phrase, quantity
 from scheduler.plugins.helper.resource_allocation import (
+    DraScoring,
     allocation_inputs,
     pod_request,
 )
@@ -96,6 +98,15 @@ Checks = tuple[tuple[str, int], ...]
 
 
 # -- the plugin -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PreScoreState:
+    """What Score reads: the pod's request of each scoring resource, and what scoring reads
+    of DRA when a DeviceClass serves one of them (upstream's ``preScoreState``)."""
+
+    pod_requests: tuple[int, ...]
+    dra: DraScoring | None
+
+
 @dataclass(frozen=True)
 class PodResourceRequest:
     """What Filter checks: the basic resources, then the scalar ones, request > 0 only."""
@@ -154,6 +165,8 @@ class NodeResourcesFit:
         if self.strategy == REQUESTED_TO_CAPACITY_RATIO and ratio is not None:
             self.shape = build_shape(ratio.shape)
         self._weights = weights_column(self.resources)
+        # Compiles the selectors of the classes behind DRA-backed extended resources.
+        self._cel_cache = SelectorCache()
         self._scores: RowMemo[tuple[int, ...]] = RowMemo(self._score_rows)
         self._misfits: RowMemo[tuple[Checks, frozenset[str]]] = RowMemo(self._misfit_rows)
 
@@ -246,18 +259,27 @@ class NodeResourcesFit:
     def pod_requests(self, pod: PodInfo) -> tuple[int, ...]:
         return tuple(pod_request(pod, r.name, use_requested=False) for r in self.resources)
 
+    def _pre_score_state(self, pod: PodInfo) -> PreScoreState:
+        return PreScoreState(self.pod_requests(pod),
+                             DraScoring.of(self.dra, self.resources, self._cel_cache))
+
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> Status:
-        state.write(PRE_SCORE_STATE_KEY, self.pod_requests(pod))
+        state.write(PRE_SCORE_STATE_KEY, self._pre_score_state(pod))
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> IntArray:
-        pod_requests = state.get(PRE_SCORE_STATE_KEY)
-        if pod_requests is None:
-            pod_requests = self.pod_requests(pod)
-        return self._scores.values(nodes, pod_requests)
+        pre_score: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if pre_score is None:
+            pre_score = self._pre_score_state(pod)
+        if pre_score.dra is not None:
+            # Device counts change with every allocation: not kept with the rows.
+            return self._score_rows(nodes, pre_score.pod_requests, pre_score.dra)
+        return self._scores.values(nodes, pre_score.pod_requests)
 
-    def _score_rows(self, nodes: NodeView, pod_requests: tuple[int, ...]) -> IntArray:
-        inputs = allocation_inputs(nodes, self.resources, pod_requests, use_requested=False)
+    def _score_rows(self, nodes: NodeView, pod_requests: tuple[int, ...],
+                    dra: DraScoring | None = None) -> IntArray:
+        inputs = allocation_inputs(nodes, self.resources, pod_requests, use_requested=False,
+                                   dra=dra)
         if self.strategy == MOST_ALLOCATED:
             return most_allocated_score(inputs, self._weights)
         if self.strategy == REQUESTED_TO_CAPACITY_RATIO:

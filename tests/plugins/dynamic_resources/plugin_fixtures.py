@@ -15,7 +15,7 @@ from scheduler.model.dra import ResourceClaim
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.dynamic_resources.claim_writes import FINALIZER
 from scheduler.plugins.dynamic_resources.plugin import DynamicResources
-from scheduler.testing import full_view, node, pod, scheduler_of
+from scheduler.testing import ManualClock, full_view, node, pod, scheduler_of
 
 NODE_NAME, NODE2_NAME, NODE3_NAME = "worker", "worker-2", "worker-3"
 DRIVER = "some-driver"
@@ -116,6 +116,19 @@ WORKER_NODE_SLICE = resource_slice(NODE_NAME, "instance-1")
 DEVICE_CLASS = device_class()
 
 
+class TickingClock(ManualClock):
+    """A manual clock that moves one second on at every read: time passes as a search runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        self.now += 1.0
+        return self.now - 1.0
+
+
 class Run:
     """One pod through the plugin's points, on a scheduler fed these objects."""
 
@@ -124,10 +137,11 @@ class Run:
                  objs: Sequence[Mapping[str, Any]] = (),
                  nodes: Sequence[Mapping[str, Any]] = (WORKER,),
                  in_flight: Sequence[Mapping[str, Any]] = (),
-                 args: Mapping[str, Any] | None = None) -> None:
+                 args: Mapping[str, Any] | None = None,
+                 clock: ManualClock | None = None) -> None:
         config = None if args is None else {"profiles": [{"pluginConfig": [
             {"name": "DynamicResources", "args": dict(args)}]}]}
-        self.s, self.ports = scheduler_of(config, nodes=nodes,
+        self.s, self.ports = scheduler_of(config, nodes=nodes, clock=clock,
                                           storage=[*claims, *classes, *objs])
         plugin = self.s.profiles["secondary-scheduler"].instances["DynamicResources"]
         assert isinstance(plugin, DynamicResources)

@@ -27,6 +27,7 @@ from tests.plugins.dynamic_resources.plugin_fixtures import (
     WORKER2,
     WORKER_NODE_SLICE,
     Run,
+    TickingClock,
     allocated,
     allocation,
     deleting,
@@ -455,11 +456,11 @@ def _large() -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def test_timeout() -> None:
-    """filterTimeout 1ns: no search ends that fast. Python cannot stop the search midway;
-    the node's allocation is judged when it ends."""
+    """filterTimeout 1ns: on a clock that moves on as the search runs, the deadline has
+    passed at the search's first step, which stops it."""
     claim, large_slice = _large()
     run = Run(pod_with_claim_name(), claims=[claim], classes=[DEVICE_CLASS],
-              objs=[large_slice], args={"filterTimeout": "1ns"})
+              objs=[large_slice], args={"filterTimeout": "1ns"}, clock=TickingClock())
     assert run.pre_filter().is_success()
     assert run.filter() == {
         NODE_NAME: (Code.ERROR, "node worker: timed out trying to allocate devices")}

@@ -7,7 +7,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from scheduler.framework.interface import Code
+from scheduler.model.dra import ResourceClaim
+from scheduler.plugins.dynamic_resources.binding_conditions import wait_status
 from scheduler.testing import pod
 from tests.plugins.dynamic_resources.plugin_fixtures import (
     ALLOCATED_CLAIM,
@@ -166,3 +170,59 @@ def test_prebind_fail_with_binding_timeout() -> None:
     status = run.plugin.pre_bind(run.state, run.pod, NODE_NAME)
     assert (status.code, status.message) == (
         Code.ERROR, "device binding timeout: claim=my-pod-my-resource")
+
+
+def _ready_then(change: str) -> Run:
+    """A claim allocated with its binding condition not yet met, through Reserve; then
+    ``change`` before PreBind waits: ``met`` or ``failed`` (its failure condition True)."""
+    claim = _bound("False", "False", timestamp="2025-12-31T23:50:10Z")
+    run = Run(pod_with_claim_name(), claims=[claim], args={"bindingTimeout": "600s"})
+    assert run.pre_filter().is_success()
+    assert run.plugin.reserve(run.state, run.pod, NODE_NAME).is_success()
+    key = "default/my-pod-my-resource"
+    if change in ("met", "failed"):
+        now = _bound("True", "False") if change == "met" else _bound("False", "True")
+        now["metadata"]["resourceVersion"] = "2"
+        run.s.dra.upsert("resourceclaims", key, ResourceClaim.parse(now))
+    return run
+
+
+# upstream's BindingConditionsStatus labels of the wait's metrics, per way the wait ends.
+WAIT_ENDS = [("met", "success"), ("failed", "failure"), ("never", "timeout")]
+
+
+@pytest.mark.parametrize(("change", "status"), WAIT_ENDS)
+def test_binding_conditions_metrics(change: str, status: str) -> None:
+    """PreBind's wait recorded as upstream's (dynamicresources.go, PreBind):
+    ``scheduler_dra_bindingconditions_wait_duration_seconds`` once per allocated device
+    with the wait's duration, ``scheduler_dra_bindingconditions_allocations_total`` per
+    device with binding conditions, by profile, driver and status."""
+    run = _ready_then(change)
+    run.plugin.pre_bind(run.state, run.pod, NODE_NAME)
+    metrics = run.s.metrics
+    labels = ("secondary-scheduler", DRIVER, status)
+    assert metrics.dra_binding_conditions_allocations.labels(*labels).value == 1
+    counts, total = metrics.dra_binding_conditions_wait.labels(*labels).read()
+    assert sum(counts) == 1
+    # Never met: polled every 5 s until more than the claim's 600 s since its allocation
+    # (10 s before the clock's start) were over, at 15 s.
+    assert total == (15.0 if change == "never" else 0.0)
+    others = [s for _, s in WAIT_ENDS if s != status]
+    assert all(metrics.dra_binding_conditions_allocations.labels(
+        "secondary-scheduler", DRIVER, s).value == 0 for s in others)
+
+
+def test_a_wait_ended_by_another_error_has_status_error() -> None:
+    """A claim gone while PreBind waits is neither ErrDeviceBindingTimeout nor
+    ErrDeviceBindingFailed."""
+    assert wait_status('could not find ResourceClaim "default/c"') == "error"
+    assert wait_status(None) == "success"
+
+
+def test_no_binding_conditions_metrics_without_binding_conditions() -> None:
+    run = Run(pod_with_claim_template(in_status=True), claims=[ALLOCATED_CLAIM, OTHER_CLAIM])
+    assert run.pre_filter().is_success()
+    assert run.plugin.reserve(run.state, run.pod, NODE_NAME).is_success()
+    assert run.plugin.pre_bind(run.state, run.pod, NODE_NAME).is_success()
+    assert b"scheduler_dra_bindingconditions_wait_duration_seconds_count" not in \
+        run.s.metrics.exposition()

@@ -8,6 +8,7 @@ from typing import Any
 
 from scheduler.framework.events import QueueingHint
 from scheduler.framework.interface import Code
+from scheduler.framework.ports import WriteResult
 from scheduler.model.dra import DeviceClass
 from scheduler.model.pod import PodInfo
 from scheduler.plugins.node_resources_fit.fit import _after_device_class_change
@@ -102,6 +103,20 @@ def test_extended_resource_name_with_resources() -> None:
             "resourceClaimName": name}}})]
     assumed = run.claim(name)
     assert assumed is not None and assumed.allocation is not None
+    # extendeddynamicresources.go: ResourceClaimCreatesTotal, not admin access, a Pod's.
+    creates = run.s.metrics.resource_claim_creates
+    assert (creates.labels("success", "false", "", "Pod").value,
+            creates.labels("failure", "false", "", "Pod").value) == (1, 0)
+
+
+def test_a_failed_creation_of_the_extended_claim_is_counted() -> None:
+    run = Run(_pod({GPU: "1"}), classes=[CLASS_WITH_NAME], objs=[WORKER_NODE_SLICE])
+    _through_reserve(run)
+    run.ports.create = lambda path, obj: WriteResult(False, message="forbidden")  # type: ignore[method-assign]
+    assert run.plugin.pre_bind(run.state, run.pod, NODE_NAME).code is Code.ERROR
+    creates = run.s.metrics.resource_claim_creates
+    assert (creates.labels("success", "false", "", "Pod").value,
+            creates.labels("failure", "false", "", "Pod").value) == (0, 1)
 
 
 def test_implicit_extended_resource_name_with_resources() -> None:
