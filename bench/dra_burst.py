@@ -4,14 +4,16 @@
 ``bench/dra_allocator.py``: scheduler_perf's ``resourceslice-basic-devices.yaml``), the class
 ``device.driver == "test-driver.cdi.k8s.io"``, and ``--pods`` pending pods, each with a claim
 from a template asking for one device (the claim exists, is owned by the pod and named in the
-pod's ``status.resourceClaimStatuses``, as the resourceclaim controller leaves it). Every
+pod's ``status.resourceClaimStatuses``, as the resourceclaim controller leaves it), with
+``--allocated`` devices already held by claims of no pending pod (scheduler_perf's
+allocResourceClaims: half_500nodes holds 2,500, full_500nodes 4,990). Every
 cycle runs the default profile: PreFilter, Filter over the nodes, Score, Reserve, PreBind
 (the claim's allocation written through recording ports) and the binding. Each run times
 ``run_cycles`` in wall time and in CPU time of this process; on the shared 2-core machine
 the CPU figure (pods per CPU second) is the one to compare, the median of ``--runs``.
 JSON: bench/results/dra-burst.json.
 
-    .venv/bin/python bench/dra_burst.py [--pods 1000] [--runs 3]
+    .venv/bin/python bench/dra_burst.py [--pods 1000] [--runs 3] [--allocated 4900]
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import random
 import statistics
 import sys
 import time
@@ -52,9 +55,31 @@ def claiming_pod(i: int) -> dict[str, Any]:
         status={"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": f"pod-{i}-gpu"}]})
 
 
-def one_run(pods: int) -> dict[str, Any]:
+def allocated_claims(count: int, slices: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``count`` claims in namespace ``init``, each allocated one device of a random node
+    (the same devices for the same count)."""
+    units = [(s["spec"]["nodeName"], s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"])
+             for s in slices for d in s["spec"]["devices"]]
+    random.Random(1).shuffle(units)
+
+    def claim(i: int, node_name: str, driver: str, pool: str, device: str) -> dict[str, Any]:
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {
+            "name": f"test-claim-{i}", "namespace": "init", "uid": f"init-uid-{i}",
+            "resourceVersion": "1"},
+            "spec": {"devices": {"requests": [{"name": "req-0", "exactly": {
+                "deviceClassName": "test-class", "allocationMode": "ExactCount", "count": 1}}]}},
+            "status": {"allocation": {"devices": {"results": [{
+                "request": "req-0", "driver": driver, "pool": pool, "device": device}]},
+                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [{
+                    "key": "metadata.name", "operator": "In", "values": [node_name]}]}]}}}}
+
+    return [claim(i, *unit) for i, unit in enumerate(units[:count])]
+
+
+def one_run(pods: int, allocated: int) -> dict[str, Any]:
     nodes = [node(f"node-{i}", cpu="64", memory="256Gi") for i in range(NODES)]
-    storage = [DEVICE_CLASS_OBJECT, *(slice_object(i, f"node-{i}") for i in range(NODES)),
+    slices = [slice_object(i, f"node-{i}") for i in range(NODES)]
+    storage = [DEVICE_CLASS_OBJECT, *slices, *allocated_claims(allocated, slices),
                *(template_claim(i) for i in range(pods))]
     s, ports = scheduler_of(nodes=nodes, pods=[claiming_pod(i) for i in range(pods)],
                             storage=storage)
@@ -76,10 +101,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--allocated", type=int, default=0,
+                        help="devices held beforehand by claims of no pending pod")
     parser.add_argument("--label", default="", help="stored with the figures (e.g. a commit)")
     args = parser.parse_args()
-    runs = [one_run(args.pods) for _ in range(args.runs)]
+    runs = [one_run(args.pods, args.allocated) for _ in range(args.runs)]
     result = {"nodes": NODES, "devices_per_node": DEVICES, "pods": args.pods,
+              "allocated": args.allocated,
               "label": args.label, "runs": runs,
               "pods_per_second_median": statistics.median(r["pods_per_second"] for r in runs),
               "pods_per_cpu_second_median": statistics.median(

@@ -49,12 +49,19 @@ class _InFlight:
 
 
 class _DeviceCounts:
-    """Devices held by a set of claims, counted so a claim's removal is exact."""
+    """Devices held by a set of claims, counted so a claim's removal is exact.
+
+    The devices held at least once are kept as sets, changed when a count leaves or
+    reaches zero: every scheduling cycle freezes them, and a set copies in C where
+    filtering 5,000 counts in Python took milliseconds.
+    """
 
     def __init__(self) -> None:
         self.devices: Counter[DeviceID] = Counter()
         self.shared: Counter[DeviceID] = Counter()
         self.consumed: dict[DeviceID, Counter[str]] = {}
+        self.held: set[DeviceID] = set()
+        self.held_shared: set[DeviceID] = set()
 
     def add(self, allocation: AllocationResult | None, sign: int = 1) -> None:
         if allocation is None:
@@ -64,9 +71,9 @@ class _DeviceCounts:
                 continue
             device = (r.driver, r.pool, r.device)
             if r.share_id is None:
-                self.devices[device] += sign
+                _count(self.devices, self.held, device, sign)
                 continue
-            self.shared[device] += sign
+            _count(self.shared, self.held_shared, device, sign)
             if r.consumed_capacity:
                 consumed = self.consumed.setdefault(device, Counter())
                 for name, value in r.consumed_capacity.items():
@@ -76,8 +83,6 @@ class _DeviceCounts:
         overlay = _DeviceCounts()
         for allocation in extra:
             overlay.add(allocation)
-        devices = {d for d, n in self.devices.items() if n > 0} | overlay.devices.keys()
-        shared = {d for d, n in self.shared.items() if n > 0} | overlay.shared.keys()
         consumed: dict[DeviceID, dict[str, int]] = {}
         for counts in (self.consumed, overlay.consumed):
             for device, by_name in counts.items():
@@ -85,7 +90,19 @@ class _DeviceCounts:
                     if value:
                         total = consumed.setdefault(device, {})
                         total[name] = total.get(name, 0) + value
-        return AllocatedDevices(frozenset(devices), frozenset(shared), consumed)
+        return AllocatedDevices(frozenset(self.held.union(overlay.held)),
+                                frozenset(self.held_shared.union(overlay.held_shared)),
+                                consumed)
+
+
+def _count(counts: Counter[DeviceID], held: set[DeviceID], device: DeviceID, sign: int) -> None:
+    """Add ``sign`` to a device's count, keeping ``held`` the devices counted above zero."""
+    n = counts[device] + sign
+    counts[device] = n
+    if n > 0:
+        held.add(device)
+    else:
+        held.discard(device)
 
 
 class DraObjects:

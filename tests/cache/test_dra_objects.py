@@ -3,6 +3,7 @@ dra_manager.go, allocateddevices.go and extendedresourcecache.go)."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -205,3 +206,40 @@ def test_the_intake_feeds_the_watches_into_the_handle() -> None:
     Intake(s).on_dra_object(RESOURCE_CLAIMS, "DELETED", {"metadata": {
         "namespace": "ns", "name": "c"}})
     assert handle.dra.claim("ns", "c") is None
+
+
+def test_allocated_devices_follow_counts_through_random_claim_changes() -> None:
+    """The devices held, kept as sets as counts leave and reach zero, are those a claim
+    (watched, assumed or in flight) holds: what counting every claim again gives
+    (``GatherAllocatedState``), after each of 400 seeded random changes."""
+    rng = random.Random(7)
+    dra = DraObjects()
+    names = [f"c{i}" for i in range(12)]
+    version = 0
+    for _ in range(400):
+        name, version = rng.choice(names), version + 1
+        results = [result(f"d{rng.randrange(8)}", **(
+            {"shareID": f"s{version}-{i}"} if rng.random() < 0.3 else {}))
+            for i in range(rng.randrange(3))]
+        made = claim(name, *results, rv=str(version))
+        action = rng.randrange(4)
+        if action == 0:
+            dra.remove(RESOURCE_CLAIMS, f"ns/{name}")
+        elif action == 1:
+            dra.assume_after_api_call(made)
+        elif action == 2 and results:
+            dra.signal_pending_allocation(claim(name, *results, uid=f"flight-{version}"))
+        else:
+            dra.upsert(RESOURCE_CLAIMS, f"ns/{name}", made)
+        if rng.random() < 0.2:
+            dra.remove_pending_allocation(f"flight-{version - rng.randrange(5)}", force=True)
+        claims = [dra.claim("ns", n) for n in names]
+        held = [c.allocation for c in claims if c is not None and c.allocation is not None]
+        held += [a for a in (dra.pending_allocation(f"flight-{v}") for v in range(version + 1))
+                 if a is not None]
+        results_held = [r for a in held for r in a.results]
+        state = dra.allocated()
+        assert state.devices == {(r.driver, r.pool, r.device) for r in results_held
+                                 if r.share_id is None}
+        assert state.shared_devices == {(r.driver, r.pool, r.device) for r in results_held
+                                        if r.share_id is not None}
