@@ -283,6 +283,40 @@ def test_a_disruption_mode_all_gang_is_preempted_whole() -> None:
     assert _evicted(evictor) == lows
 
 
+def _plain_preemptor_scene(disruption_all: bool) -> tuple[Harness, Any, list[str]]:
+    """e2e/test_gang.py's single-pod case: the low gang of 4 fills the 4 nodes; one plain
+    pod of a higher priority needs one node's room."""
+    h, evictor, lows, highs = _preemption_scene(disruption_all, policy="Never")
+    for name in highs:
+        h.delete(name)
+    h.add(pod("plain", uid="plain", cpu="2", priority=1000))
+    return h, evictor, lows
+
+
+def test_a_plain_pod_preempts_a_disruption_mode_all_gang_whole() -> None:
+    """preemption.go GetVictimsOnNode: single-pod preemption sees the All-mode group on
+    the node as one victim with its pods on the other nodes; all 4 go, as upstream's
+    executor evicts every pod of the victims."""
+    h, evictor, lows = _plain_preemptor_scene(disruption_all=True)
+    h.drain()
+    plugin = h.s.profiles["secondary-scheduler"].instances["DefaultPreemption"]
+    assert plugin.wait_for_actuations(10)  # type: ignore[attr-defined]
+    assert _evicted(evictor) == lows
+    message = h.ports.failures_of("plain")[-1][1]
+    assert "preempting 4 victims" in message, message
+    assert h.s.queue.nominator.node_of(h.uid("plain")) in {f"n{i}" for i in range(4)}
+
+
+def test_a_plain_pod_preempts_one_pod_of_a_single_mode_gang() -> None:
+    h, evictor, lows = _plain_preemptor_scene(disruption_all=False)
+    h.drain()
+    plugin = h.s.profiles["secondary-scheduler"].instances["DefaultPreemption"]
+    assert plugin.wait_for_actuations(10)  # type: ignore[attr-defined]
+    evicted = _evicted(evictor)
+    assert len(evicted) == 1 and evicted[0] in lows
+    assert h.s.queue.nominator.node_of(h.uid("plain")) == f"n{lows.index(evicted[0])}"
+
+
 def test_a_gang_whose_victims_are_going_is_held_then_not_preempting_again() -> None:
     """While its victims are being removed the gang is gated at PreEnqueue; once they are
     terminating by preemption its next cycle sees the preemption under way and evicts
