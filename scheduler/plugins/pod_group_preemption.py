@@ -65,6 +65,7 @@ from scheduler.plugins.default_preemption import (
 )
 from scheduler.plugins.default_preemption import SPEC as POD_SPEC
 from scheduler.plugins.preemption_victims import (
+    POD_GROUP,
     Victim,
     split_victims_by_pdb,
     victim_priority,
@@ -189,6 +190,9 @@ class PodGroupPreemption(DefaultPreemption):
         self, group: PodGroup, members: Sequence[PodInfo], simulation: PodGroupSimulation
     ) -> tuple[PodGroupPostFilterResult | None, Status]:
         result, status = self.preempt_group(group, members, simulation)
+        # Upstream's result label is the status code's String(): SUCCESS -> "Success".
+        label = "".join(word.capitalize() for word in status.code.name.split("_"))
+        self.handle.metrics.workload_preemption_attempts.labels(label).inc()
         if status.message:
             status = Status(status.code, (PREFIX + status.message,), status.plugin)
         return result, status
@@ -213,7 +217,13 @@ class PodGroupPreemption(DefaultPreemption):
             return None, selection
         if self.strict_pdb and selection.num_pdb_violations:
             return None, Status(Code.UNSCHEDULABLE, (STRICT_PDB,))
-        handle.metrics.preemption_victims.observe(selection.num_pods)
+        metrics = handle.metrics
+        # observeVictims: a group's victims have their own histogram, and the units that
+        # were groups' are counted per preemptor kind.
+        metrics.workload_preemption_victims.observe(selection.num_pods)
+        if selection.num_group_disruptions:
+            metrics.preemption_workload_disruptions.labels(POD_GROUP).observe(
+                selection.num_group_disruptions)
         self.actuate_group(preemptor, selection)
         message = f"found a placement for podgroup, preempting {selection.num_pods} victims"
         return PodGroupPostFilterResult(selection.nominations), Status(Code.SUCCESS, (message,))
