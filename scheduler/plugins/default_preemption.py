@@ -569,8 +569,10 @@ class DefaultPreemption:
         batch_rows = rows[np.asarray(with_victims, dtype=np.int64)]
         base_requested = np.take(nodes.requested, batch_rows, axis=0)
         pod_vector = dry.snapshot.resources.pod_vector
-        width = base_requested.shape[1]
-        vectors = np.stack([sum((pod_vector(p) for p in unit), np.zeros(width, np.int64))
+        zero = np.zeros(base_requested.shape[1], dtype=base_requested.dtype)
+        # A lone pod's vector as it is (the common case); a group's pods here, summed.
+        vectors = np.stack([pod_vector(unit[0]) if len(unit) == 1
+                            else sum((pod_vector(p) for p in unit), zero)
                             for units in local for unit in units])
         counts = np.asarray([len(unit) for units in local for unit in units], dtype=np.int64)
         per_node = np.asarray([len(units) for units in local], dtype=np.int64)
