@@ -47,7 +47,7 @@ from scheduler.plugins.default_preemption import (
     aggregate_errors,
     select_candidate,
 )
-from scheduler.plugins.preemption_victims import split_by_pdb
+from scheduler.plugins.preemption_victims import POD, POD_GROUP, split_by_pdb, victims_among
 from scheduler.plugins.registry import default_registry
 from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
 from scheduler.scheduler import Scheduler
@@ -875,6 +875,58 @@ def test_select_victims_on_node_workload_aware(
     assert not errors and not failed, (errors, failed)
     assert [(sorted(v.name for v in cand.victims), cand.num_pdb_violations)
             for cand in candidates] == [want]
+
+
+@pytest.mark.parametrize(
+    ("groups", "pods", "want"),
+    [
+        pytest.param(
+            [], [p("p1", on="node1", prio=MID), p("p2", on="node1", prio=LOW)],
+            [(["p1"], MID, POD), (["p2"], LOW, POD)],
+            id="GenericWorkload enabled, pods with no PodGroup",
+        ),
+        pytest.param(
+            [pod_group("pg1", MID)],
+            [p("p1", on="node1", prio=MID, spec=G("pg1")),
+             p("p2", on="node2", prio=MID, spec=G("pg1")), p("p3", on="node1", prio=LOW)],
+            [(["p1", "p2"], MID, POD_GROUP), (["p3"], LOW, POD)],
+            id="GenericWorkload enabled, pod belonging to PodGroup with disruptionMode All",
+        ),
+        pytest.param(
+            [pod_group("pg1", MID, mode="single")],
+            [p("p1", on="node1", prio=LOW, spec=G("pg1")),
+             p("p2", on="node2", prio=LOW, spec=G("pg1")),
+             p("p3", on="node1", prio=LOW, spec=G("pg1")), p("p4", on="node1", prio=LOW)],
+            [(["p1"], MID, POD_GROUP), (["p3"], MID, POD_GROUP), (["p4"], LOW, POD)],
+            id="GenericWorkload enabled, pods belonging to PodGroup with disruptionMode Single",
+        ),
+        pytest.param(
+            [pod_group("pg-all", HIGH), pod_group("pg-single", MID, mode="single")],
+            [p("p-all-1", on="node1", prio=HIGH, spec=G("pg-all")),
+             p("p-all-2", on="node2", prio=HIGH, spec=G("pg-all")),
+             p("p-single-1", on="node1", prio=LOW, spec=G("pg-single")),
+             p("p-single-2", on="node2", prio=LOW, spec=G("pg-single")),
+             p("p-ind", on="node1", prio=LOW)],
+            [(["p-all-1", "p-all-2"], HIGH, POD_GROUP), (["p-single-1"], MID, POD_GROUP),
+             (["p-ind"], LOW, POD)],
+            id="GenericWorkload enabled, mixed test with individual pods, PodGroup with "
+               "DisruptionMode Single, and PodGroup with DisruptionMode All",
+        ),
+    ],
+)
+def test_get_victims_on_node(
+    groups: list[dict[str, Any]], pods: list[dict[str, Any]],
+    want: list[tuple[list[str], int, str]],
+) -> None:
+    """preemption_test.go TestGetVictimsOnNode (GenericWorkload on, CompositePodGroup off):
+    the victims a single pod's preemption sees on node1."""
+    nodes = sorted({obj["spec"]["nodeName"] for obj in pods})
+    c = cluster([n(name) for name in nodes], pods, pod_groups=groups)
+    row = c.s.snapshot.row_of("node1")
+    assert row is not None
+    victims = victims_among(c.s.snapshot.pods_on(row), c.s.pod_groups)
+    got = sorted((sorted(q.name for q in v.pods), v.priority, v.kind) for v in victims)
+    assert got == sorted(want)
 
 
 def test_design_doc_example_only_the_pod_that_must_go_is_a_victim() -> None:
