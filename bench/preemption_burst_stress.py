@@ -42,7 +42,7 @@ from e2e.conftest import (  # noqa: E402
     LocalScheduler,
     ReferenceScheduler,
 )
-from e2e.kube import Kube, condition, node_of, wait_until  # noqa: E402
+from e2e.kube import Kube, condition, events, node_of, wait_until  # noqa: E402
 from e2e.test_preemption_burst import (  # noqa: E402
     PRIORITIES,
     clear_round,
@@ -131,6 +131,32 @@ def evicted(env: Env, round_: int) -> int:
                if name.startswith(prefix) and env.rec.deleted_at(name) is not None)
 
 
+def preemptions(env: Env, round_: int) -> dict[str, int]:
+    """The round's Preempted events, by preemptor. In this burst one victim makes room for
+    one preemptor (1 cpu of a 2-cpu node), so each event is one preemption, and every event
+    after a preemptor's first is a repeat: its earlier victim's room went to another pod, or
+    it preempted again before the cache showed the victim gone."""
+    prefix = f"r{round_}-"
+    by_preemptor: dict[str, int] = {}
+    for event in events(env.kube, env.ns):
+        regarding = (event.get("regarding") or {}).get("name") or ""
+        if event.get("reason") != "Preempted" or not regarding.startswith(prefix):
+            continue
+        preemptor = (event.get("related") or {}).get("name") or "?"
+        by_preemptor[preemptor] = by_preemptor.get(preemptor, 0) + 1
+    return by_preemptor
+
+
+def count_preemptions(env: Env, result: dict[str, Any]) -> None:
+    """Add the round's preemptions and repeats to ``result`` (after the round, so that the
+    events of its last preemptions are written)."""
+    by_preemptor = preemptions(env, result["round"])
+    result["preemptions"] = sum(by_preemptor.values())
+    result["repeats"] = sum(n - 1 for n in by_preemptor.values())
+    if result["repeats"]:
+        result["repeated_by"] = {p: n for p, n in sorted(by_preemptor.items()) if n > 1}
+
+
 def summary(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     times = sorted(r["settled_s"] for r in rounds if r["settled_s"] is not None)
     return {
@@ -141,6 +167,8 @@ def summary(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         "p90_s": times[int(0.9 * (len(times) - 1))] if times else None,
         "max_s": times[-1] if times else None,
         "evicted": sum(r["evicted"] for r in rounds),
+        "preemptions": sum(r["preemptions"] for r in rounds),
+        "repeats_per_round": round(sum(r["repeats"] for r in rounds) / len(rounds), 2),
     }
 
 
@@ -159,9 +187,10 @@ def main() -> None:
         classes = {prio: env.priority_class(f"p{prio}", prio) for prio in PRIORITIES}
         for round_ in range(args.rounds):
             result = run_round(env, classes, round_, args.stall)
+            clear_round(env, round_)
+            count_preemptions(env, result)
             rounds.append(result)
             print(json.dumps(result), flush=True)
-            clear_round(env, round_)
     report = {"scheduler": name, "busy_cores": args.busy, "stall_s": args.stall,
               "load_avg": os.getloadavg(), "scheduler_log": str(log),
               "summary": summary(rounds), "rounds": rounds}
