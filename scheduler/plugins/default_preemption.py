@@ -265,6 +265,11 @@ class DefaultPreemption:
         self._executor: ThreadPoolExecutor | None = None
         self._removals: ThreadPoolExecutor | None = None
         self._in_flight: set[Future[None]] = set()
+        # Victims this plugin evicted, until the watch shows them gone: the Eviction API
+        # marks a victim with its own reason (EvictionByEvictionAPI) as it deletes it, and ours
+        # is restored only after, so for a while the watch shows the victim terminating with
+        # the API's reason; eligibility still counts it as terminating by preemption.
+        self._evicted: set[str] = set()
 
     # -- PostFilter -----------------------------------------------------------------------
     def post_filter(
@@ -386,10 +391,20 @@ class DefaultPreemption:
                 if (
                     self._may_preempt(other, pod)
                     and other.is_terminating
-                    and other.has_preemption_disruption_target()
+                    and self._terminating_by_preemption(other)
                 ):
                     return False, TERMINATING
         return True, ""
+
+    def _terminating_by_preemption(self, pod: PodInfo) -> bool:
+        """Upstream's PodTerminatingByPreemption: the DisruptionTarget condition says
+        PreemptionByScheduler. Upstream writes that condition before its DELETE, so a victim
+        never terminates without it; ours goes through the Eviction API, whose own reason
+        stands until our patch is seen, so a victim this plugin evicted counts as well."""
+        if pod.has_preemption_disruption_target():
+            return True
+        with self._lock:
+            return pod.uid in self._evicted
 
     def _may_preempt(self, victim: PodInfo, preemptor: PodInfo) -> bool:
         if victim.priority >= preemptor.priority:
@@ -646,6 +661,7 @@ class DefaultPreemption:
         actuation = _Actuation(pod, best.node)
         with self._lock:
             self._forget_ended_locked()
+            self._forget_gone_victims_locked()
             self._actuations[pod.uid] = actuation
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(ACTUATION_THREADS,
@@ -706,6 +722,11 @@ class DefaultPreemption:
         for uid, actuation in list(self._actuations.items()):
             if actuation.ended and not self._victim_present(actuation.last_victim):
                 del self._actuations[uid]
+
+    def _forget_gone_victims_locked(self) -> None:
+        """Drop the evicted victims the watch no longer shows."""
+        handle = self.handle
+        self._evicted = {uid for uid in self._evicted if handle.get_pod(uid) is not None}
 
     def supersede(self, uid: str) -> None:
         """Another preemptor took the node ``uid`` was nominated to: its plan is void. The gate
@@ -834,10 +855,14 @@ class DefaultPreemption:
         self, evictor: Evictor, victim: PodInfo, pod: PodInfo, node: str, message: str
     ) -> Removal:
         try:
-            return self._remove(evictor, victim, pod, node, message)
+            removal = self._remove(evictor, victim, pod, node, message)
         except Exception:
             log.exception("Could not remove preemption victim", pod=pod.key, victim=victim.key)
-            return Removal.FAILED
+            removal = Removal.FAILED
+        if removal in (Removal.REFUSED, Removal.FAILED):
+            with self._lock:
+                self._evicted.discard(victim.uid)
+        return removal
 
     def _remove(
         self, evictor: Evictor, victim: PodInfo, pod: PodInfo, node: str, message: str
@@ -854,6 +879,9 @@ class DefaultPreemption:
         # The Eviction API marks the victim DisruptionTarget itself (reason
         # EvictionByEvictionAPI) as it deletes it, so no mark goes before it: a victim a
         # budget spares is left unmarked.
+        with self._lock:
+            # Before the call: the watch may show the victim terminating before it returns.
+            self._evicted.add(victim.uid)
         result = evictor.evict(victim)
         outcome = result.outcome
         self._metrics().evictions.labels(outcome.value).inc()

@@ -1774,3 +1774,54 @@ def test_a_preemption_starts_its_evictions_however_many_others_hang_on_the_api()
     evictor.release.set()
     assert c.plugin.wait_for_actuations(10)
     assert evictor.count("evict") == count
+
+
+@pytest.mark.parametrize(
+    ("condition", "want_evictions"),
+    [
+        pytest.param({**PREEMPTED, "reason": "EvictionByEvictionAPI"}, 1,
+                     id="the API's reason, ours not yet seen: still our victim, no second one"),
+        pytest.param(PREEMPTED, 1, id="our reason restored: no second victim"),
+    ],
+)
+def test_a_victim_terminating_with_the_eviction_api_reason_keeps_the_preemptor_waiting(
+    condition: Mapping[str, str], want_evictions: int
+) -> None:
+    """Upstream (prepareCandidateAsync's PreemptPod) writes DisruptionTarget
+    PreemptionByScheduler before it deletes a victim, so PodEligibleToPreemptOthers always
+    sees a victim of its own terminating by preemption. Ours evicts through the Eviction API,
+    which writes its own reason, EvictionByEvictionAPI; ours is restored after the call. A
+    preemptor that runs a cycle before the watch shows that patch must still wait for its
+    victim, not preempt a second pod elsewhere (issue 38: the repeated preemptions)."""
+    evictor = FakeEvictor()
+    c = cluster([n("node1", ONE_POD), n("node2", ONE_POD)],
+                [p("v1", on="node1", prio=LOW, start=1), p("x", on="node2", prio=HIGH)],
+                evictor=evictor)
+    preemptor = info(p("p", prio=HIGH))
+    _, nomination = c.schedule(preemptor)
+    assert nomination == "node1"
+    assert c.plugin.wait_for_actuations(10)
+    c.set_pod(p("v1", on="node1", prio=LOW, start=1, terminating=True, conditions=[condition]))
+    # Meanwhile node2 changed hands: a newer low-priority pod there is the better victim.
+    deleted(c, p("x", on="node2", prio=HIGH))
+    c.set_pod(p("v2", on="node2", prio=LOW, start=2))
+    assert not c.plugin.is_running_preemption(preemptor.uid), "terminating: the gate lifts"
+    message, nomination = c.schedule(preemptor)
+    assert message.endswith(
+        "preemption: not eligible due to a terminating pod on the nominated node.")
+    assert c.plugin.wait_for_actuations(10)
+    assert evictor.count("evict") == want_evictions
+
+
+def test_an_evicted_victim_is_forgotten_once_the_watch_shows_it_gone() -> None:
+    evictor = FakeEvictor()
+    victim = p("v1", on="node1", prio=LOW)
+    c = cluster([n("node1", ONE_POD), n("node2", ONE_POD)],
+                [victim, p("v2", on="node2", prio=LOW)], evictor=evictor, offsets=[0, 1])
+    c.schedule(info(p("p", prio=HIGH)))
+    assert c.plugin.wait_for_actuations(10)
+    assert c.plugin._evicted == {"v1"}
+    deleted(c, victim)
+    c.schedule(info(p("q", prio=HIGH)))
+    assert c.plugin.wait_for_actuations(10)
+    assert c.plugin._evicted == {"v2"}
