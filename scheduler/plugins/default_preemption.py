@@ -25,9 +25,11 @@ framework/preemption, v1.37):
    queue look again, and the gate lifts once the last victim is gone or terminating as the
    watch shows it, even after the calls are over (upstream's informer has the deletion in
    the cache before any later event can requeue the pod; ours may lag the eviction call,
-   and a cycle run meanwhile would preempt a second victim). When no such event can come
-   (a removal failed, the last victim was already gone or was preempted in memory) the pod
-   is activated. A preemptor deleted or bound meanwhile touches no victim.
+   and a cycle run meanwhile would preempt a second victim); so does a last victim the API
+   found already gone while the watch still shows it. When no such event can come (a
+   removal failed, the last victim was preempted in memory, or was found gone and the watch
+   has delivered its deletion already) the pod is activated. A preemptor deleted or bound
+   meanwhile touches no victim.
 
 Errors, as upstream: a Filter error on one node does not hide the candidates of the others;
 with no candidate at all, an error met on some node is the answer (the nomination is kept).
@@ -143,14 +145,17 @@ class Removal(enum.Enum):
 
     # Removed through the API: its deletion event will follow.
     EVICTED = "evicted"
-    # Already gone, or preempted in memory at Permit: no deletion event is coming for it.
+    # Already gone at the API: its deletion event follows, unless the watch delivered it.
     GONE = "gone"
+    # Preempted in memory at Permit: never bound, so no deletion event is coming for it.
+    IN_MEMORY = "in memory"
     # Refused by a PodDisruptionBudget (pdbMode Strict): not retried at once.
     REFUSED = "refused"
     FAILED = "failed"
 
 
 _REFUSALS = (EvictionOutcome.BLOCKED_BY_PDB, EvictionOutcome.MULTIPLE_PDBS)
+_REMOVED = (Removal.EVICTED, Removal.GONE, Removal.IN_MEMORY)
 
 
 @dataclass(eq=False)
@@ -762,7 +767,7 @@ class DefaultPreemption:
             message = f"{pod.scheduler_name}: preempting to accommodate a higher priority pod"
             *others, last = to_remove
             outcomes = self._remove_in_parallel(evictor, others, pod, node, message)
-            removed = all(o in (Removal.EVICTED, Removal.GONE) for o in outcomes)
+            removed = all(o in _REMOVED for o in outcomes)
             if removed and self._still_wanted(actuation):
                 with self._lock:
                     actuation.last_victim = last.uid
@@ -775,11 +780,12 @@ class DefaultPreemption:
                 self._finish(actuation, outcomes)
 
     def _end(self, actuation: _Actuation, outcomes: Sequence[Removal]) -> bool:
-        """The calls are over: the gate lifts now, unless the last victim was evicted and the
-        watch still shows it; then its deletion event lifts the gate, and True."""
+        """The calls are over: the gate lifts now, unless the last victim was removed at the
+        API (evicted, or found gone) and the watch still shows it; then its deletion event
+        lifts the gate, and True."""
         awaited = (
             bool(outcomes)
-            and outcomes[-1] is Removal.EVICTED
+            and outcomes[-1] in (Removal.EVICTED, Removal.GONE)
             and bool(actuation.last_victim)
             and self._victim_present(actuation.last_victim)
         )
@@ -806,7 +812,15 @@ class DefaultPreemption:
                 "",
             )
             handle.move_all_to_active_or_backoff(PREEMPTION_REFUSED, None, pod)
-        elif Removal.FAILED in outcomes or Removal.GONE in outcomes:
+        elif (
+            Removal.FAILED in outcomes
+            or Removal.IN_MEMORY in outcomes
+            or (Removal.GONE in outcomes and handle.get_pod(actuation.last_victim) is None)
+        ):
+            # No deletion event is coming to move the pod: a removal failed, the last victim
+            # was never bound, or the watch delivered the deletion of a victim found gone
+            # perhaps before PreEnqueue knew to wait for it. A victim found gone that the watch
+            # still shows will be deleted there, and that event moves the pod.
             handle.activate([pod.uid])
 
     def _still_wanted(self, actuation: _Actuation) -> bool:
@@ -875,7 +889,7 @@ class DefaultPreemption:
             waiting.reject(victim.uid, "preempted", NAME)
             log.info("Preempted a pod waiting at Permit", pod=pod.key, victim=victim.key,
                      node=node)
-            return Removal.GONE
+            return Removal.IN_MEMORY
         # The Eviction API marks the victim DisruptionTarget itself (reason
         # EvictionByEvictionAPI) as it deletes it, so no mark goes before it: a victim a
         # budget spares is left unmarked.
