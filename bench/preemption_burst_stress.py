@@ -99,10 +99,16 @@ def live_env(name: str, *, busy: int) -> Iterator[tuple[Env, Path]]:
 
 
 def stuck_preemptors(env: Env, round_: int) -> list[dict[str, Any]]:
-    """The round's pending pods that should be bound, with their PodScheduled condition."""
+    """The round's pending pods that outrank a bound one (priority 20 and 30 left pending, or
+    a priority-10 pod while a priority-0 pod runs, as the e2e test once saw), with their
+    PodScheduled condition."""
+    pods = of_round(env, round_)
+    lowest_bound = min((int(p["metadata"]["labels"]["prio"]) for p in pods if node_of(p)),
+                       default=0)
     out = []
-    for p in of_round(env, round_):
-        if int(p["metadata"]["labels"]["prio"]) >= 20 and not node_of(p):
+    for p in pods:
+        prio = int(p["metadata"]["labels"]["prio"])
+        if (prio >= 20 or prio > lowest_bound) and not node_of(p):
             scheduled = condition(p, "PodScheduled") or {}
             out.append({"pod": p["metadata"]["name"],
                         "nominated": (p.get("status") or {}).get("nominatedNodeName"),
