@@ -148,7 +148,11 @@ def preemptions(env: Env, round_: int) -> dict[str, int]:
         regarding = (event.get("regarding") or {}).get("name") or ""
         if event.get("reason") != "Preempted" or not regarding.startswith(prefix):
             continue
-        preemptor = (event.get("related") or {}).get("name") or "?"
+        # "Preempted by pod <uid> on node <node>", from both schedulers (kube-scheduler's
+        # events carry no related object).
+        words = str(event.get("note") or "").split()
+        preemptor = words[3] if len(words) > 3 and words[:3] == ["Preempted", "by", "pod"] \
+            else "?"
         by_preemptor[preemptor] = by_preemptor.get(preemptor, 0) + 1
     return by_preemptor
 
