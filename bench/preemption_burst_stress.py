@@ -42,7 +42,7 @@ from e2e.conftest import (  # noqa: E402
     LocalScheduler,
     ReferenceScheduler,
 )
-from e2e.kube import Kube, condition, node_of, wait_until  # noqa: E402
+from e2e.kube import Kube, condition, events, node_of, wait_until  # noqa: E402
 from e2e.test_preemption_burst import (  # noqa: E402
     PRIORITIES,
     clear_round,
@@ -99,10 +99,16 @@ def live_env(name: str, *, busy: int) -> Iterator[tuple[Env, Path]]:
 
 
 def stuck_preemptors(env: Env, round_: int) -> list[dict[str, Any]]:
-    """The round's pending pods that should be bound, with their PodScheduled condition."""
+    """The round's pending pods that outrank a bound one (priority 20 and 30 left pending, or
+    a priority-10 pod while a priority-0 pod runs, as the e2e test once saw), with their
+    PodScheduled condition."""
+    pods = of_round(env, round_)
+    lowest_bound = min((int(p["metadata"]["labels"]["prio"]) for p in pods if node_of(p)),
+                       default=0)
     out = []
-    for p in of_round(env, round_):
-        if int(p["metadata"]["labels"]["prio"]) >= 20 and not node_of(p):
+    for p in pods:
+        prio = int(p["metadata"]["labels"]["prio"])
+        if (prio >= 20 or prio > lowest_bound) and not node_of(p):
             scheduled = condition(p, "PodScheduled") or {}
             out.append({"pod": p["metadata"]["name"],
                         "nominated": (p.get("status") or {}).get("nominatedNodeName"),
@@ -131,6 +137,36 @@ def evicted(env: Env, round_: int) -> int:
                if name.startswith(prefix) and env.rec.deleted_at(name) is not None)
 
 
+def preemptions(env: Env, round_: int) -> dict[str, int]:
+    """The round's Preempted events, by preemptor. In this burst one victim makes room for
+    one preemptor (1 cpu of a 2-cpu node), so each event is one preemption, and every event
+    after a preemptor's first is a repeat: its earlier victim's room went to another pod, or
+    it preempted again before the cache showed the victim gone."""
+    prefix = f"r{round_}-"
+    by_preemptor: dict[str, int] = {}
+    for event in events(env.kube, env.ns):
+        regarding = (event.get("regarding") or {}).get("name") or ""
+        if event.get("reason") != "Preempted" or not regarding.startswith(prefix):
+            continue
+        # "Preempted by pod <uid> on node <node>", from both schedulers (kube-scheduler's
+        # events carry no related object).
+        words = str(event.get("note") or "").split()
+        preemptor = words[3] if len(words) > 3 and words[:3] == ["Preempted", "by", "pod"] \
+            else "?"
+        by_preemptor[preemptor] = by_preemptor.get(preemptor, 0) + 1
+    return by_preemptor
+
+
+def count_preemptions(env: Env, result: dict[str, Any]) -> None:
+    """Add the round's preemptions and repeats to ``result`` (after the round, so that the
+    events of its last preemptions are written)."""
+    by_preemptor = preemptions(env, result["round"])
+    result["preemptions"] = sum(by_preemptor.values())
+    result["repeats"] = sum(n - 1 for n in by_preemptor.values())
+    if result["repeats"]:
+        result["repeated_by"] = {p: n for p, n in sorted(by_preemptor.items()) if n > 1}
+
+
 def summary(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     times = sorted(r["settled_s"] for r in rounds if r["settled_s"] is not None)
     return {
@@ -141,6 +177,8 @@ def summary(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         "p90_s": times[int(0.9 * (len(times) - 1))] if times else None,
         "max_s": times[-1] if times else None,
         "evicted": sum(r["evicted"] for r in rounds),
+        "preemptions": sum(r["preemptions"] for r in rounds),
+        "repeats_per_round": round(sum(r["repeats"] for r in rounds) / len(rounds), 2),
     }
 
 
@@ -159,9 +197,10 @@ def main() -> None:
         classes = {prio: env.priority_class(f"p{prio}", prio) for prio in PRIORITIES}
         for round_ in range(args.rounds):
             result = run_round(env, classes, round_, args.stall)
+            clear_round(env, round_)
+            count_preemptions(env, result)
             rounds.append(result)
             print(json.dumps(result), flush=True)
-            clear_round(env, round_)
     report = {"scheduler": name, "busy_cores": args.busy, "stall_s": args.stall,
               "load_avg": os.getloadavg(), "scheduler_log": str(log),
               "summary": summary(rounds), "rounds": rounds}

@@ -103,6 +103,11 @@ class ApiPorts:
         # merges the calls queued for one pod.
         self._newest_report: dict[str, int] = {}
         self._reports = 0
+        # Per pod, the last report number queued when its nomination was cleared (a higher
+        # preemptor took the node): an older report still waiting for its lane must not
+        # write its node back, or the watch would restore the cleared reservation.
+        self._nomination_cleared: TTLCache[str, int] = TTLCache(
+            maxsize=100_000, ttl=REPORT_MEMORY_SECONDS)
         # Whether a pod still exists (the scheduler's pod lister): reports queued for a pod
         # deleted since are not sent. Set by the app once the scheduler exists.
         self.pod_exists: Callable[[str], bool] = lambda uid: True
@@ -215,11 +220,14 @@ class ApiPorts:
                     log.info("Dropped a failure report that arrived after the binding",
                              pod=pod.key, reason=reason)
                     return
-                same_status = self._conditions.get(pod.uid) == (reason, message, nominated_node)
-                self._conditions[pod.uid] = (reason, message, nominated_node)
+                node = nominated_node
+                if node and report <= self._nomination_cleared.get(pod.uid, 0):
+                    node = None
+                same_status = self._conditions.get(pod.uid) == (reason, message, node)
+                self._conditions[pod.uid] = (reason, message, node)
             self._event(pod, "Warning", "FailedScheduling", "Scheduling", truncate_note(message))
             if not same_status:
-                self._patch_scheduled_condition(pod, reason, message, nominated_node)
+                self._patch_scheduled_condition(pod, reason, message, node)
 
         self._background(pod, run, "failed")
 
@@ -441,6 +449,11 @@ class ApiPorts:
         )
 
     def set_nominated_node(self, pod: PodInfo, node: str) -> bool:
+        if not node:
+            with self._lock:
+                self._nomination_cleared[pod.uid] = self._reports
+                # The next report writes its status whatever the last one said.
+                self._conditions.pop(pod.uid, None)
         body: Mapping[str, Any] = {"status": {"nominatedNodeName": node or None}}
         response = self.api.request(
             "PATCH", _pod_path(pod, "status"), body=body, content_type=STRATEGIC_MERGE

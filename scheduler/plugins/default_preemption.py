@@ -28,9 +28,11 @@ framework/preemption, v1.37):
    queue look again, and the gate lifts once the last victim is gone or terminating as the
    watch shows it, even after the calls are over (upstream's informer has the deletion in
    the cache before any later event can requeue the pod; ours may lag the eviction call,
-   and a cycle run meanwhile would preempt a second victim). When no such event can come
-   (a removal failed, the last victim was already gone or was preempted in memory) the pod
-   is activated. A preemptor deleted or bound meanwhile touches no victim.
+   and a cycle run meanwhile would preempt a second victim); so does a last victim the API
+   found already gone while the watch still shows it. When no such event can come (a
+   removal failed, the last victim was preempted in memory, or was found gone and the watch
+   has delivered its deletion already) the pod is activated. A preemptor deleted or bound
+   meanwhile touches no victim.
 
 Errors, as upstream: a Filter error on one node does not hide the candidates of the others;
 with no candidate at all, an error met on some node is the answer (the nomination is kept).
@@ -155,14 +157,17 @@ class Removal(enum.Enum):
 
     # Removed through the API: its deletion event will follow.
     EVICTED = "evicted"
-    # Already gone, or preempted in memory at Permit: no deletion event is coming for it.
+    # Already gone at the API: its deletion event follows, unless the watch delivered it.
     GONE = "gone"
+    # Preempted in memory at Permit: never bound, so no deletion event is coming for it.
+    IN_MEMORY = "in memory"
     # Refused by a PodDisruptionBudget (pdbMode Strict): not retried at once.
     REFUSED = "refused"
     FAILED = "failed"
 
 
 _REFUSALS = (EvictionOutcome.BLOCKED_BY_PDB, EvictionOutcome.MULTIPLE_PDBS)
+_REMOVED = (Removal.EVICTED, Removal.GONE, Removal.IN_MEMORY)
 
 
 @dataclass(eq=False)
@@ -279,6 +284,11 @@ class DefaultPreemption:
         self._executor: ThreadPoolExecutor | None = None
         self._removals: ThreadPoolExecutor | None = None
         self._in_flight: set[Future[None]] = set()
+        # Victims this plugin evicted, until the watch shows them gone: the Eviction API
+        # marks a victim with its own reason (EvictionByEvictionAPI) as it deletes it, and ours
+        # is restored only after, so for a while the watch shows the victim terminating with
+        # the API's reason; eligibility still counts it as terminating by preemption.
+        self._evicted: set[str] = set()
 
     # -- PostFilter -----------------------------------------------------------------------
     def post_filter(
@@ -400,10 +410,20 @@ class DefaultPreemption:
                 if (
                     self._may_preempt(other, pod)
                     and other.is_terminating
-                    and other.has_preemption_disruption_target()
+                    and self._terminating_by_preemption(other)
                 ):
                     return False, TERMINATING
         return True, ""
+
+    def _terminating_by_preemption(self, pod: PodInfo) -> bool:
+        """Upstream's PodTerminatingByPreemption: the DisruptionTarget condition says
+        PreemptionByScheduler. Upstream writes that condition before its DELETE, so a victim
+        never terminates without it; ours goes through the Eviction API, whose own reason
+        stands until our patch is seen, so a victim this plugin evicted counts as well."""
+        if pod.has_preemption_disruption_target():
+            return True
+        with self._lock:
+            return pod.uid in self._evicted
 
     def _may_preempt(self, victim: PodInfo, preemptor: PodInfo) -> bool:
         """isPreemptionAllowed for the pod as a victim of its own (NewPodVictim: its
@@ -691,6 +711,7 @@ class DefaultPreemption:
         actuation = _Actuation(pod, best.node)
         with self._lock:
             self._forget_ended_locked()
+            self._forget_gone_victims_locked()
             self._actuations[pod.uid] = actuation
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(ACTUATION_THREADS,
@@ -752,6 +773,11 @@ class DefaultPreemption:
             if actuation.ended and not self._victim_present(actuation.last_victim):
                 del self._actuations[uid]
 
+    def _forget_gone_victims_locked(self) -> None:
+        """Drop the evicted victims the watch no longer shows."""
+        handle = self.handle
+        self._evicted = {uid for uid in self._evicted if handle.get_pod(uid) is not None}
+
     def supersede(self, uid: str) -> None:
         """Another preemptor took the node ``uid`` was nominated to: its plan is void. The gate
         lifts now, so the pod can retry at once; its actuation sends nothing more."""
@@ -786,7 +812,7 @@ class DefaultPreemption:
             message = f"{pod.scheduler_name}: preempting to accommodate a higher priority pod"
             *others, last = to_remove
             outcomes = self._remove_in_parallel(evictor, others, pod, node, message)
-            removed = all(o in (Removal.EVICTED, Removal.GONE) for o in outcomes)
+            removed = all(o in _REMOVED for o in outcomes)
             if removed and self._still_wanted(actuation):
                 with self._lock:
                     actuation.last_victim = last.uid
@@ -799,11 +825,12 @@ class DefaultPreemption:
                 self._finish(actuation, outcomes)
 
     def _end(self, actuation: _Actuation, outcomes: Sequence[Removal]) -> bool:
-        """The calls are over: the gate lifts now, unless the last victim was evicted and the
-        watch still shows it; then its deletion event lifts the gate, and True."""
+        """The calls are over: the gate lifts now, unless the last victim was removed at the
+        API (evicted, or found gone) and the watch still shows it; then its deletion event
+        lifts the gate, and True."""
         awaited = (
             bool(outcomes)
-            and outcomes[-1] is Removal.EVICTED
+            and outcomes[-1] in (Removal.EVICTED, Removal.GONE)
             and bool(actuation.last_victim)
             and self._victim_present(actuation.last_victim)
         )
@@ -830,7 +857,15 @@ class DefaultPreemption:
                 "",
             )
             handle.move_all_to_active_or_backoff(PREEMPTION_REFUSED, None, pod)
-        elif Removal.FAILED in outcomes or Removal.GONE in outcomes:
+        elif (
+            Removal.FAILED in outcomes
+            or Removal.IN_MEMORY in outcomes
+            or (Removal.GONE in outcomes and handle.get_pod(actuation.last_victim) is None)
+        ):
+            # No deletion event is coming to move the pod: a removal failed, the last victim
+            # was never bound, or the watch delivered the deletion of a victim found gone
+            # perhaps before PreEnqueue knew to wait for it. A victim found gone that the watch
+            # still shows will be deleted there, and that event moves the pod.
             handle.activate([pod.uid])
 
     def _still_wanted(self, actuation: _Actuation) -> bool:
@@ -879,10 +914,14 @@ class DefaultPreemption:
         self, evictor: Evictor, victim: PodInfo, pod: PodInfo, node: str, message: str
     ) -> Removal:
         try:
-            return self._remove(evictor, victim, pod, node, message)
+            removal = self._remove(evictor, victim, pod, node, message)
         except Exception:
             log.exception("Could not remove preemption victim", pod=pod.key, victim=victim.key)
-            return Removal.FAILED
+            removal = Removal.FAILED
+        if removal in (Removal.REFUSED, Removal.FAILED):
+            with self._lock:
+                self._evicted.discard(victim.uid)
+        return removal
 
     def _remove(
         self, evictor: Evictor, victim: PodInfo, pod: PodInfo, node: str, message: str
@@ -895,10 +934,13 @@ class DefaultPreemption:
             waiting.reject(victim.uid, "preempted", NAME)
             log.info("Preempted a pod waiting at Permit", pod=pod.key, victim=victim.key,
                      node=node)
-            return Removal.GONE
+            return Removal.IN_MEMORY
         # The Eviction API marks the victim DisruptionTarget itself (reason
         # EvictionByEvictionAPI) as it deletes it, so no mark goes before it: a victim a
         # budget spares is left unmarked.
+        with self._lock:
+            # Before the call: the watch may show the victim terminating before it returns.
+            self._evicted.add(victim.uid)
         result = evictor.evict(victim)
         outcome = result.outcome
         self._metrics().evictions.labels(outcome.value).inc()

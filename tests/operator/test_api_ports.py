@@ -354,6 +354,32 @@ def test_only_the_newest_queued_failure_report_of_a_pod_is_written(api: FakeApi)
     assert len(api.calls("POST", EVENTS)) == 1
 
 
+def test_a_nomination_cleared_after_a_queued_failure_report_is_not_written_back(
+    api: FakeApi,
+) -> None:
+    """A higher preemptor clears this pod's nomination while its older failure report (which
+    nominated it there) still waits for its lane: the report writes its condition but not the
+    stale node, or the watch would put the cleared reservation back in the nominator. A
+    report decided after the clear nominates as it says."""
+    api.on("POST", EVENTS, Reply(201, {}))
+    api.on("PATCH", f"{POD}/status", Reply(200, {}))
+    ports = ApiPorts(api.kube_api())
+    lane_free = threading.Event()
+    ports._background(web(), lane_free.wait, "block the pod's lane")
+    ports.failed(web(), "Unschedulable", "preempting on n-2", "n-2")
+    assert ports.set_nominated_node(web(), "")
+    lane_free.set()
+    lane_done = threading.Event()
+    ports._background(web(), lane_done.set, "after the stale report")
+    assert lane_done.wait(5)
+    ports.failed(web(), "Unschedulable", "preempting on n-3", "n-3")
+    ports.close()
+    clear, stale, fresh = api.calls("PATCH", f"{POD}/status")
+    assert clear.body["status"] == {"nominatedNodeName": None}
+    assert "nominatedNodeName" not in stale.body["status"]
+    assert fresh.body["status"]["nominatedNodeName"] == "n-3"
+
+
 @pytest.mark.parametrize(("exists", "writes"), [(True, 1), (False, 0)])
 def test_a_failure_report_for_a_pod_deleted_meanwhile_is_not_sent(
     api: FakeApi, exists: bool, writes: int

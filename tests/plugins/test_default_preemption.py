@@ -1569,8 +1569,8 @@ def deleted(c: Cluster, obj: Mapping[str, Any]) -> None:
         ),
         pytest.param(
             {}, FakeEvictor({"p1.2": E.GONE}),
-            [*removed("p1.1"), ("evict", "p1.2")], ACTIVATED,
-            id="the last victim already gone: no deletion event will come for it, retry at once",
+            [*removed("p1.1"), ("evict", "p1.2")], POOLED,
+            id="the last victim found gone, still in the watch: its deletion lifts the gate",
         ),
         pytest.param(
             {}, FakeEvictor({"p1.1": E.BLOCKED_BY_PDB}, delete_ok=False),
@@ -1608,7 +1608,8 @@ def test_actuation(
     actuations.run()
     assert evictor.calls == want_calls
     if want_after == POOLED:
-        # The last victim was evicted: gated until the watch shows it gone (issue 38).
+        # The last victim was removed at the API: gated until the watch shows it gone
+        # (issue 38).
         assert c.plugin.is_running_preemption(preemptor.uid)
         for victim in ("p1.1", "p1.2"):
             c.s.pods.pop(victim)
@@ -1945,3 +1946,107 @@ def test_a_preemption_starts_its_evictions_however_many_others_hang_on_the_api()
     evictor.release.set()
     assert c.plugin.wait_for_actuations(10)
     assert evictor.count("evict") == count
+
+
+@pytest.mark.parametrize(
+    ("condition", "want_evictions"),
+    [
+        pytest.param({**PREEMPTED, "reason": "EvictionByEvictionAPI"}, 1,
+                     id="the API's reason, ours not yet seen: still our victim, no second one"),
+        pytest.param(PREEMPTED, 1, id="our reason restored: no second victim"),
+    ],
+)
+def test_a_victim_terminating_with_the_eviction_api_reason_keeps_the_preemptor_waiting(
+    condition: Mapping[str, str], want_evictions: int
+) -> None:
+    """Upstream (prepareCandidateAsync's PreemptPod) writes DisruptionTarget
+    PreemptionByScheduler before it deletes a victim, so PodEligibleToPreemptOthers always
+    sees a victim of its own terminating by preemption. Ours evicts through the Eviction API,
+    which writes its own reason, EvictionByEvictionAPI; ours is restored after the call. A
+    preemptor that runs a cycle before the watch shows that patch must still wait for its
+    victim, not preempt a second pod elsewhere (issue 38: the repeated preemptions)."""
+    evictor = FakeEvictor()
+    c = cluster([n("node1", ONE_POD), n("node2", ONE_POD)],
+                [p("v1", on="node1", prio=LOW, start=1), p("x", on="node2", prio=HIGH)],
+                evictor=evictor)
+    preemptor = info(p("p", prio=HIGH))
+    _, nomination = c.schedule(preemptor)
+    assert nomination == "node1"
+    assert c.plugin.wait_for_actuations(10)
+    c.set_pod(p("v1", on="node1", prio=LOW, start=1, terminating=True, conditions=[condition]))
+    # Meanwhile node2 changed hands: a newer low-priority pod there is the better victim.
+    deleted(c, p("x", on="node2", prio=HIGH))
+    c.set_pod(p("v2", on="node2", prio=LOW, start=2))
+    assert not c.plugin.is_running_preemption(preemptor.uid), "terminating: the gate lifts"
+    message, nomination = c.schedule(preemptor)
+    assert message.endswith(
+        "preemption: not eligible due to a terminating pod on the nominated node.")
+    assert c.plugin.wait_for_actuations(10)
+    assert evictor.count("evict") == want_evictions
+
+
+def test_an_evicted_victim_is_forgotten_once_the_watch_shows_it_gone() -> None:
+    evictor = FakeEvictor()
+    victim = p("v1", on="node1", prio=LOW)
+    c = cluster([n("node1", ONE_POD), n("node2", ONE_POD)],
+                [victim, p("v2", on="node2", prio=LOW)], evictor=evictor, offsets=[0, 1])
+    c.schedule(info(p("p", prio=HIGH)))
+    assert c.plugin.wait_for_actuations(10)
+    assert c.plugin._evicted == {"v1"}
+    deleted(c, victim)
+    c.schedule(info(p("q", prio=HIGH)))
+    assert c.plugin.wait_for_actuations(10)
+    assert c.plugin._evicted == {"v2"}
+
+
+
+@pytest.mark.parametrize("delivered", [False, True])
+def test_a_victim_found_gone_is_awaited_while_the_watch_still_shows_it(delivered: bool) -> None:
+    """A victim another preemptor removed first: the Eviction API answers 404. Upstream's
+    informer has (nearly always) the deletion already; ours may not. Activated at once, the
+    preemptor ran a cycle with its victim still in the cache, running, and preempted again
+    (a second victim, or the same one and a 404 again, issue 38). It waits for the deletion
+    event instead; only when the watch delivered it before the eviction call (the event
+    found the pod gated, its gate not yet knowing the victim) is it activated."""
+    evictor = FakeEvictor({"v": E.GONE})
+    victim = p("v", on="node1", prio=LOW)
+    c = cluster([n("node1", ONE_POD), n("node2", ONE_POD)],
+                [victim, p("w", on="node2", prio=MID)], evictor=evictor)
+    actuations = deferred(c)
+    preemptor = info(p("p", prio=HIGH))
+    _, nomination = c.schedule(preemptor)
+    assert nomination == "node1"
+    if delivered:
+        deleted(c, victim)
+        assert where(c, preemptor) == UNSCHEDULABLE, "gated: its actuation has not run yet"
+        actuations.run()
+        assert where(c, preemptor) == ACTIVE, "no event is left to move it"
+        return
+    actuations.run()
+    assert c.plugin.is_running_preemption(preemptor.uid), "v is still in the watch"
+    assert where(c, preemptor) == UNSCHEDULABLE
+    assert not schedule_one(c.s, timeout=0), "no cycle while v is still in the cache"
+    deleted(c, victim)
+    assert where(c, preemptor) in (ACTIVE, BACKOFF)
+    assert schedule_one(c.s, timeout=0)
+    assert wait_for(lambda: c.ports.bound == [(preemptor.key, "node1")])
+    assert evictor.count("evict") == 1, "w was never a victim"
+
+
+def test_a_victim_waiting_at_permit_is_rejected_in_memory_and_the_preemptor_retries() -> None:
+    """Upstream's PreemptPod: a victim still waiting at Permit is rejected, not deleted; it was
+    never bound, so no deletion event will come: the preemptor is activated at once
+    (preemptedLastVictimInMemory)."""
+    evictor = FakeEvictor()
+    victim = p("v", on="node1", prio=LOW)
+    c = cluster([n("node1", ONE_POD)], [victim], evictor=evictor)
+    c.s.waiting.add(info(victim), [("test-permit", 30.0)])
+    preemptor = info(p("p", prio=HIGH))
+    _, nomination = c.schedule(preemptor)
+    assert nomination == "node1"
+    assert c.plugin.wait_for_actuations(10)
+    assert c.s.waiting.wait("v") == Status(Code.UNSCHEDULABLE, ("preempted",),
+                                           "DefaultPreemption")
+    assert evictor.calls == []
+    assert not c.plugin.is_running_preemption(preemptor.uid)
+    assert where(c, preemptor) == ACTIVE
