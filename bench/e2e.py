@@ -770,18 +770,26 @@ class Bench:
                 totals[what] += float(value)
         return totals
 
-    def pod_events(self, pods: Iterable[str]) -> dict[str, int]:
-        """How many Events there are about these pods, by reason."""
-        names, counts, query = set(pods), Counter[str](), {"limit": "500"}
+    def events(self) -> list[dict[str, Any]]:
+        """The Events of the bench namespace."""
+        items: list[dict[str, Any]] = []
+        query = {"limit": "500"}
         while True:
             body = self.api.get(f"/api/v1/namespaces/{NAMESPACE}/events", query).body
-            for event in body.get("items") or []:
-                if (event.get("involvedObject") or {}).get("name") in names:
-                    counts[event.get("reason") or ""] += 1
+            items += body.get("items") or []
             token = (body.get("metadata") or {}).get("continue")
             if not token:
-                return dict(counts)
+                return items
             query = {"limit": "500", "continue": token}
+
+    def pod_events(self, pods: Iterable[str], seen: set[str]) -> dict[str, int]:
+        """How many Events, not among ``seen`` (their uids), there are about these pods, by
+        reason (pod names repeat across invocations on a kept cluster)."""
+        names = set(pods)
+        return dict(Counter(
+            event.get("reason") or "" for event in self.events()
+            if event["metadata"]["uid"] not in seen
+            and (event.get("involvedObject") or {}).get("name") in names))
 
     # -- pods -----------------------------------------------------------------------------
     def create_groups(self, groups: list[dict[str, Any]]) -> None:
@@ -901,6 +909,7 @@ class Bench:
             self.wait_claims_made(len(initial))
         load_before = loadavg()
         calls_before = self.api_calls()
+        events_before = {event["metadata"]["uid"] for event in self.events()}
         log_path = self.workdir / f"{scheduler}.log"
         with open(log_path, "ab") as log:
             run.started = time.monotonic()
@@ -941,7 +950,8 @@ class Bench:
             if streamer is not None:
                 streamer.join(10)
         calls = {k: v - calls_before[k] for k, v in self.api_calls().items()}
-        result = run.summary(load_before, loadavg(), calls, self.pod_events(run.created))
+        events = self.pod_events(run.created, events_before)
+        result = run.summary(load_before, loadavg(), calls, events)
         self.run = None
         return result
 
