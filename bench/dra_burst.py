@@ -13,13 +13,20 @@ cycle runs the default profile: PreFilter, Filter over the nodes, Score, Reserve
 the CPU figure (pods per CPU second) is the one to compare, the median of ``--runs``.
 JSON: bench/results/dra-burst.json.
 
+``--shape`` picks another of ``bench/e2e.py``'s scheduler_perf setups instead (slices, classes,
+the template's claim spec, and ``--allocated`` init claims placed as there, ``per_node`` on
+each node of a shuffled order): ``partitionable`` and ``backtracking``
+(dra/partitionabledevices: counters), ``consumable`` (dra/consumablecapacity: shares).
+
     .venv/bin/python bench/dra_burst.py [--pods 1000] [--runs 3] [--allocated 4900]
+    .venv/bin/python bench/dra_burst.py --shape backtracking --pods 100 --allocated 400
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import json
 import random
 import statistics
@@ -31,22 +38,54 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dra_allocator import DEVICE_CLASS_OBJECT, DEVICES, NODES, slice_object  # noqa: E402
+from dra_allocator import DEVICE_CLASS_OBJECT, NODES, slice_object  # noqa: E402
 
 from scheduler.testing import node, pod, run_cycles, scheduler_of  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 
 
-def template_claim(i: int) -> dict[str, Any]:
+def _bench_e2e() -> Any:
+    """bench/e2e.py, whose DRA shapes are used here (its name is the e2e package's too)."""
+    spec = importlib.util.spec_from_file_location("bench_e2e", ROOT / "bench" / "e2e.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_e2e"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_E2E = _bench_e2e()
+DraShape = _E2E.DraShape
+SHAPES = {"basic": None, "partitionable": _E2E.PARTITIONABLE, "backtracking": _E2E.BACKTRACKING,
+          "consumable": _E2E.CONSUMABLE}
+
+
+def template_claim(i: int, shape: DraShape | None = None) -> dict[str, Any]:
     """The claim the resourceclaim controller made from the pod's template."""
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {
+    claim: dict[str, Any] = {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {
         "name": f"pod-{i}-gpu", "namespace": "default", "uid": f"claim-uid-{i}",
         "resourceVersion": "1", "ownerReferences": [
             {"apiVersion": "v1", "kind": "Pod", "name": f"pod-{i}", "uid": f"pod-uid-{i}",
              "controller": True}]},
         "spec": {"devices": {"requests": [{"name": "req-0", "exactly": {
             "deviceClassName": "test-class", "allocationMode": "ExactCount", "count": 1}}]}}}
+    if shape is not None:
+        claim["spec"] = shape.template
+    return claim
+
+
+def shape_claims(shape: DraShape, count: int, nodes: list[str]) -> list[dict[str, Any]]:
+    """``count`` init claims in namespace ``init``: ``shape.per_node`` on each node of a
+    shuffled order, the k-th of a node allocated ``shape.allocation(node, k)``."""
+    order = list(nodes)
+    random.Random(1).shuffle(order)
+    placed = [(n, k) for n in order for k in range(shape.per_node)][:count]
+    return [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {
+        "name": f"test-claim-{i}", "namespace": "init", "uid": f"init-uid-{i}",
+        "resourceVersion": "1"}, "spec": shape.init_claim,
+        "status": {"allocation": shape.allocation(n, k)}} for i, (n, k) in enumerate(placed)]
 
 
 def claiming_pod(i: int) -> dict[str, Any]:
@@ -76,11 +115,19 @@ def allocated_claims(count: int, slices: list[dict[str, Any]]) -> list[dict[str,
     return [claim(i, *unit) for i, unit in enumerate(units[:count])]
 
 
-def one_run(pods: int, allocated: int) -> dict[str, Any]:
+def dra_objects(shape: DraShape | None, allocated: int) -> list[dict[str, Any]]:
+    """Classes, slices and init claims of the shape (None: the basic devices above)."""
+    names = [f"node-{i}" for i in range(NODES)]
+    if shape is None:
+        slices = [slice_object(i, n) for i, n in enumerate(names)]
+        return [DEVICE_CLASS_OBJECT, *slices, *allocated_claims(allocated, slices)]
+    return [*shape.classes, *(s for n in names for s in shape.slices(n)),
+            *shape_claims(shape, allocated, names)]
+
+
+def one_run(pods: int, allocated: int, shape: DraShape | None = None) -> dict[str, Any]:
     nodes = [node(f"node-{i}", cpu="64", memory="256Gi") for i in range(NODES)]
-    slices = [slice_object(i, f"node-{i}") for i in range(NODES)]
-    storage = [DEVICE_CLASS_OBJECT, *slices, *allocated_claims(allocated, slices),
-               *(template_claim(i) for i in range(pods))]
+    storage = [*dra_objects(shape, allocated), *(template_claim(i, shape) for i in range(pods))]
     s, ports = scheduler_of(nodes=nodes, pods=[claiming_pod(i) for i in range(pods)],
                             storage=storage)
     try:
@@ -103,17 +150,20 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--allocated", type=int, default=0,
                         help="devices held beforehand by claims of no pending pod")
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="basic",
+                        help="bench/e2e.py's DRA setup (basic: the devices above)")
     parser.add_argument("--label", default="", help="stored with the figures (e.g. a commit)")
     args = parser.parse_args()
-    runs = [one_run(args.pods, args.allocated) for _ in range(args.runs)]
-    result = {"nodes": NODES, "devices_per_node": DEVICES, "pods": args.pods,
+    runs = [one_run(args.pods, args.allocated, SHAPES[args.shape]) for _ in range(args.runs)]
+    result = {"nodes": NODES, "shape": args.shape, "pods": args.pods,
               "allocated": args.allocated,
               "label": args.label, "runs": runs,
               "pods_per_second_median": statistics.median(r["pods_per_second"] for r in runs),
               "pods_per_cpu_second_median": statistics.median(
                   r["pods_per_cpu_second"] for r in runs)}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    name = f"dra-burst-{args.label}.json" if args.label else "dra-burst.json"
+    name = "-".join(["dra-burst", *([args.shape] if args.shape != "basic" else []),
+                     *([args.label] if args.label else [])]) + ".json"
     (RESULTS / name).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 

@@ -49,7 +49,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -574,7 +575,7 @@ class Run:
     cpu_at_last_bind: float | None = None
 
     def summary(self, load_before: list[float], load_after: list[float],
-                calls: dict[str, float]) -> dict[str, Any]:
+                calls: dict[str, float], events: dict[str, int]) -> dict[str, Any]:
         times = sorted(self.bound.values())
         span = times[-1] - times[0] if len(times) > 1 else float("nan")
         latencies = sorted(
@@ -602,6 +603,11 @@ class Run:
             # of those land before the count depends on timing, not on the scheduler: with
             # kwok stopped, ours made 1 binding, 1 Event and no status patch per pod.
             "api_calls_per_pod": {k: round(v / max(len(times), 1), 2) for k, v in calls.items()},
+            # The API server's count above is every component's (node-controller's
+            # RegisteredNode and RemovingNode too): these are the Events about this run's
+            # pods, per bound pod, by reason (one created Event each; a series is one).
+            "pod_events_per_pod": {k: round(v / max(len(times), 1), 2)
+                                   for k, v in sorted(events.items())},
         }
 
 
@@ -764,6 +770,27 @@ class Bench:
                 totals[what] += float(value)
         return totals
 
+    def events(self) -> list[dict[str, Any]]:
+        """The Events of the bench namespace."""
+        items: list[dict[str, Any]] = []
+        query = {"limit": "500"}
+        while True:
+            body = self.api.get(f"/api/v1/namespaces/{NAMESPACE}/events", query).body
+            items += body.get("items") or []
+            token = (body.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+            query = {"limit": "500", "continue": token}
+
+    def pod_events(self, pods: Iterable[str], seen: set[str]) -> dict[str, int]:
+        """How many Events, not among ``seen`` (their uids), there are about these pods, by
+        reason (pod names repeat across invocations on a kept cluster)."""
+        names = set(pods)
+        return dict(Counter(
+            event.get("reason") or "" for event in self.events()
+            if event["metadata"]["uid"] not in seen
+            and (event.get("involvedObject") or {}).get("name") in names))
+
     # -- pods -----------------------------------------------------------------------------
     def create_groups(self, groups: list[dict[str, Any]]) -> None:
         """PodGroups named for this run, as their members' references are (create)."""
@@ -882,6 +909,7 @@ class Bench:
             self.wait_claims_made(len(initial))
         load_before = loadavg()
         calls_before = self.api_calls()
+        events_before = {event["metadata"]["uid"] for event in self.events()}
         log_path = self.workdir / f"{scheduler}.log"
         with open(log_path, "ab") as log:
             run.started = time.monotonic()
@@ -922,7 +950,8 @@ class Bench:
             if streamer is not None:
                 streamer.join(10)
         calls = {k: v - calls_before[k] for k, v in self.api_calls().items()}
-        result = run.summary(load_before, loadavg(), calls)
+        events = self.pod_events(run.created, events_before)
+        result = run.summary(load_before, loadavg(), calls, events)
         self.run = None
         return result
 

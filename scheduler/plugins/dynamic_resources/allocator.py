@@ -333,6 +333,8 @@ class _Run:
         self.matches: dict[RequestKey, dict[DeviceID, bool]] = {}
         self.constraints: list[list[Constraint]] = []
         self.consumed_counters: dict[str, dict[str, dict[str, int]]] = {}
+        # Per pool, how many counters ``consumed_counters`` takes beyond what is available.
+        self.counters_over: dict[str, int] = {}
         self.allocating: dict[DeviceID, set[int]] = {}
         self.allocating_capacity: dict[DeviceID, dict[str, int]] = {}
         self.results: list[list[_DeviceResult]] = [[] for _ in claims]
@@ -694,27 +696,37 @@ class _Run:
         return available
 
     def _reserve_counters(self, candidate: Candidate) -> bool:
-        """``checkAvailableCounters``: add the device's consumption; every counter must hold."""
-        available = self._available_counters(candidate.pool)
-        consumed = self.consumed_counters.setdefault(candidate.pool.pool_id, {})
-        for consumption in candidate.device.consumes_counters:
-            counters = consumed.setdefault(consumption.counter_set, {})
-            for name, value in consumption.counters.items():
-                counters[name] = counters.get(name, 0) + value
-        for set_name, counters in available.items():
-            used = consumed.get(set_name, {})
-            for name, value in counters.items():
-                if value < used.get(name, 0):
-                    self._release_counters(candidate)
-                    return False
+        """``checkAvailableCounters``: add the device's consumption; every counter of the
+        pool must hold (upstream compares them all: the pool's count of counters over their
+        limit, kept as consumption changes, tells the same)."""
+        if self._consume_counters(candidate, 1):
+            self._consume_counters(candidate, -1)
+            return False
         return True
 
     def _release_counters(self, candidate: Candidate) -> None:
-        consumed = self.consumed_counters[candidate.pool.pool_id]
+        self._consume_counters(candidate, -1)
+
+    def _consume_counters(self, candidate: Candidate, sign: int) -> int:
+        """Adds (``sign`` 1) or takes back (-1) the device's consumption; returns how many
+        counters of its pool are now consumed beyond what is available."""
+        pool_id = candidate.pool.pool_id
+        available = self._available_counters(candidate.pool)
+        consumed = self.consumed_counters.setdefault(pool_id, {})
+        over = self.counters_over.get(pool_id)
+        if over is None:
+            over = sum(v < 0 for counters in available.values() for v in counters.values())
         for consumption in candidate.device.consumes_counters:
-            counters = consumed[consumption.counter_set]
+            limits = available.get(consumption.counter_set, {})
+            counters = consumed.setdefault(consumption.counter_set, {})
             for name, value in consumption.counters.items():
-                counters[name] -= value
+                before = counters.get(name, 0)
+                after = counters[name] = before + sign * value
+                limit = limits.get(name)
+                if limit is not None:
+                    over += (after > limit) - (before > limit)
+        self.counters_over[pool_id] = over
+        return over
 
     # --- the result ------------------------------------------------------------------------
 

@@ -3,10 +3,10 @@
 A claim set is *simple* when every request is ``exactly`` one class, ``ExactCount``, without
 admin access or capacity requests (what scheduler_perf's DRA workloads and most pods ask).
 On a node whose candidates for each such request
-(``NodeView.candidates_for``: selectable, untainted, fitting, neither shareable nor
-consuming counters) are known, whether a device is acceptable depends on the other devices
-only through whether it is already allocated or taken earlier in this call, and through the
-claim's constraints over the devices chosen before it.
+(``NodeView.candidates_for``: selectable, untainted, fitting, not shareable) are known,
+whether a device is acceptable depends on the other devices only through whether it is
+already allocated or taken earlier in this call, and through the claim's constraints over
+the devices chosen before it.
 Then upstream's depth-first search takes, at every step, the first free acceptable device in
 search order, and when that never leads to a dead end its first complete solution is exactly
 the greedy one. At a greedy dead end the claims are a bipartite matching of request slots to
@@ -14,6 +14,10 @@ free devices, which the search (trying every combination) solves exactly when on
 when Hall's condition fails there is none (constraints only take solutions away) and the
 answer is no solution; otherwise (backtracking may find what greedy did not), and whenever
 a device needs what the fast path does not model, the caller runs the full search.
+A free device consuming counters (partitionable devices) is never taken here, since whether
+it fits depends on the counters the other picks consume; on meeting one the claims are
+tested by Hall's condition, with every such device counted as free (counters only take
+solutions away), and the search decides when that does not rule the node out.
 """
 
 from __future__ import annotations
@@ -151,6 +155,8 @@ def allocate_simple(
                     continue
                 if device_id in with_capacity:
                     return Outcome.SEARCH
+                if candidate.device.consumes_counters:
+                    return None if _infeasible(plan, node, in_use, cel_cache) else Outcome.SEARCH
                 if constraints and not _constraints_admit(constraints, r.request, candidate):
                     continue
                 taken.add(device_id)
@@ -222,13 +228,13 @@ def _allocate_single(
     for known in candidates.found:
         if known.device_id in in_use:
             continue
-        if known.device_id in with_capacity:
+        if known.device_id in with_capacity or known.device.consumes_counters:
             return Outcome.SEARCH
         return [known.alone_result(r.request, node)]
     while (new := candidates.advance()) is not None:
         if new.device_id in in_use:
             continue
-        if new.device_id in with_capacity:
+        if new.device_id in with_capacity or new.device.consumes_counters:
             return Outcome.SEARCH
         return [new.alone_result(r.request, node)]
     return Outcome.SEARCH if candidates.needs_search else None

@@ -262,7 +262,9 @@ class NodeView:
 
     def _classify(self, selection: Selection, cel_cache: SelectorCache) -> Iterator[Candidate]:
         """The selection's candidates in search order; raises ``NeedsSearchError`` at a
-        device the fast path does not model."""
+        device the fast path does not model. A device consuming counters is a candidate
+        (the search may still refuse it for its counters), which the fast path never takes
+        but counts as free when it shows a node infeasible."""
         selectors = (selection.class_selectors, selection.request.selectors)
         for pool in self.pools:
             if pool.incomplete or pool.invalid:
@@ -273,7 +275,7 @@ class NodeView:
                     try:
                         if not selectable(cel_cache, ("", ""), selectors, candidate, self.node):
                             continue
-                        if device.allow_multiple_allocations or device.consumes_counters:
+                        if device.allow_multiple_allocations:
                             raise NeedsSearchError
                         if taint_prevents(device, selection.request):
                             continue
@@ -285,7 +287,7 @@ class NodeView:
 
 
 class NeedsSearchError(Exception):
-    """A device needs the full search: an error to report, sharing, or counters."""
+    """A device needs the full search: an error to report, or sharing."""
 
 
 class Candidates:

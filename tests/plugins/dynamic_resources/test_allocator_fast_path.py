@@ -68,11 +68,31 @@ def _slice(rng: random.Random, pool: str, selection: dict[str, Any]) -> dict[str
         "devices": [_device(rng, f"dev-{i}") for i in range(rng.randrange(6))]}}
 
 
-def _slices(rng: random.Random) -> list[ResourceSlice]:
+def _partitioned(rng: random.Random, raw: dict[str, Any]) -> list[dict[str, Any]]:
+    """The slice's pool with a counter set in a second slice (partitionable devices), most of
+    its devices consuming from it (as scheduler_perf's partitionable slices)."""
+    spec = raw["spec"]
+    spec["pool"]["resourceSliceCount"] = 2
+    counters = ("c1", "c2", "c3")
+    for device in spec["devices"]:
+        if rng.random() < 0.8:
+            device["consumesCounters"] = [{"counterSet": "cs", "counters": {
+                name: {"value": str(rng.choice((1, 1, 2)))}
+                for name in rng.sample(counters, rng.choice((1, 2)))}}]
+    counter_slice = {"metadata": {"name": f"{spec['pool']['name']}-counters"}, "spec": {
+        **{k: v for k, v in spec.items() if k != "devices"},
+        "sharedCounters": [{"name": "cs", "counters": {
+            name: {"value": str(rng.randrange(1, 5))} for name in counters}}]}}
+    return [raw, counter_slice]
+
+
+def _slices(rng: random.Random, counters: bool = False) -> list[ResourceSlice]:
     raw = [
         _slice(rng, f"{node}-p{k}", {"nodeName": node})
         for node in NODES for k in range(rng.randrange(3))
     ]
+    if counters:
+        raw = [part for s in raw for part in _partitioned(rng, s)]
     if rng.random() < 0.3:
         raw.append(_slice(rng, "everywhere", {"allNodes": True}))
     if rng.random() < 0.3:
@@ -121,10 +141,38 @@ def _outcome(call: Any) -> Any:
         return (type(err).__name__, str(err))
 
 
-def _one_seed(seed: int) -> int:
-    """Compares both paths on every node; returns how many nodes the fast path decided."""
+def _reserve_every_counter_compared(run: Any, candidate: Any) -> bool:
+    """``checkAvailableCounters`` as upstream writes it (and this allocator did before it
+    kept a count of counters over their limit): add the device's consumption, then compare
+    every counter of the pool."""
+    available = run._available_counters(candidate.pool)
+    consumed = run.consumed_counters.setdefault(candidate.pool.pool_id, {})
+    for consumption in candidate.device.consumes_counters:
+        counters = consumed.setdefault(consumption.counter_set, {})
+        for name, value in consumption.counters.items():
+            counters[name] = counters.get(name, 0) + value
+    for set_name, limits in available.items():
+        for name, value in limits.items():
+            if value < consumed.get(set_name, {}).get(name, 0):
+                _release_every_counter(run, candidate)
+                return False
+    return True
+
+
+def _release_every_counter(run: Any, candidate: Any) -> None:
+    consumed = run.consumed_counters[candidate.pool.pool_id]
+    for consumption in candidate.device.consumes_counters:
+        for name, value in consumption.counters.items():
+            consumed[consumption.counter_set][name] -= value
+
+
+def _one_seed(seed: int, counters: bool = False, monkeypatch: Any = None) -> int:
+    """Compares both paths on every node; returns how many nodes the fast path decided.
+    ``counters``: the node-local pools are partitionable (``_partitioned``); with
+    ``monkeypatch`` the search alone keeps its counters as upstream does
+    (``_reserve_every_counter_compared``)."""
     rng = random.Random(seed)
-    slices = _slices(rng)
+    slices = _slices(rng, counters)
     device_ids = [(s.driver, s.pool, d.name) for s in slices for d in s.devices]
     state = AllocatedState(devices=frozenset(d for d in device_ids if rng.random() < 0.3))
     claims = _claims(rng)
@@ -143,7 +191,15 @@ def _one_seed(seed: int) -> int:
         for node in NODES:
             labels = {"region": REGIONS[(seed + NODES.index(node)) % 2]}
             fast = _outcome(partial(allocator.allocate, node, labels, claims))
-            full = _outcome(partial(fresh.search, fresh.view.node(node, labels), claims))
+            if monkeypatch is not None:
+                with monkeypatch.context() as patch:
+                    patch.setattr(allocator_module._Run, "_reserve_counters",
+                                  _reserve_every_counter_compared)
+                    patch.setattr(allocator_module._Run, "_release_counters",
+                                  _release_every_counter)
+                    full = _outcome(partial(fresh.search, fresh.view.node(node, labels), claims))
+            else:
+                full = _outcome(partial(fresh.search, fresh.view.node(node, labels), claims))
             assert fast == full, (seed, cycle, node)
             decided += cycle == 0 and _decided_by_fast_path(allocator, node, labels, claims)
     return decided
@@ -171,6 +227,19 @@ def test_the_fast_path_gives_what_the_search_gives(
     decided = sum(_one_seed(seed) for seed in range(block * 40, block * 40 + 40))
     # Not vacuous: most claims are simple, so the fast path decides on many nodes.
     assert decided >= 40, decided
+
+
+@pytest.mark.parametrize("block", range(5))
+def test_on_partitionable_devices_the_fast_path_gives_what_the_search_gives(
+    block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Devices consuming counters: the fast path never takes one, but rejects a node where
+    the claims need more devices than are free (``_infeasible``), as the search would; and
+    the counters kept by counting those over their limit decide as upstream's comparison of
+    every counter does."""
+    decided = sum(_one_seed(seed, True, monkeypatch)
+                  for seed in range(block * 40, block * 40 + 40))
+    assert decided >= 20, decided
 
 
 def test_a_cache_keeps_its_view_while_the_slices_key_holds() -> None:

@@ -129,6 +129,25 @@ def test_a_pod_with_a_claim_template_waits_until_the_controller_created_its_clai
     assert ports.bound == [("default/my-pod", NODE_NAME)]
 
 
+def test_a_pod_whose_status_names_a_claim_not_yet_watched_stays_gated_without_a_report(
+) -> None:
+    """The resourceclaim controller creates the claim, then writes the pod's status, but the
+    two come through separate watches: the pod's update may arrive first. PreEnqueue holds
+    the pod silently (upstream's runPreEnqueuePlugins: no Event, no condition for a gated
+    pod) and the claim's arrival (isSchedulableAfterClaimChange) lets it through."""
+    s, ports = scheduler_of(nodes=[node(NODE_NAME)],
+                            pods=[pod_with_claim_template(in_status=True)],
+                            storage=[DEVICE_CLASS, resource_slice(NODE_NAME, "instance-1")])
+    try:
+        run_cycles(s)
+        assert ports.bound == [] and ports.failures == []
+        set_storage_object(s, PENDING_CLAIM)
+        run_cycles(s)
+    finally:
+        s.stop(timeout=5)
+    assert ports.bound == [("default/my-pod", NODE_NAME)] and ports.failures == []
+
+
 def test_pre_bind_reads_the_claim_again_after_a_conflict_and_retries() -> None:
     """retry.RetryOnConflict in bindClaim: the 409 of a stale claim is answered by a GET and
     the write is made again on the fresh object."""
