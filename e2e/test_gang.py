@@ -225,6 +225,28 @@ def test_higher_priority_gang_preempts_a_lower_one(env: Env, api: str,
     assert len(evicted) == (4 if disruption_all else 2), evicted
 
 
+@pytest.mark.parametrize("disruption_all", [False, True], ids=["single", "all"])
+def test_plain_higher_priority_pod_preempts_a_gang(env: Env, api: str,
+                                                  disruption_all: bool) -> None:
+    """A gang of 4 at low priority fills 4 nodes; one plain pod at high priority needs one
+    node's room. With disruptionMode all the gang is one victim and goes whole (upstream's
+    GetVictimsOnNode, pkg/scheduler/framework/preemption/preemption.go); with single, one
+    member goes."""
+    if disruption_all and api == COSCHEDULING:
+        pytest.skip("Coscheduling's PodGroup has no disruption mode")
+    env.nodes("n", 4, cpu="2")
+    low = env.priority_class("low", 100)
+    high = env.priority_class("high", 1000)
+    gangs = Gangs(env, api)
+    gangs.group("low", 4, priority_class=low, disruption_all=disruption_all)
+    lows = gangs.members("low", 4, cpu="2", priority_class=low)
+    env.wait_all_bound(lows, timeout=60)
+    env.create_pod("plain", cpu="2", priority_class=high)
+    env.wait_all_bound(["plain"], timeout=120)
+    evicted = [n for n in lows if env.rec.deleted_at(n) is not None or env.pod(n) is None]
+    assert len(evicted) == (4 if disruption_all else 1), evicted
+
+
 def test_pod_group_status_once_placed(env: Env, api: str) -> None:
     """What the group's users read once it is placed: the Workload API's
     PodGroupInitiallyScheduled condition (True, reason Scheduled, written by kube-scheduler,

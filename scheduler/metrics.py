@@ -77,6 +77,8 @@ SLI_BUCKETS = exponential_buckets(0.01, 2, 20)
 EXTENSION_POINT_BUCKETS = exponential_buckets(0.0001, 2, 12)
 PLUGIN_BUCKETS = exponential_buckets(0.00001, 1.5, 20)
 VICTIM_BUCKETS = exponential_buckets(1, 2, 7)
+# The workload preemption histograms': 1 up to [1024, Inf).
+WORKLOAD_VICTIM_BUCKETS = exponential_buckets(1, 2, 11)
 ATTEMPTS_COUNT_BUCKETS = exponential_buckets(1, 2, 5)
 DRA_BINDING_CONDITIONS_BUCKETS = exponential_buckets(0.1, 2, 14)
 REST_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0]
@@ -408,6 +410,21 @@ class Metrics:
         self.preemption_victims = HistogramVec(
             "scheduler_preemption_victims", "[STABLE] Number of selected preemption victims",
             [], buckets=VICTIM_BUCKETS, registry=reg)
+        # A pod group's preemption (GenericWorkload's PodGroupPostFilter).
+        self.workload_preemption_attempts = CounterVec(
+            "scheduler_workload_preemption_attempts", "[ALPHA] Total preemption attempts "
+            "initiated by workload (including pod groups) in the cluster till now.",
+            ["result"], registry=reg)
+        self.workload_preemption_victims = HistogramVec(
+            "scheduler_workload_preemption_victims", "[ALPHA] Number of pod preemption "
+            "victims caused by workload preemption.", [], buckets=WORKLOAD_VICTIM_BUCKETS,
+            registry=reg)
+        self.preemption_workload_disruptions = HistogramVec(
+            "scheduler_preemption_workload_disruptions", "[ALPHA] Number of workload "
+            "preemption units being preempted. A single preemption unit can be all pods in a "
+            "pod group (in case of DisruptionMode=all), or a single pod (in case of "
+            "DisruptionMode=single).", ["preemptor"], buckets=WORKLOAD_VICTIM_BUCKETS,
+            registry=reg)
 
     def _register_client_metrics(self, reg: CollectorRegistry) -> None:
         """component-base's leader-election and REST client metrics, as kube-scheduler

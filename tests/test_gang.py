@@ -261,6 +261,9 @@ def test_a_higher_priority_gang_preempts_the_fewest_single_mode_victims_and_is_n
     assert plugin.wait_for_actuations(10)  # type: ignore[attr-defined]
     evicted = _evicted(evictor)
     assert len(evicted) == 2
+    # Each single-mode member is a unit of its own that affects a pod group.
+    assert h.s.metrics.registry.get_sample_value(
+        "scheduler_preemption_workload_disruptions_sum", {"preemptor": "PodGroup"}) == 2
     nominated = {h.s.queue.nominator.node_of(n) for n in highs}
     assert nominated == {f"n{lows.index(v)}" for v in evicted}
     messages = {h.ports.failures_of(n)[-1][1] for n in highs}
@@ -281,6 +284,48 @@ def test_a_disruption_mode_all_gang_is_preempted_whole() -> None:
     plugin = h.s.profiles["secondary-scheduler"].instances["DefaultPreemption"]
     assert plugin.wait_for_actuations(10)  # type: ignore[attr-defined]
     assert _evicted(evictor) == lows
+    # executor.go observeVictims: a group's victims and its group disruptions; the pods'
+    # histogram is not touched.
+    metric = h.s.metrics.registry.get_sample_value
+    assert metric("scheduler_workload_preemption_attempts_total", {"result": "Success"}) == 1
+    assert metric("scheduler_workload_preemption_victims_sum") == 4
+    assert metric("scheduler_preemption_workload_disruptions_sum",
+                  {"preemptor": "PodGroup"}) == 1
+    assert metric("scheduler_preemption_victims_count") == 0
+
+
+def _plain_preemptor_scene(disruption_all: bool) -> tuple[Harness, Any, list[str]]:
+    """e2e/test_gang.py's single-pod case: the low gang of 4 fills the 4 nodes; one plain
+    pod of a higher priority needs one node's room."""
+    h, evictor, lows, highs = _preemption_scene(disruption_all, policy="Never")
+    for name in highs:
+        h.delete(name)
+    h.add(pod("plain", uid="plain", cpu="2", priority=1000))
+    return h, evictor, lows
+
+
+def test_a_plain_pod_preempts_a_disruption_mode_all_gang_whole() -> None:
+    """preemption.go GetVictimsOnNode: single-pod preemption sees the All-mode group on
+    the node as one victim with its pods on the other nodes; all 4 go, as upstream's
+    executor evicts every pod of the victims."""
+    h, evictor, lows = _plain_preemptor_scene(disruption_all=True)
+    h.drain()
+    plugin = h.s.profiles["secondary-scheduler"].instances["DefaultPreemption"]
+    assert plugin.wait_for_actuations(10)  # type: ignore[attr-defined]
+    assert _evicted(evictor) == lows
+    message = h.ports.failures_of("plain")[-1][1]
+    assert "preempting 4 victims" in message, message
+    assert h.s.queue.nominator.node_of(h.uid("plain")) in {f"n{i}" for i in range(4)}
+
+
+def test_a_plain_pod_preempts_one_pod_of_a_single_mode_gang() -> None:
+    h, evictor, lows = _plain_preemptor_scene(disruption_all=False)
+    h.drain()
+    plugin = h.s.profiles["secondary-scheduler"].instances["DefaultPreemption"]
+    assert plugin.wait_for_actuations(10)  # type: ignore[attr-defined]
+    evicted = _evicted(evictor)
+    assert len(evicted) == 1 and evicted[0] in lows
+    assert h.s.queue.nominator.node_of(h.uid("plain")) == f"n{lows.index(evicted[0])}"
 
 
 def test_a_gang_whose_victims_are_going_is_held_then_not_preempting_again() -> None:
@@ -314,6 +359,9 @@ def test_a_gang_whose_members_never_preempt_evicts_nobody() -> None:
     plugin = h.s.profiles["secondary-scheduler"].instances["DefaultPreemption"]
     assert plugin.wait_for_actuations(10)  # type: ignore[attr-defined]
     assert _evicted(evictor) == []
+    metric = h.s.metrics.registry.get_sample_value
+    assert metric("scheduler_workload_preemption_attempts_total",
+                  {"result": "Unschedulable"}) == 1
     messages = {h.ports.failures_of(n)[-1][1] for n in highs}
     assert any(m.endswith("pod group preemption: not eligible due to preemptionPolicy=Never.")
                for m in messages), messages

@@ -8,8 +8,11 @@ framework/preemption, v1.37):
    is now unresolvable for the pod);
 2. candidates: only nodes where the pod failed with plain Unschedulable, sampled from a random
    offset (at least ``minCandidateNodesAbsolute``, at least ``minCandidateNodesPercentage`` %);
-3. victims per node: remove every lower-priority pod; if the pod then fits, reprieve as many as
-   possible, PDB-violating pods first, then the others, most important first;
+3. victims per node: remove every lower-priority victim; if the pod then fits, reprieve as
+   many as possible, PDB-violating victims first, then the others, most important first. A
+   victim is a pod, or (GetVictimsOnNode) every scheduled pod of a ``disruptionMode: All``
+   PodGroup with a pod on the node, on whatever node they run, evicted together; a pod of a
+   PodGroup counts at its group's priority (``preemption_victims.py``);
 4. node choice: fewest PDB violations, lowest highest-victim priority, smallest priority sum,
    fewest victims, latest start among the most important victims, then the first;
 5. actuation, asynchronously (upstream's prepareCandidateAsync): clear lower-priority
@@ -58,7 +61,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import ClassVar, Literal
 
 import numpy as np
@@ -90,6 +93,15 @@ from scheduler.plugin_api import (
     Victims,
     fit_error_message,
 )
+from scheduler.plugins.preemption_victims import (
+    NOT_STARTED,
+    PdbSplit,
+    Victim,
+    split_victims_by_pdb,
+    victim_priority,
+    victims_among,
+)
+from scheduler.plugins.preemption_victims import pod_start as _start
 
 log = structlog.get_logger("scheduler.preemption")
 
@@ -221,13 +233,16 @@ class _DryRun:
 
 @dataclass
 class _VictimBatch:
-    """Nodes of a dry run with their potential victims (most important first), every
-    victim's request vector (node by node, from ``offsets``), the nodes' requests and pod
-    counts, and per node what the victims still removed free."""
+    """Nodes of a dry run with their potential victims (units, most important first), each
+    unit's pods on that node, each unit's request vector and pod count on that node (node
+    by node, from ``offsets``), the nodes' requests and pod counts, and per node what the
+    victims still removed free."""
 
     rows: IntArray
-    potential: list[list[PodInfo]]
+    potential: list[list[Victim]]
+    local: list[list[list[PodInfo]]]
     vectors: IntArray
+    counts: IntArray
     offsets: IntArray
     base_requested: IntArray
     base_count: IntArray
@@ -238,22 +253,16 @@ class _VictimBatch:
         """Only the nodes at ``positions`` go on."""
         self.rows = self.rows[positions]
         self.potential = [self.potential[int(i)] for i in positions]
+        self.local = [self.local[int(i)] for i in positions]
         self.offsets = self.offsets[positions]
         self.base_requested = self.base_requested[positions]
         self.base_count = self.base_count[positions]
         self.removed_sum = self.removed_sum[positions]
         self.removed_count = self.removed_count[positions]
 
-
-NOT_STARTED = datetime.max.replace(tzinfo=UTC)
-
-
-def _start(pod: PodInfo) -> datetime:
-    """A pod that has not started counts as the newest, as upstream's GetPodStartTime does."""
-    start = pod.start_time
-    if start is None:
-        return NOT_STARTED
-    return start if start.tzinfo is not None else start.replace(tzinfo=UTC)
+    def removed_pods(self) -> list[list[PodInfo]]:
+        """Per node, the pods on it that the potential victims take away."""
+        return [[p for unit in here for p in unit] for here in self.local]
 
 
 def importance_key(pod: PodInfo) -> tuple[int, datetime]:
@@ -417,12 +426,22 @@ class DefaultPreemption:
             return pod.uid in self._evicted
 
     def _may_preempt(self, victim: PodInfo, preemptor: PodInfo) -> bool:
-        if victim.priority >= preemptor.priority:
-            return False
-        if self.own_profiles_only:
-            handle = self.handle
-            return handle.has_profile(victim.scheduler_name)
-        return True
+        """isPreemptionAllowed for the pod as a victim of its own (NewPodVictim: its
+        PodGroup's priority, else its own)."""
+        unit = Victim((victim,), victim_priority(victim, self.handle.pod_groups))
+        return self._may_preempt_unit(unit, preemptor)
+
+    def _may_preempt_unit(self, victim: Victim, preemptor: PodInfo) -> bool:
+        """isPreemptionAllowedAcrossAllVictimNodes: a lower priority, and with victimScope
+        OwnProfiles every pod of the victim this scheduler's."""
+        return victim.priority < preemptor.priority and self.in_scope(victim)
+
+    def in_scope(self, victim: Victim) -> bool:
+        """victimScope: with OwnProfiles, every pod of the victim is this scheduler's."""
+        if not self.own_profiles_only:
+            return True
+        handle = self.handle
+        return all(handle.has_profile(p.scheduler_name) for p in victim.pods)
 
     # -- dry run --------------------------------------------------------------------------
     def num_candidates(self, num_nodes: int) -> int:
@@ -537,24 +556,29 @@ class DefaultPreemption:
                 # As upstream: the pod failed here, yet fits with every victim given back.
                 return [], failed, ("expected at least one victim pod on node "
                                     f'"{names[candidate.row]}"')
-            candidate.victims.sort(key=importance_key)
         return reprieved, failed, None
 
     def _potential_victims(
         self, dry: _DryRun, rows: IntArray, failed: list[tuple[IntArray, str]]
     ) -> _VictimBatch | None:
-        """The rows with pods the preemptor may evict, each node's most important first, and
-        what removing all of them frees; rows with none go to ``failed``."""
+        """The rows with victims the preemptor may evict (GetVictimsOnNode: a pod, or a
+        ``disruptionMode: All`` group with its pods on every node), each node's most
+        important first, and what removing all of them frees on the node; rows with none go
+        to ``failed``."""
         nodes = dry.snapshot.nodes
-        potential: list[list[PodInfo]] = []
+        groups = self.handle.pod_groups
+        potential: list[list[Victim]] = []
+        local: list[list[list[PodInfo]]] = []
         with_victims: list[int] = []
         no_victims: list[int] = []
         for position, row in enumerate(rows):
-            eligible = [p for p in nodes.pods[int(row)].values()
-                        if self._may_preempt(p, dry.pod)]
-            if eligible:
-                eligible.sort(key=importance_key)
-                potential.append(eligible)
+            here = nodes.pods[int(row)]
+            units = [v for v in victims_among(here.values(), groups)
+                     if self._may_preempt_unit(v, dry.pod)]
+            if units:
+                units.sort(key=Victim.importance_key)
+                potential.append(units)
+                local.append([[here[p.uid] for p in v.pods if p.uid in here] for v in units])
                 with_victims.append(position)
             else:
                 no_victims.append(int(row))
@@ -564,14 +588,22 @@ class DefaultPreemption:
             return None
         batch_rows = rows[np.asarray(with_victims, dtype=np.int64)]
         base_requested = np.take(nodes.requested, batch_rows, axis=0)
-        removed_count = np.asarray([len(v) for v in potential], dtype=np.int64)
-        owner = np.repeat(np.arange(len(potential)), removed_count)
         pod_vector = dry.snapshot.resources.pod_vector
-        vectors = np.stack([pod_vector(v) for vs in potential for v in vs])
+        zero = np.zeros(base_requested.shape[1], dtype=base_requested.dtype)
+        # A lone pod's vector as it is (the common case); a group's pods here, summed.
+        vectors = np.stack([pod_vector(unit[0]) if len(unit) == 1
+                            else sum((pod_vector(p) for p in unit), zero)
+                            for units in local for unit in units])
+        counts = np.asarray([len(unit) for units in local for unit in units], dtype=np.int64)
+        per_node = np.asarray([len(units) for units in local], dtype=np.int64)
+        owner = np.repeat(np.arange(len(local)), per_node)
         removed_sum = np.zeros_like(base_requested)
         np.add.at(removed_sum, owner, vectors)
+        removed_count = np.zeros(len(local), dtype=np.int64)
+        np.add.at(removed_count, owner, counts)
         return _VictimBatch(
-            batch_rows, potential, vectors, np.concatenate(([0], np.cumsum(removed_count)[:-1])),
+            batch_rows, potential, local, vectors, counts,
+            np.concatenate(([0], np.cumsum(per_node)[:-1])),
             base_requested, nodes.pod_count[batch_rows], removed_sum, removed_count,
         )
 
@@ -584,7 +616,7 @@ class DefaultPreemption:
         # affinity, spreading or host ports the numbers alone decide.
         stripped = NodeView(dry.snapshot, batch.rows, batch.base_requested - batch.removed_sum,
                             batch.base_count - batch.removed_count,
-                            removed=batch.potential if dry.lists else None)
+                            removed=batch.removed_pods() if dry.lists else None)
         outcome = self.handle.framework.run_filters_with_nominated(
             dry.state, dry.pod, stripped, dry.nominated)
         if outcome.error is not None:
@@ -598,32 +630,38 @@ class DefaultPreemption:
         self, dry: _DryRun, batch: _VictimBatch, pdbs: Sequence[DisruptionBudget]
     ) -> list[Candidate] | str:
         """Give each node's victims back one at a time (PDB-violating ones first), on every
-        node at once, keeping those the pod still fits beside: the candidates, or a Filter's
-        error."""
-        queues: list[list[tuple[PodInfo, str]]] = []
-        # Per reprieve queue, where each victim's request vector sits in ``batch.vectors``.
+        node at once, keeping those the pod still fits beside: the candidates, their victims'
+        pods most important victim first, or a Filter's error."""
+        queues: list[list[PdbSplit]] = []
+        # Per reprieve queue, where each victim's vector sits in ``batch.vectors``, and its
+        # pods on the node.
         vector_rows: list[list[int]] = []
-        for here, offset in zip(batch.potential, batch.offsets.tolist(), strict=True):
-            order, budgets = split_by_pdb(here, pdbs)
-            queues.append([(here[k], b) for k, b in zip(order, budgets, strict=True)])
-            vector_rows.append([offset + k for k in order])
-        removed = [[p for p, _ in q] for q in queues] if dry.lists else []
+        local: list[list[list[PodInfo]]] = []
+        for here, pods, offset in zip(batch.potential, batch.local, batch.offsets.tolist(),
+                                      strict=True):
+            violating, others = split_victims_by_pdb(here, pdbs)
+            position = {id(v): k for k, v in enumerate(here)}
+            queue = violating + others
+            queues.append(queue)
+            vector_rows.append([offset + position[id(split.victim)] for split in queue])
+            local.append([pods[position[id(split.victim)]] for split in queue])
+        removed = [[p for unit in q for p in unit] for q in local] if dry.lists else []
         names = dry.snapshot.nodes.names
         candidates = [Candidate(row, names[row], [], 0) for row in batch.rows.tolist()]
+        chosen: list[list[Victim]] = [[] for _ in candidates]
         for step in range(max(len(q) for q in queues)):
             active = [i for i, q in enumerate(queues) if step < len(q)]
             idx = np.asarray(active, dtype=np.int64)
-            back = batch.vectors[[vector_rows[i][step] for i in active]]
+            unit_rows = [vector_rows[i][step] for i in active]
+            back, back_count = batch.vectors[unit_rows], batch.counts[unit_rows]
             trial_removed = (
-                [[p for p in removed[i] if p is not queues[i][step][0]] for i in active]
-                if dry.lists
-                else []
+                [_without(removed[i], local[i][step]) for i in active] if dry.lists else []
             )
             trial = NodeView(
                 dry.snapshot,
                 batch.rows[idx],
                 batch.base_requested[idx] - batch.removed_sum[idx] + back,
-                batch.base_count[idx] - batch.removed_count[idx] + 1,
+                batch.base_count[idx] - batch.removed_count[idx] + back_count,
                 removed=trial_removed if dry.lists else None,
             )
             result = self.handle.framework.run_filters_with_nominated(
@@ -633,17 +671,19 @@ class DefaultPreemption:
             passed = result.codes == np.uint8(Code.SUCCESS)
             kept = idx[passed]
             batch.removed_sum[kept] -= back[passed]
-            batch.removed_count[kept] -= 1
+            batch.removed_count[kept] -= back_count[passed]
             for j, i in enumerate(active):
-                victim, budget = queues[i][step]
+                split = queues[i][step]
                 if passed[j]:
                     if dry.lists:
                         removed[i] = trial_removed[j]
                 else:
-                    candidates[i].victims.append(victim)
-                    if budget:
-                        candidates[i].num_pdb_violations += 1
-                        candidates[i].violated_budgets.add(budget)
+                    chosen[i].append(split.victim)
+                    candidates[i].num_pdb_violations += split.violations
+                    candidates[i].violated_budgets |= split.budgets
+        for candidate, victims in zip(candidates, chosen, strict=True):
+            victims.sort(key=Victim.importance_key)
+            candidate.victims = [p for v in victims for p in v.pods]
         return candidates
 
     # -- actuation ------------------------------------------------------------------------
@@ -942,39 +982,10 @@ class DefaultPreemption:
         return (ClusterEventWithHint(ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE), _skip),)
 
 
-def split_by_pdb(
-    victims: Sequence[PodInfo], pdbs: Sequence[DisruptionBudget]
-) -> tuple[list[int], list[str]]:
-    """filterPodsWithPDBViolation: victim indices, PDB-violating first (stable), and per index
-    the budget the victim would violate (``""``: none).
-
-    As upstream, a victim is charged to every matching budget until one goes below zero; the
-    budgets after that one are not charged for it.
-    """
-    if not pdbs:
-        return list(range(len(victims))), [""] * len(victims)
-    allowed = {pdb.key: pdb.disruptions_allowed for pdb in pdbs}
-    violating: list[int] = []
-    budgets: list[str] = []
-    others: list[int] = []
-    for k, victim in enumerate(victims):
-        broken = ""
-        if victim.labels:
-            for pdb in pdbs:
-                if pdb.namespace != victim.namespace or not pdb.selector.matches(victim.labels):
-                    continue
-                if victim.name in pdb.disrupted_pods:
-                    continue
-                allowed[pdb.key] -= 1
-                if allowed[pdb.key] < 0:
-                    broken = pdb.key
-                    break
-        if broken:
-            violating.append(k)
-            budgets.append(broken)
-        else:
-            others.append(k)
-    return violating + others, budgets + [""] * len(others)
+def _without(pods: Sequence[PodInfo], gone: Sequence[PodInfo]) -> list[PodInfo]:
+    """``pods`` but those of ``gone`` (the same objects)."""
+    ids = {id(p) for p in gone}
+    return [p for p in pods if id(p) not in ids]
 
 
 def aggregate_errors(errors: Sequence[str]) -> str:

@@ -36,7 +36,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
 
 import structlog
 
@@ -63,10 +62,15 @@ from scheduler.plugins.default_preemption import (
     DefaultPreemptionArgs,
     Removal,
     _Actuation,
-    _start,
-    split_by_pdb,
 )
 from scheduler.plugins.default_preemption import SPEC as POD_SPEC
+from scheduler.plugins.preemption_victims import (
+    POD_GROUP,
+    Victim,
+    split_victims_by_pdb,
+    victim_priority,
+    victims_among,
+)
 
 log = structlog.get_logger("scheduler.preemption")
 
@@ -77,12 +81,8 @@ STRICT_PDB = "preemption would violate a PodDisruptionBudget"
 PREFIX = "pod group preemption: "
 # The candidate of a pod group's preemption: its domain is the whole cluster.
 CLUSTER = "cluster"
-# scheduling/v1beta1 DisruptionMode and core/v1 PreemptionPolicy values, as parsed.
-DISRUPTION_ALL = "All"
+# core/v1 PreemptionPolicy value, as parsed.
 NEVER_POLICY = "Never"
-# A victim's kind (upstream's EntityKeyType): a plain pod, or a Workload-API group's pods.
-POD = "Pod"
-POD_GROUP = "PodGroup"
 
 
 @dataclass(frozen=True)
@@ -117,28 +117,6 @@ def gate_key(group: PodGroup) -> str:
     return f"podgroup/{group.uid or group.key}"
 
 
-@dataclass(frozen=True)
-class Victim:
-    """upstream's Victim: pods evicted together or not at all, with one priority."""
-
-    pods: tuple[PodInfo, ...]
-    priority: int
-    kind: str = POD
-
-    @property
-    def is_group(self) -> bool:
-        return self.kind == POD_GROUP
-
-    def earliest_start(self) -> datetime:
-        return min(_start(p) for p in self.pods)
-
-    def importance_key(self) -> tuple[int, int, int, datetime]:
-        """MoreImportantVictim as a sort key, most important first: higher priority, then
-        a group's pods before a plain pod, then the larger unit, then the earlier start."""
-        rank = 2 if self.is_group else 1
-        return (-self.priority, -rank, -len(self.pods), self.earliest_start())
-
-
 @dataclass
 class Selection:
     """What selectVictimsOnDomain found: the victims to evict (most important first), the
@@ -157,64 +135,10 @@ class Selection:
         return sum(1 for v in self.victims if v.is_group)
 
 
-def workload_group(pod: PodInfo, groups: PodGroupsView) -> PodGroup | None:
-    """The pod's Workload-API PodGroup, if observed (Coscheduling groups have no priority
-    nor disruption mode)."""
-    ref = pod.pod_group
-    if ref is None or ref.source != WORKLOAD_API:
-        return None
-    return groups.group_of(pod)
-
-
-def victim_priority(pod: PodInfo, groups: PodGroupsView) -> int:
-    """GetPodPriority: the pod's PodGroup's priority, else its own."""
-    group = workload_group(pod, groups)
-    return pod.priority if group is None else group.priority or 0
-
-
 def domain_victims(snapshot: ClusterSnapshot, groups: PodGroupsView) -> list[Victim]:
-    """getCrossNodesVictims: every pod on a node is a victim of its own, except the pods of a
-    ``disruptionMode: All`` group, which are one victim with all its scheduled pods."""
-    victims: list[Victim] = []
-    whole: set[str] = set()
-    for row in snapshot.order().tolist():
-        for pod in snapshot.pods_on(row):
-            group = workload_group(pod, groups)
-            kind = POD_GROUP if pod.pod_group is not None and \
-                pod.pod_group.source == WORKLOAD_API else POD
-            if group is None or group.disruption_mode != DISRUPTION_ALL:
-                priority = pod.priority if group is None else group.priority or 0
-                victims.append(Victim((pod,), priority, kind))
-                continue
-            if group.key in whole:
-                continue
-            whole.add(group.key)
-            state = groups.state_of(pod)
-            scheduled = [] if state is None else state.scheduled_pods()
-            victims.append(Victim(tuple(scheduled) or (pod,), group.priority or 0, POD_GROUP))
-    return victims
-
-
-def split_victims_by_pdb(
-    victims: Sequence[Victim], pdbs: Sequence[DisruptionBudget]
-) -> tuple[list[tuple[Victim, int]], list[Victim]]:
-    """FilterVictimsWithPDBViolation: the violating units with how many of their pods
-    violate, and the others, each in the given order. Budgets are charged pod by pod, unit
-    after unit, as for single pods (``split_by_pdb`` over the pods in that order)."""
-    pods = [p for v in victims for p in v.pods]
-    order, budgets = split_by_pdb(pods, pdbs)
-    broken = {k for k, budget in zip(order, budgets, strict=True) if budget}
-    violating: list[tuple[Victim, int]] = []
-    others: list[Victim] = []
-    first = 0
-    for victim in victims:
-        count = sum(1 for k in range(first, first + len(victim.pods)) if k in broken)
-        first += len(victim.pods)
-        if count:
-            violating.append((victim, count))
-        else:
-            others.append(victim)
-    return violating, others
+    """newDomainForWorkloadPreemption's victims: getCrossNodesVictims over every node."""
+    pods = (pod for row in snapshot.order().tolist() for pod in snapshot.pods_on(row))
+    return victims_among(pods, groups)
 
 
 def select_victims_on_domain(
@@ -248,11 +172,11 @@ def select_victims_on_domain(
 
     chosen: list[Victim] = []
     violations = 0
-    for victim, count in violating:
-        if not reprieved(victim):
-            chosen.append(victim)
-            violations += count
-    chosen.extend(v for v in others if not reprieved(v))
+    for split in violating:
+        if not reprieved(split.victim):
+            chosen.append(split.victim)
+            violations += split.violations
+    chosen.extend(split.victim for split in others if not reprieved(split.victim))
     chosen.sort(key=Victim.importance_key)
     return Selection(chosen, violations, {a.pod.uid: a.node for a in assignments})
 
@@ -266,6 +190,9 @@ class PodGroupPreemption(DefaultPreemption):
         self, group: PodGroup, members: Sequence[PodInfo], simulation: PodGroupSimulation
     ) -> tuple[PodGroupPostFilterResult | None, Status]:
         result, status = self.preempt_group(group, members, simulation)
+        # Upstream's result label is the status code's String(): SUCCESS -> "Success".
+        label = "".join(word.capitalize() for word in status.code.name.split("_"))
+        self.handle.metrics.workload_preemption_attempts.labels(label).inc()
         if status.message:
             status = Status(status.code, (PREFIX + status.message,), status.plugin)
         return result, status
@@ -285,12 +212,18 @@ class PodGroupPreemption(DefaultPreemption):
         pdbs = list(snapshot.pdbs())
         selection = select_victims_on_domain(
             preemptor, domain_victims(snapshot, handle.pod_groups), pdbs, simulation,
-            self._may_preempt_unit)
+            self.in_scope)
         if isinstance(selection, Status):
             return None, selection
         if self.strict_pdb and selection.num_pdb_violations:
             return None, Status(Code.UNSCHEDULABLE, (STRICT_PDB,))
-        handle.metrics.preemption_victims.observe(selection.num_pods)
+        metrics = handle.metrics
+        # observeVictims: a group's victims have their own histogram, and the units that
+        # were groups' are counted per preemptor kind.
+        metrics.workload_preemption_victims.observe(selection.num_pods)
+        if selection.num_group_disruptions:
+            metrics.preemption_workload_disruptions.labels(POD_GROUP).observe(
+                selection.num_group_disruptions)
         self.actuate_group(preemptor, selection)
         message = f"found a placement for podgroup, preempting {selection.num_pods} victims"
         return PodGroupPostFilterResult(selection.nominations), Status(Code.SUCCESS, (message,))
@@ -314,12 +247,6 @@ class PodGroupPreemption(DefaultPreemption):
                         and victim_priority(pod, handle.pod_groups) < preemptor.priority):
                     return True
         return False
-
-    def _may_preempt_unit(self, victim: Victim) -> bool:
-        if not self.own_profiles_only:
-            return True
-        handle = self.handle
-        return all(handle.has_profile(p.scheduler_name) for p in victim.pods)
 
     # -- actuation --------------------------------------------------------------------------
     def actuate_group(self, preemptor: Preemptor, selection: Selection) -> None:

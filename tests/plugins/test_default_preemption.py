@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from scheduler.cache.pod_groups import PARSERS, POD_GROUPS
 from scheduler.config import parse_config
 from scheduler.cycle import schedule_one
 from scheduler.framework.events import ASSIGNED_POD_DELETE
@@ -45,8 +46,8 @@ from scheduler.plugins.default_preemption import (
     DefaultPreemption,
     aggregate_errors,
     select_candidate,
-    split_by_pdb,
 )
+from scheduler.plugins.preemption_victims import POD, POD_GROUP, split_by_pdb, victims_among
 from scheduler.plugins.registry import default_registry
 from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
 from scheduler.scheduler import Scheduler
@@ -143,6 +144,17 @@ def pdb(
         "status": {"disruptionsAllowed": allowed,
                    "disruptedPods": {d: DELETED_AT for d in disrupted}},
     }
+
+
+def pod_group(name: str, prio: int, *, mode: str = "all") -> dict[str, Any]:
+    """A Workload-API PodGroup as upstream's st.MakePodGroup() builds it."""
+    return {"metadata": {"name": name, "namespace": "default", "uid": name},
+            "spec": {"priority": prio, "disruptionMode": {mode: {}},
+                     "schedulingPolicy": {"basic": {}}}}
+
+
+def in_group(group_name: str) -> dict[str, Any]:
+    return {"schedulingGroup": {"podGroupName": group_name}}
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
@@ -343,6 +355,7 @@ def cluster(
     offsets: Sequence[int] | None = None,
     with_test_plugin: bool = False,
     config: Mapping[str, Any] | None = None,
+    pod_groups: Sequence[Mapping[str, Any]] = (),
 ) -> Cluster:
     registry: Registry = default_registry()
     profile: dict[str, Any] = {
@@ -358,9 +371,13 @@ def cluster(
     for obj in nodes:
         s.cache.upsert_node(obj)
         s.known_nodes.add(obj["metadata"]["name"])
+    for obj in pod_groups:
+        s.pod_groups.upsert(POD_GROUPS, f"default/{obj['metadata']['name']}",
+                            PARSERS[POD_GROUPS](obj))
     for obj in pods:
         s.cache.upsert_pod(info(obj))
         s.pods[obj["metadata"]["uid"]] = info(obj)
+        s.pod_groups.pod_changed(None, info(obj))
     for obj in pdbs:
         s.cache.upsert_pdb(obj)
     for obj, node_name in nominated:
@@ -756,6 +773,160 @@ def test_select_victims_on_node(
     else:
         assert [(sorted(v.name for v in cand.victims), cand.num_pdb_violations)
                 for cand in candidates] == [want]
+
+
+G = in_group
+
+
+@pytest.mark.parametrize(
+    ("groups", "pods", "pdbs", "preemptor", "want"),
+    [
+        pytest.param(
+            [pod_group("pg1", LOW)],
+            [p("g1-1", on="node1", prio=LOW, res=SMALL, spec=G("pg1")),
+             p("g1-2", on="node1", prio=LOW, res=MEDIUM, spec=G("pg1"))],
+            [], p("p", prio=HIGH, res=LARGE), (["g1-1", "g1-2"], 0),
+            id="Workload Aware: Atomic preemption of PodGroup",
+        ),
+        pytest.param(
+            [pod_group("pg1", LOW)],
+            [p("p1", on="node1", prio=LOW, res=SMALL),
+             p("g1-1", on="node1", prio=LOW, res=SMALL, spec=G("pg1")),
+             p("g1-2", on="node1", prio=LOW, res=SMALL, spec=G("pg1"))],
+            [], p("p", prio=HIGH, res=LARGE), (["p1"], 0),
+            id="Workload Aware: prefer single pod over podGroup for preemption candidate",
+        ),
+        pytest.param(
+            [pod_group("pg1", LOW)],
+            [p("p1", on="node1", prio=HIGH, res=MEDIUM),
+             p("g1-1", on="node1", prio=LOW, res=MEDIUM, spec=G("pg1"))],
+            [], p("p", prio=VERY_HIGH, res=LARGE), (["g1-1"], 0),
+            id="Workload Aware: preempt lower priority pod group instead of higher priority "
+               "single pod",
+        ),
+        pytest.param(
+            [pod_group("pg1", HIGH)],
+            [p("p1", on="node1", prio=LOW, res=MEDIUM),
+             p("g1-1", on="node1", prio=HIGH, res=MEDIUM, spec=G("pg1"))],
+            [], p("p", prio=VERY_HIGH, res=LARGE), (["p1"], 0),
+            id="Workload Aware: preempt lower priority single pod instead of higher priority "
+               "pod group",
+        ),
+        pytest.param(
+            [pod_group("pg1", LOW)],
+            [p("g1-1", on="node1", prio=LOW, res=MEDIUM, labels={"app": "foo"}, spec=G("pg1")),
+             p("g1-2", on="node1", prio=LOW, res=MEDIUM, labels={"app": "foo"}, spec=G("pg1"))],
+            [pdb(allowed=0)], p("p", prio=HIGH, res=LARGE), (["g1-1", "g1-2"], 2),
+            id="Workload Aware: PDB: PodGroup as victim with 2 PDB violations",
+        ),
+        pytest.param(
+            [pod_group("pg-violating", LOW), pod_group("pg-non-violating", MID)],
+            [p("g1-1", on="node1", prio=LOW, res=MEDIUM, labels={"app": "foo"},
+               spec=G("pg-violating")),
+             p("g2-1", on="node1", prio=MID, res=MEDIUM, spec=G("pg-non-violating"))],
+            [pdb(allowed=0)], p("p", prio=HIGH, res=LARGE), (["g2-1"], 0),
+            id="Workload Aware: PDB: Prefer non-violating PodGroup over lower-priority "
+               "violating PodGroup (DisruptionModeAll)",
+        ),
+        pytest.param(
+            [pod_group("pg-violating", LOW, mode="single"),
+             pod_group("pg-non-violating", MID, mode="single")],
+            [p("g1-1", on="node1", prio=LOW, res=MEDIUM, labels={"app": "foo"},
+               spec=G("pg-violating")),
+             p("g2-1", on="node1", prio=MID, res=MEDIUM, spec=G("pg-non-violating"))],
+            [pdb(allowed=0)], p("p", prio=HIGH, res=LARGE), (["g2-1"], 0),
+            id="Workload Aware: PDB: Prefer non-violating PodGroup over lower-priority "
+               "violating PodGroup (DisruptionModeSingle)",
+        ),
+        pytest.param(
+            [pod_group("pg1", LOW)],
+            [p("pod-a", on="node-a", prio=LOW, res=LARGE, spec=G("pg1")),
+             p("pod-b", on="node-b", prio=LOW, res=LARGE, spec=G("pg1"))],
+            [], p("p", prio=HIGH, res=LARGE), (["pod-a", "pod-b"], 0),
+            id="Cross-node PodGroup: whole pod group across multiple nodes expected to be "
+               "preempted",
+        ),
+        pytest.param(
+            [pod_group("pg1", LOW)],
+            [p("g1-1", on="node1", prio=HIGH, res=LARGE, spec=G("pg1"))],
+            [], p("p", prio=MID, res=LARGE), (["g1-1"], 0),
+            id="GetPodPriority: a victim counts at its PodGroup's priority, not its own",
+        ),
+    ],
+)
+def test_select_victims_on_node_workload_aware(
+    groups: list[dict[str, Any]],
+    pods: list[dict[str, Any]],
+    pdbs: list[dict[str, Any]],
+    preemptor: dict[str, Any],
+    want: tuple[list[str], int],
+) -> None:
+    """TestSelectVictimsOnNode's GenericWorkload cases: a ``disruptionMode: All`` group is
+    one victim (with its pods on other nodes), a group's pod has its group's priority."""
+    nodes = sorted({obj["spec"]["nodeName"] for obj in pods})
+    c = cluster([n(name) for name in nodes], pods, pdbs=pdbs, pod_groups=groups)
+    preemptor_info = info(preemptor)
+    main = c.s.snapshot.row_of(nodes[0])
+    assert main is not None
+    candidates, failed, errors = c.plugin.select_victims(
+        c.prefiltered(preemptor_info), preemptor_info, c.s.snapshot,
+        np.asarray([main], dtype=np.int64), list(c.s.snapshot.pdbs()),
+    )
+    assert not errors and not failed, (errors, failed)
+    assert [(sorted(v.name for v in cand.victims), cand.num_pdb_violations)
+            for cand in candidates] == [want]
+
+
+@pytest.mark.parametrize(
+    ("groups", "pods", "want"),
+    [
+        pytest.param(
+            [], [p("p1", on="node1", prio=MID), p("p2", on="node1", prio=LOW)],
+            [(["p1"], MID, POD), (["p2"], LOW, POD)],
+            id="GenericWorkload enabled, pods with no PodGroup",
+        ),
+        pytest.param(
+            [pod_group("pg1", MID)],
+            [p("p1", on="node1", prio=MID, spec=G("pg1")),
+             p("p2", on="node2", prio=MID, spec=G("pg1")), p("p3", on="node1", prio=LOW)],
+            [(["p1", "p2"], MID, POD_GROUP), (["p3"], LOW, POD)],
+            id="GenericWorkload enabled, pod belonging to PodGroup with disruptionMode All",
+        ),
+        pytest.param(
+            [pod_group("pg1", MID, mode="single")],
+            [p("p1", on="node1", prio=LOW, spec=G("pg1")),
+             p("p2", on="node2", prio=LOW, spec=G("pg1")),
+             p("p3", on="node1", prio=LOW, spec=G("pg1")), p("p4", on="node1", prio=LOW)],
+            [(["p1"], MID, POD_GROUP), (["p3"], MID, POD_GROUP), (["p4"], LOW, POD)],
+            id="GenericWorkload enabled, pods belonging to PodGroup with disruptionMode Single",
+        ),
+        pytest.param(
+            [pod_group("pg-all", HIGH), pod_group("pg-single", MID, mode="single")],
+            [p("p-all-1", on="node1", prio=HIGH, spec=G("pg-all")),
+             p("p-all-2", on="node2", prio=HIGH, spec=G("pg-all")),
+             p("p-single-1", on="node1", prio=LOW, spec=G("pg-single")),
+             p("p-single-2", on="node2", prio=LOW, spec=G("pg-single")),
+             p("p-ind", on="node1", prio=LOW)],
+            [(["p-all-1", "p-all-2"], HIGH, POD_GROUP), (["p-single-1"], MID, POD_GROUP),
+             (["p-ind"], LOW, POD)],
+            id="GenericWorkload enabled, mixed test with individual pods, PodGroup with "
+               "DisruptionMode Single, and PodGroup with DisruptionMode All",
+        ),
+    ],
+)
+def test_get_victims_on_node(
+    groups: list[dict[str, Any]], pods: list[dict[str, Any]],
+    want: list[tuple[list[str], int, str]],
+) -> None:
+    """preemption_test.go TestGetVictimsOnNode (GenericWorkload on, CompositePodGroup off):
+    the victims a single pod's preemption sees on node1."""
+    nodes = sorted({obj["spec"]["nodeName"] for obj in pods})
+    c = cluster([n(name) for name in nodes], pods, pod_groups=groups)
+    row = c.s.snapshot.row_of("node1")
+    assert row is not None
+    victims = victims_among(c.s.snapshot.pods_on(row), c.s.pod_groups)
+    got = sorted((sorted(q.name for q in v.pods), v.priority, v.kind) for v in victims)
+    assert got == sorted(want)
 
 
 def test_design_doc_example_only_the_pod_that_must_go_is_a_victim() -> None:
