@@ -84,7 +84,6 @@ from scheduler.plugin_api import (
     IntArray,
     Metrics,
     NodeView,
-    PluginSpec,
     PodInfo,
     PostFilterResult,
     QueueingHint,
@@ -1045,14 +1044,3 @@ def _earliest_top_start(candidate: Candidate) -> float:
     earliest = min(_start(v) for v in candidate.victims if v.priority == top)
     return float("inf") if earliest is NOT_STARTED else earliest.timestamp()
 
-
-def new(args: DefaultPreemptionArgs, handle: Handle) -> DefaultPreemption:
-    return DefaultPreemption(args, handle)
-
-
-SPEC = PluginSpec(
-    name=NAME,
-    factory=new,
-    args=DefaultPreemptionArgs,
-    points=frozenset({"preEnqueue", "postFilter"}),
-)

@@ -63,7 +63,6 @@ from scheduler.plugins.default_preemption import (
     Removal,
     _Actuation,
 )
-from scheduler.plugins.default_preemption import SPEC as POD_SPEC
 from scheduler.plugins.preemption_victims import (
     POD_GROUP,
     Victim,
@@ -335,4 +334,10 @@ def new(args: DefaultPreemptionArgs, handle: Handle) -> PodGroupPreemption:
     return PodGroupPreemption(args, handle)
 
 
-SPEC = PluginSpec(name=NAME, factory=new, args=DefaultPreemptionArgs, points=POD_SPEC.points)
+# The one DefaultPreemption registered: single pods (default_preemption.py) and groups.
+SPEC = PluginSpec(
+    name=NAME,
+    factory=new,
+    args=DefaultPreemptionArgs,
+    points=frozenset({"preEnqueue", "postFilter"}),
+)

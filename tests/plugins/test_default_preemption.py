@@ -40,13 +40,13 @@ from scheduler.framework.ports import EvictionOutcome, EvictionResult, NullPorts
 from scheduler.framework.registry import ConfigError, PluginSpec, Registry
 from scheduler.model.disruption import DisruptionBudget
 from scheduler.model.pod import PodInfo
-from scheduler.plugins.default_preemption import SPEC as DP_SPEC
 from scheduler.plugins.default_preemption import (
     Candidate,
     DefaultPreemption,
     aggregate_errors,
     select_candidate,
 )
+from scheduler.plugins.pod_group_preemption import SPEC as DP_SPEC
 from scheduler.plugins.preemption_victims import POD, POD_GROUP, split_by_pdb, victims_among
 from scheduler.plugins.registry import default_registry
 from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
