@@ -209,15 +209,7 @@ def test_higher_priority_gang_preempts_a_lower_one(env: Env, api: str,
     them: it is bound whole after preemption. With disruptionMode single, 2 low members are
     evicted (minimal victims); with all, the low gang is evicted whole
     (pkg/scheduler/framework/preemption/podgrouppreemption.go)."""
-    if disruption_all and api == COSCHEDULING:
-        pytest.skip("Coscheduling's PodGroup has no disruption mode")
-    env.nodes("n", 4, cpu="2")
-    low = env.priority_class("low", 100)
-    high = env.priority_class("high", 1000)
-    gangs = Gangs(env, api)
-    gangs.group("low", 4, priority_class=low, disruption_all=disruption_all)
-    lows = gangs.members("low", 4, cpu="2", priority_class=low)
-    env.wait_all_bound(lows, timeout=60)
+    gangs, lows, high = _low_gang_on_four_full_nodes(env, api, disruption_all)
     gangs.group("high", 2, priority_class=high)
     highs = gangs.members("high", 2, cpu="2", priority_class=high)
     env.wait_all_bound(highs, timeout=120)
@@ -232,6 +224,18 @@ def test_plain_higher_priority_pod_preempts_a_gang(env: Env, api: str,
     node's room. With disruptionMode all the gang is one victim and goes whole (upstream's
     GetVictimsOnNode, pkg/scheduler/framework/preemption/preemption.go); with single, one
     member goes."""
+    _, lows, high = _low_gang_on_four_full_nodes(env, api, disruption_all)
+    env.create_pod("plain", cpu="2", priority_class=high)
+    env.wait_all_bound(["plain"], timeout=120)
+    evicted = [n for n in lows if env.rec.deleted_at(n) is not None or env.pod(n) is None]
+    assert len(evicted) == (4 if disruption_all else 1), evicted
+
+
+def _low_gang_on_four_full_nodes(
+    env: Env, api: str, disruption_all: bool
+) -> tuple[Gangs, list[str], str]:
+    """4 nodes of 2 cpu filled by a bound low-priority gang of 4; the gangs, the low
+    members and the high priority class."""
     if disruption_all and api == COSCHEDULING:
         pytest.skip("Coscheduling's PodGroup has no disruption mode")
     env.nodes("n", 4, cpu="2")
@@ -241,10 +245,7 @@ def test_plain_higher_priority_pod_preempts_a_gang(env: Env, api: str,
     gangs.group("low", 4, priority_class=low, disruption_all=disruption_all)
     lows = gangs.members("low", 4, cpu="2", priority_class=low)
     env.wait_all_bound(lows, timeout=60)
-    env.create_pod("plain", cpu="2", priority_class=high)
-    env.wait_all_bound(["plain"], timeout=120)
-    evicted = [n for n in lows if env.rec.deleted_at(n) is not None or env.pod(n) is None]
-    assert len(evicted) == (4 if disruption_all else 1), evicted
+    return gangs, lows, high
 
 
 def test_pod_group_status_once_placed(env: Env, api: str) -> None:
