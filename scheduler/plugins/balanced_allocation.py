@@ -17,6 +17,7 @@ A DRA-backed extended resource in ``resources`` (one a DeviceClass serves,
 DRAExtendedResource) is counted, on a node without it in its allocatable, from the node's
 devices the class selects and those of them in use, as NodeResourcesFit counts it (upstream's
 ``getDRAPreScoredParams`` and ``calculateDRAResourceTotals`` in ``resource_allocation.go``).
+Upstream's plugin has no CEL cache and panics on a class with a selector; ours evaluates it.
 
 The floating-point operations are done in upstream's order so that scores match exactly.
 """
