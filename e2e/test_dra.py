@@ -67,9 +67,11 @@ class Dra:
         self.created.append(f"{path}/{obj['metadata']['name']}")
         return str(obj["metadata"]["name"])
 
-    def device_class(self, name: str = "gpu", *, extended_resource: str | None = None) -> str:
+    def device_class(self, name: str = "gpu", *, extended_resource: str | None = None,
+                     by_driver: bool = True) -> str:
+        """A class of this driver's devices (by a CEL selector), or of every device."""
         spec: dict[str, Any] = {"selectors": [{"cel": {
-            "expression": f'device.driver == "{self.driver}"'}}]}
+            "expression": f'device.driver == "{self.driver}"'}}] if by_driver else []}
         if extended_resource is not None:
             spec["extendedResourceName"] = extended_resource
         return self._create(CLASSES, {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
@@ -344,6 +346,34 @@ def test_node_resources_fit_scores_an_extended_resource_by_its_devices(
     try:
         create_pod(env, "pod", limits={resource: "1"}, scheduler=profile)
         assert env.wait_bound("pod") == nodes[1]
+    finally:
+        scheduler.stop()
+
+
+def test_balanced_allocation_counts_an_extended_resource_by_its_devices(
+        env: Env, dra: Dra, kubeconfig: Path, tmp_path: Path) -> None:
+    """NodeResourcesBalancedAllocation with the DRA-backed resource in its resources
+    (balanced_allocation.go through resource_allocation.go): one device of three moves the
+    balance of the first node, which runs a 400m pod, less (score 70) than the only device of
+    the second (51). Without the devices counted both score 75 and NodeResourcesFit's
+    LeastAllocated prefers the empty second node (97 against 91). The class has no
+    selector: kube-scheduler v1.37.2's NodeResourcesBalancedAllocation has no CEL cache
+    (NewBalancedAllocation leaves resourceAllocationScorer.celCache nil) and panics on one."""
+    nodes = env.nodes("gpu", 2)
+    resource = f"{dra.driver}/gpu"
+    dra.device_class(extended_resource=resource, by_driver=False)
+    dra.slice(nodes[0], [device(f"gpu-{i}") for i in range(3)])
+    dra.slice(nodes[1], [device("gpu-0")])
+    create_pod(env, "busy", cpu="400m", node_name=nodes[0])
+    profile = f"{env.id}-balanced"
+    scheduler = start_own_scheduler(
+        kubeconfig, tmp_path / "balanced-scheduler.log", profile, profile_config=(
+            "pluginConfig: [{name: NodeResourcesBalancedAllocation, args: {resources: "
+            f"[{{name: cpu, weight: 1}}, {{name: memory, weight: 1}}, "
+            f"{{name: {resource}, weight: 1}}]}}}}]"))
+    try:
+        create_pod(env, "pod", limits={resource: "1"}, scheduler=profile)
+        assert env.wait_bound("pod") == nodes[0]
     finally:
         scheduler.stop()
 

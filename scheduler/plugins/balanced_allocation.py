@@ -13,6 +13,12 @@ none of is left out, and so is a scalar resource the pod does not request. PreSc
 Skip for a pod that requests none of the resources (a best-effort pod, kubernetes#129138).
 No normalisation.
 
+A DRA-backed extended resource in ``resources`` (one a DeviceClass serves,
+DRAExtendedResource) is counted, on a node without it in its allocatable, from the node's
+devices the class selects and those of them in use, as NodeResourcesFit counts it (upstream's
+``getDRAPreScoredParams`` and ``calculateDRAResourceTotals`` in ``resource_allocation.go``).
+Upstream's plugin has no CEL cache and panics on a class with a selector; ours evaluates it.
+
 The floating-point operations are done in upstream's order so that scores match exactly.
 """
 
@@ -30,15 +36,18 @@ from scheduler.plugin_api import (
     SKIP,
     SUCCESS,
     CycleState,
+    DraManager,
     Handle,
     IntArray,
     NodeView,
     PluginSpec,
     PodInfo,
+    SelectorCache,
     Status,
 )
 from scheduler.plugins.helper.resource_allocation import (
     DEFAULT_RESOURCES,
+    DraScoring,
     ResourceSpec,
     allocation_inputs,
     parse_resources,
@@ -159,35 +168,56 @@ def balanced_resource_scorer(
     return half + (half + with_pod - without_pod) // 2
 
 
+@dataclass(frozen=True)
+class PreScoreState:
+    """What Score reads (upstream's ``balancedAllocationPreScoreState``): the pod's request of
+    each resource, and what scoring reads of DRA when a DeviceClass serves one of them."""
+
+    pod_requests: tuple[int, ...]
+    dra: DraScoring | None
+
+
 class BalancedAllocation:
     name = NAME
 
-    def __init__(self, args: BalancedAllocationArgs) -> None:
+    def __init__(self, args: BalancedAllocationArgs, dra: DraManager | None = None) -> None:
         self.resources: tuple[ResourceSpec, ...] = args.resource_specs()
+        self.dra = dra
+        # Compiles the selectors of the classes behind DRA-backed extended resources.
+        self._cel_cache = SelectorCache()
         self._scores: RowMemo[tuple[int, ...]] = RowMemo(self._score_rows)
 
     def pod_requests(self, pod: PodInfo) -> tuple[int, ...]:
         return tuple(pod_request(pod, r.name, use_requested=True) for r in self.resources)
 
+    def _pre_score_state(self, requests: tuple[int, ...]) -> PreScoreState:
+        return PreScoreState(requests, DraScoring.of(self.dra, self.resources, self._cel_cache))
+
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> Status:
         requests = self.pod_requests(pod)
         if not any(requests):
             return SKIP
-        state.write(PRE_SCORE_STATE_KEY, requests)
+        state.write(PRE_SCORE_STATE_KEY, self._pre_score_state(requests))
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> IntArray:
-        requests = state.get(PRE_SCORE_STATE_KEY)
-        if requests is None:
+        pre_score: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if pre_score is None:
             requests = self.pod_requests(pod)
             if not any(requests):
                 return np.zeros(len(nodes), dtype=np.int64)
+            pre_score = self._pre_score_state(requests)
         if len(nodes) == 0:
             return np.zeros(0, dtype=np.int64)
-        return self._scores.values(nodes, requests)
+        if pre_score.dra is not None:
+            # Device counts change with every allocation: not kept with the rows.
+            return self._score_rows(nodes, pre_score.pod_requests, pre_score.dra)
+        return self._scores.values(nodes, pre_score.pod_requests)
 
-    def _score_rows(self, nodes: NodeView, requests: tuple[int, ...]) -> IntArray:
-        inputs = allocation_inputs(nodes, self.resources, requests, use_requested=True)
+    def _score_rows(self, nodes: NodeView, requests: tuple[int, ...],
+                    dra: DraScoring | None = None) -> IntArray:
+        inputs = allocation_inputs(nodes, self.resources, requests, use_requested=True,
+                                   dra=dra)
         return balanced_resource_scorer(inputs.requested, inputs.allocated, inputs.allocatable)
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
@@ -195,7 +225,8 @@ class BalancedAllocation:
 
 
 def new(args: BalancedAllocationArgs, handle: Handle) -> BalancedAllocation:
-    return BalancedAllocation(args)
+    # The registry builds one without a scheduler (handle None) to find its points.
+    return BalancedAllocation(args, handle.dra if handle is not None else None)
 
 
 SPEC = PluginSpec(name=NAME, factory=new, args=BalancedAllocationArgs)

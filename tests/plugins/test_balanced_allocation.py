@@ -19,7 +19,17 @@ from scheduler.plugins.balanced_allocation import (
     balanced_resource_score,
     balanced_resource_scorer,
 )
-from scheduler.testing import container, full_view, node, pod, pod_info, snapshot_of, view_with
+from scheduler.testing import (
+    container,
+    full_view,
+    node,
+    pod,
+    pod_info,
+    scheduler_of,
+    snapshot_of,
+    view_with,
+)
+from tests.plugins import test_node_resources_fit_dra as dra_cases
 
 GPU = "nvidia.com/gpu"
 CPU_MEM_GPU = {"resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1},
@@ -237,3 +247,38 @@ def test_every_resource_problem_is_reported_one_a_line() -> None:
 def test_default_args_are_upstreams_v1_defaults() -> None:
     assert ba.SPEC.default_args == {"resources": [{"name": "cpu", "weight": 1},
                                                   {"name": "memory", "weight": 1}]}
+
+
+# -- DRA-backed extended resources (DRAExtendedResource, GA in v1.37) -------------------------
+def _with_dra_resource(run_pre_score: bool) -> list[int]:
+    """Upstream's case: cpu, memory and a DRA-backed resource listed; eight devices on node1
+    only, so node2 leaves the resource out (cpu 86%, memory 12%: 75) and node1 gains a
+    balance of 2 (60 -> 62: 76)."""
+    config = {"profiles": [{"pluginConfig": [
+        {"name": ba.NAME, "args": {"resources": [
+            {"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1},
+            {"name": dra_cases.EXTENDED, "weight": 1}]}}]}]}
+    existing = [pod("e1", node_name="node1", containers=with_names([cm("1000m"), cm("2000m")])),
+                pod("e2", node_name="node2",
+                    containers=with_names([cm("1000m", "2000"), cm("2000m", "3000")]))]
+    devices = [f"device-{i}" for i in range(1, 9)]
+    s, _ = scheduler_of(config, nodes=[mk_node("node1", 3500, 40000),
+                                       mk_node("node2", 3500, 40000)],
+                        pods=existing,
+                        storage=[dra_cases._class(), dra_cases._slice("node1", *devices)])
+    plugin = s.profiles["secondary-scheduler"].instances[ba.NAME]
+    assert isinstance(plugin, BalancedAllocation)
+    incoming = pod_info("p", containers=[container(extra={dra_cases.EXTENDED: "1"})])
+    view, state = full_view(s.snapshot), CycleState()
+    if run_pre_score:
+        assert plugin.pre_score(state, incoming, view).is_success()
+    return plugin.score(state, incoming, view).tolist()
+
+
+@pytest.mark.parametrize("run_pre_score", [True, False], ids=[
+    "include DRA resource on a node for balanced resource allocation",
+    "include DRA resource on a node for balanced resource allocation if PreScore not called"])
+def test_score_dra_backed_extended_resource(run_pre_score: bool) -> None:
+    """TestNodeResourcesBalancedAllocation's DRA cases (balanced_allocation.go's PreScore and
+    Score with getDRAPreScoredParams)."""
+    assert _with_dra_resource(run_pre_score) == [76, 75]
