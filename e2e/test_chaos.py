@@ -112,7 +112,6 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
-@pytest.mark.timeout(900)
 def delete_many(env: Env, names: list[str], threads: int = 16) -> None:
     """Delete pods one request each, as create_many makes them. One deletecollection of
     10,000 pods is deleted one by one inside a single request, which kube-apiserver ends
@@ -124,6 +123,9 @@ def delete_many(env: Env, names: list[str], threads: int = 16) -> None:
         list(pool.map(delete, names))
 
 
+# 20,000 API writes (create and delete) besides the scheduler's: 181 s on a quiet 2-core
+# machine, past the default 240 s when it is busy.
+@pytest.mark.timeout(900)
 def test_ten_thousand_pods_that_fit_nowhere_leave_the_scheduler_healthy(env: Env) -> None:
     """10,000 pending pods select a node group that does not exist: the process stays up,
     healthy and within memory, and a node of that group, once added, gets pods at once."""
