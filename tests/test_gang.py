@@ -284,6 +284,8 @@ def test_a_disruption_mode_all_gang_is_preempted_whole() -> None:
     plugin = h.s.profiles["secondary-scheduler"].instances["DefaultPreemption"]
     assert plugin.wait_for_actuations(10)  # type: ignore[attr-defined]
     assert _evicted(evictor) == lows
+    # executor.go: each victim's Preempted Event names the preemptor PodGroup.
+    assert evictor.event_groups == {v: "default/high" for v in lows}
     # executor.go observeVictims: a group's victims and its group disruptions; the pods'
     # histogram is not touched.
     metric = h.s.metrics.registry.get_sample_value

@@ -89,7 +89,12 @@ class Evictor(Protocol):
         """Delete outright: EVICTED when deleted, GONE when it was already gone, else FAILED."""
         ...
 
-    def preempted_event(self, victim: PodInfo, preemptor: PodInfo, node: str) -> None: ...
+    def preempted_event(
+        self, victim: PodInfo, preemptor: PodInfo, node: str, group: PodGroup | None = None
+    ) -> None:
+        """The victim's ``Preempted`` Event; ``group``: the pod group whose preemption it
+        was (upstream names the PodGroup then, not a member)."""
+        ...
 
     def set_nominated_node(self, pod: PodInfo, node: str) -> bool:
         """Patch ``status.nominatedNodeName`` (``""`` clears it); True on success."""

@@ -46,6 +46,15 @@ def _time() -> str:
     return _now().strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _pod_group_ref(group: PodGroup) -> dict[str, str]:
+    """The PodGroup's ObjectReference (its API is its ``source``)."""
+    ref = {"apiVersion": group.source, "kind": "PodGroup", "namespace": group.namespace,
+           "name": group.name, "uid": group.uid}
+    if group.resource_version:
+        ref["resourceVersion"] = group.resource_version
+    return ref
+
+
 def _pod_ref(pod: PodInfo) -> dict[str, str]:
     """The pod's ObjectReference as client-go's GetReference makes it (resourceVersion
     included, which keeps Events of different versions of a pod apart)."""
@@ -297,6 +306,7 @@ class ApiPorts:
         related: PodInfo | None = None,
         *,
         stamp: datetime | None = None,
+        related_ref: dict[str, str] | None = None,
     ) -> None:
         # eventTime is when it happened (the caller's stamp), not when the lane got to it.
         stamp = stamp or _now()
@@ -319,7 +329,9 @@ class ApiPorts:
             "note": note,
             "type": type_,
         }
-        if related is not None:
+        if related_ref is not None:
+            body["related"] = related_ref
+        elif related is not None:
             body["related"] = _pod_ref(related)
         self.events.record(body)
 
@@ -436,9 +448,17 @@ class ApiPorts:
             return EvictionOutcome.EVICTED
         return EvictionOutcome.GONE if response.status == 404 else EvictionOutcome.FAILED
 
-    def preempted_event(self, victim: PodInfo, preemptor: PodInfo, node: str) -> None:
-        note = f"Preempted by pod {preemptor.uid} on node {node}"
-        self._event(victim, "Normal", "Preempted", "Preempting", note, related=preemptor)
+    def preempted_event(
+        self, victim: PodInfo, preemptor: PodInfo, node: str, group: PodGroup | None = None
+    ) -> None:
+        if group is None:
+            note = f"Preempted by pod {preemptor.uid} on node {node}"
+            self._event(victim, "Normal", "Preempted", "Preempting", note, related=preemptor)
+            return
+        # Upstream's executor: "Preempted by <preemptor.Type()> <UID>", related its Obj().
+        note = f"Preempted by podgroup {group.uid} on node {node}"
+        self._event(victim, "Normal", "Preempted", "Preempting", note, related=preemptor,
+                    related_ref=_pod_group_ref(group))
 
     # -- MoveReporter ---------------------------------------------------------------------
     def rescheduled(self, pod: PodInfo, reason: str, note: str) -> None:

@@ -84,6 +84,7 @@ from scheduler.plugin_api import (
     IntArray,
     Metrics,
     NodeView,
+    PodGroup,
     PodInfo,
     PostFilterResult,
     QueueingHint,
@@ -894,11 +895,13 @@ class DefaultPreemption:
 
     def _remove_in_parallel(
         self, evictor: Evictor, victims: Sequence[PodInfo], pod: PodInfo, node: str,
-        message: str,
+        message: str, group: PodGroup | None = None,
     ) -> list[Removal]:
-        """Remove ``victims`` concurrently; each ends on its own, whatever the others do."""
+        """Remove ``victims`` concurrently; each ends on its own, whatever the others do.
+        ``group``: the pod group whose preemption this is (``pod`` its first member)."""
         if len(victims) <= 1:
-            return [self._remove_victim(evictor, v, pod, node, message) for v in victims]
+            return [self._remove_victim(evictor, v, pod, node, message, group)
+                    for v in victims]
         handle = self.handle
         with self._lock:
             if self._removals is None:
@@ -906,14 +909,15 @@ class DefaultPreemption:
                     handle.parallelism, thread_name_prefix="eviction"
                 )
             pool = self._removals
-        return list(pool.map(lambda v: self._remove_victim(evictor, v, pod, node, message),
-                             victims))
+        return list(pool.map(
+            lambda v: self._remove_victim(evictor, v, pod, node, message, group), victims))
 
     def _remove_victim(
-        self, evictor: Evictor, victim: PodInfo, pod: PodInfo, node: str, message: str
+        self, evictor: Evictor, victim: PodInfo, pod: PodInfo, node: str, message: str,
+        group: PodGroup | None = None,
     ) -> Removal:
         try:
-            removal = self._remove(evictor, victim, pod, node, message)
+            removal = self._remove(evictor, victim, pod, node, message, group)
         except Exception:
             log.exception("Could not remove preemption victim", pod=pod.key, victim=victim.key)
             removal = Removal.FAILED
@@ -923,7 +927,8 @@ class DefaultPreemption:
         return removal
 
     def _remove(
-        self, evictor: Evictor, victim: PodInfo, pod: PodInfo, node: str, message: str
+        self, evictor: Evictor, victim: PodInfo, pod: PodInfo, node: str, message: str,
+        group: PodGroup | None,
     ) -> Removal:
         handle = self.handle
         waiting = handle.waiting_pods
@@ -963,7 +968,7 @@ class DefaultPreemption:
             self._metrics().evictions.labels(DELETED if outcome is EvictionOutcome.EVICTED
                                              else outcome.value).inc()
         if outcome is EvictionOutcome.EVICTED:
-            evictor.preempted_event(victim, pod, node)
+            evictor.preempted_event(victim, pod, node, group)
             return Removal.EVICTED
         if outcome is EvictionOutcome.GONE:
             return Removal.GONE

@@ -288,11 +288,13 @@ class PodGroupPreemption(DefaultPreemption):
                          group=preemptor.group.key)
                 return
             *others, last = to_remove
-            outcomes = self._remove_in_parallel(evictor, others, first, CLUSTER, message)
+            outcomes = self._remove_in_parallel(evictor, others, first, CLUSTER, message,
+                                                preemptor.group)
             if all(o in (Removal.EVICTED, Removal.GONE) for o in outcomes):
                 with self._lock:
                     actuation.last_victim = last.uid
-                outcomes.append(self._remove_victim(evictor, last, first, CLUSTER, message))
+                outcomes.append(self._remove_victim(evictor, last, first, CLUSTER, message,
+                                                    preemptor.group))
         except Exception:
             log.exception("Pod group preemption failed", group=preemptor.group.key)
             outcomes.append(Removal.FAILED)

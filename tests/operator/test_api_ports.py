@@ -10,6 +10,7 @@ from scheduler.config import default_config
 from scheduler.framework.ports import BindOutcome, EvictionOutcome
 from scheduler.intake import Intake
 from scheduler.model.pod import PodInfo
+from scheduler.model.pod_group import PodGroup
 from scheduler.operator.api_ports import ApiPorts
 from scheduler.operator.kubeapi import TokenBucket
 from scheduler.plugins.registry import default_registry
@@ -174,6 +175,20 @@ def test_the_preempted_event_names_the_preemptor_uid(api: FakeApi) -> None:
     (event,) = api.calls("POST", "/apis/events.k8s.io/v1/namespaces/default/events")
     assert event.body["note"] == f"Preempted by pod {web().uid} on node n1"
     assert event.body["related"]["name"] == "web"
+    ports.close()
+
+
+def test_a_pod_group_preemptions_event_names_the_pod_group(api: FakeApi) -> None:
+    """executor.go: "Preempted by <preemptor.Type()> <UID>", related the PodGroup."""
+    api.on("POST", "/apis/events.k8s.io/v1/namespaces/default/events", Reply(201, {}))
+    ports = ApiPorts(api.kube_api())
+    group = PodGroup(namespace="default", name="train", uid="pg-uid", resource_version="7")
+    ports.preempted_event(pod_info("victim"), web(), "cluster", group)
+    (event,) = api.calls("POST", "/apis/events.k8s.io/v1/namespaces/default/events")
+    assert event.body["note"] == "Preempted by podgroup pg-uid on node cluster"
+    assert event.body["related"] == {
+        "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "namespace": "default",
+        "name": "train", "uid": "pg-uid", "resourceVersion": "7"}
     ports.close()
 
 

@@ -40,6 +40,7 @@ from scheduler.framework.ports import EvictionOutcome, EvictionResult, NullPorts
 from scheduler.framework.registry import ConfigError, PluginSpec, Registry
 from scheduler.model.disruption import DisruptionBudget
 from scheduler.model.pod import PodInfo
+from scheduler.model.pod_group import PodGroup
 from scheduler.plugins.default_preemption import (
     Candidate,
     DefaultPreemption,
@@ -209,6 +210,8 @@ class FakeEvictor:
         self.hold_at = hold_at
         self.started = threading.Event()
         self.calls: list[tuple[str, ...]] = []
+        # The pod group named by each victim's Preempted Event (None: a single preemptor).
+        self.event_groups: dict[str, str | None] = {}
         self._lock = threading.Lock()
 
     def _record(self, *call: str) -> None:
@@ -241,8 +244,12 @@ class FakeEvictor:
         self._record("delete", victim.name)
         return EvictionOutcome.EVICTED if self.delete_ok else EvictionOutcome.FAILED
 
-    def preempted_event(self, victim: PodInfo, preemptor: PodInfo, node: str) -> None:
+    def preempted_event(
+        self, victim: PodInfo, preemptor: PodInfo, node: str, group: PodGroup | None = None
+    ) -> None:
         self._record("event", victim.name, preemptor.name, node)
+        with self._lock:
+            self.event_groups[victim.name] = None if group is None else group.key
 
 
 class FailingRemovePlugin:

@@ -12,6 +12,7 @@ import pytest
 from scheduler.framework.ports import EvictionOutcome, EvictionResult
 from scheduler.intake import DELETED, MODIFIED, Intake
 from scheduler.model.pod import PodInfo
+from scheduler.model.pod_group import PodGroup
 from scheduler.rescheduling.rescheduler import PassReport, Rescheduler
 from scheduler.scheduler import Scheduler
 from scheduler.testing import ManualClock, pod, run_cycles, scheduler_of
@@ -48,7 +49,9 @@ class Ports:
     def delete(self, victim: PodInfo) -> EvictionOutcome:
         return EvictionOutcome.EVICTED
 
-    def preempted_event(self, victim: PodInfo, preemptor: PodInfo, node: str) -> None:
+    def preempted_event(
+        self, victim: PodInfo, preemptor: PodInfo, node: str, group: PodGroup | None = None
+    ) -> None:
         return None
 
     def set_nominated_node(self, pod: PodInfo, node: str) -> bool:
