@@ -44,13 +44,13 @@ from scheduler.plugin_api import (
     PodInfo,
     SelectorCache,
     Status,
-    is_dra_extended_resource_name,
 )
 from scheduler.plugins.helper.resource_allocation import (
     DEFAULT_RESOURCES,
     DraScoring,
     ResourceSpec,
     allocation_inputs,
+    dra_for_scoring,
     parse_resources,
     pod_request,
 )
@@ -183,10 +183,7 @@ class BalancedAllocation:
 
     def __init__(self, args: BalancedAllocationArgs, dra: DraManager | None = None) -> None:
         self.resources: tuple[ResourceSpec, ...] = args.resource_specs()
-        # Only a listed resource that may be DRA-backed makes PreScore ask the DRA manager:
-        # the default (cpu, memory) never does, so pods pay nothing for it.
-        self.dra = dra if any(is_dra_extended_resource_name(r.name)
-                              for r in self.resources) else None
+        self.dra = dra_for_scoring(dra, self.resources)
         # Compiles the selectors of the classes behind DRA-backed extended resources.
         self._cel_cache = SelectorCache()
         self._scores: RowMemo[tuple[int, ...]] = RowMemo(self._score_rows)

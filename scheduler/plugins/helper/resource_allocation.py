@@ -158,6 +158,16 @@ def allocation_inputs(
 
 
 
+def dra_for_scoring(
+    manager: DraManager | None, resources: Sequence[ResourceSpec]
+) -> DraManager | None:
+    """The DRA manager scoring asks, or None when no resource of ``resources`` may be
+    DRA-backed (the default cpu and memory never are): then pods pay nothing for DRA."""
+    if any(is_dra_extended_resource_name(r.name) for r in resources):
+        return manager
+    return None
+
+
 # -- DRA-backed extended resources ----------------------------------------------------------
 @dataclass(frozen=True)
 class DraScoring:
