@@ -50,7 +50,6 @@ from scheduler.plugins.helper.resource_allocation import (
     DraScoring,
     ResourceSpec,
     allocation_inputs,
-    dra_for_scoring,
     parse_resources,
     pod_request,
 )
@@ -183,7 +182,7 @@ class BalancedAllocation:
 
     def __init__(self, args: BalancedAllocationArgs, dra: DraManager | None = None) -> None:
         self.resources: tuple[ResourceSpec, ...] = args.resource_specs()
-        self.dra = dra_for_scoring(dra, self.resources)
+        self.dra = dra
         # Compiles the selectors of the classes behind DRA-backed extended resources.
         self._cel_cache = SelectorCache()
         self._scores: RowMemo[tuple[int, ...]] = RowMemo(self._score_rows)

@@ -158,16 +158,6 @@ def allocation_inputs(
 
 
 
-def dra_for_scoring(
-    manager: DraManager | None, resources: Sequence[ResourceSpec]
-) -> DraManager | None:
-    """The DRA manager scoring asks, or None when no resource of ``resources`` may be
-    DRA-backed (the default cpu and memory never are): then pods pay nothing for DRA."""
-    if any(is_dra_extended_resource_name(r.name) for r in resources):
-        return manager
-    return None
-
-
 # -- DRA-backed extended resources ----------------------------------------------------------
 @dataclass(frozen=True)
 class DraScoring:
@@ -183,7 +173,8 @@ class DraScoring:
     def of(cls, manager: DraManager | None, resources: Sequence[ResourceSpec],
            cel_cache: SelectorCache) -> DraScoring | None:
         """``getDRAPreScoredParams``: None when no resource of ``resources`` is served by a
-        DeviceClass (nothing to count then)."""
+        DeviceClass (nothing to count then). The name check goes first: for the default
+        cpu and memory the manager is never asked."""
         if manager is None or not any(
             is_dra_extended_resource_name(r.name)
             and manager.class_for_extended_resource(r.name) is not None for r in resources

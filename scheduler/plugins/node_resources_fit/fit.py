@@ -47,7 +47,6 @@ from scheduler.plugins.helper.explain_text import nodes_phrase, quantity
 from scheduler.plugins.helper.resource_allocation import (
     DraScoring,
     allocation_inputs,
-    dra_for_scoring,
     pod_request,
 )
 from scheduler.plugins.helper.row_memo import RowMemo
@@ -161,7 +160,6 @@ class NodeResourcesFit:
         assert strategy.type is not None  # validated
         self.strategy: str = strategy.type
         self.resources = strategy.resource_specs()
-        self._scored_dra = dra_for_scoring(dra, self.resources)
         self.shape: BrokenLinear | None = None
         ratio = strategy.requested_to_capacity_ratio
         if self.strategy == REQUESTED_TO_CAPACITY_RATIO and ratio is not None:
@@ -263,7 +261,7 @@ class NodeResourcesFit:
 
     def _pre_score_state(self, pod: PodInfo) -> PreScoreState:
         return PreScoreState(self.pod_requests(pod),
-                             DraScoring.of(self._scored_dra, self.resources, self._cel_cache))
+                             DraScoring.of(self.dra, self.resources, self._cel_cache))
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> Status:
         state.write(PRE_SCORE_STATE_KEY, self._pre_score_state(pod))
