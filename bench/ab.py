@@ -17,6 +17,7 @@ bench/results/ab-<base>-<head>.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import importlib
 import json
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -97,11 +99,17 @@ def _release_bindings(s: Any, *, wait: bool) -> None:
         bindings.wait_idle(10)
 
 
-def _checkout(ref: str, into: Path) -> str:
+@contextlib.contextmanager
+def checked_out(ref: str, into: Path) -> Iterator[str]:
+    """``ref`` as a detached worktree at ``into`` while the block runs; its short hash."""
     subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(into), ref],
                    check=True)
-    return subprocess.run(["git", "-C", str(into), "rev-parse", "--short", "HEAD"], check=True,
-                          capture_output=True, text=True).stdout.strip()
+    try:
+        yield subprocess.run(["git", "-C", str(into), "rev-parse", "--short", "HEAD"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(into)],
+                       check=False)
 
 
 def _side(tree: Path, args: argparse.Namespace) -> subprocess.Popen[str]:
@@ -115,40 +123,32 @@ def _side(tree: Path, args: argparse.Namespace) -> subprocess.Popen[str]:
 
 
 def compare(args: argparse.Namespace) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="ab-") as tmp:
-        worktrees: list[Path] = []
-        try:
-            base_tree = Path(tmp) / "base"
-            base = _checkout(args.base, base_tree)
-            worktrees.append(base_tree)
-            if args.head:
-                head_tree = Path(tmp) / "head"
-                head = _checkout(args.head, head_tree)
-                worktrees.append(head_tree)
-            else:
-                head_tree, head = ROOT, "working-tree"
-            sides = {"base": _side(base_tree, args), "head": _side(head_tree, args)}
-            for name, proc in sides.items():
-                assert proc.stdout is not None
-                if proc.stdout.readline().strip() != "ready":
-                    raise SystemExit(f"the {name} side did not start")
-            times: dict[str, list[tuple[float, float]]] = {"base": [], "head": []}
-            for k in range(args.blocks):
-                for name in ("base", "head") if k % 2 == 0 else ("head", "base"):
-                    proc = sides[name]
-                    assert proc.stdin is not None and proc.stdout is not None
-                    proc.stdin.write("go\n")
-                    proc.stdin.flush()
-                    cpu, wall = (float(v) for v in proc.stdout.readline().split())
-                    times[name].append((cpu, wall))
-            for proc in sides.values():
-                assert proc.stdin is not None
-                proc.stdin.close()
-                proc.wait(timeout=60)
-        finally:
-            for tree in worktrees:
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
-                                str(tree)], check=False)
+    with tempfile.TemporaryDirectory(prefix="ab-") as tmp, contextlib.ExitStack() as trees:
+        base_tree = Path(tmp) / "base"
+        base = trees.enter_context(checked_out(args.base, base_tree))
+        if args.head:
+            head_tree = Path(tmp) / "head"
+            head = trees.enter_context(checked_out(args.head, head_tree))
+        else:
+            head_tree, head = ROOT, "working-tree"
+        sides = {"base": _side(base_tree, args), "head": _side(head_tree, args)}
+        for name, proc in sides.items():
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != "ready":
+                raise SystemExit(f"the {name} side did not start")
+        times: dict[str, list[tuple[float, float]]] = {"base": [], "head": []}
+        for k in range(args.blocks):
+            for name in ("base", "head") if k % 2 == 0 else ("head", "base"):
+                proc = sides[name]
+                assert proc.stdin is not None and proc.stdout is not None
+                proc.stdin.write("go\n")
+                proc.stdin.flush()
+                cpu, wall = (float(v) for v in proc.stdout.readline().split())
+                times[name].append((cpu, wall))
+        for proc in sides.values():
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait(timeout=60)
     ratios = [b[1] / h[1] for b, h in zip(times["base"], times["head"], strict=True)]
     return {
         "scenario": args.scenario,

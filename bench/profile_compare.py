@@ -18,7 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from ab import ROOT, checked_out
+
 WARM_UP = 300
 
 
@@ -70,13 +71,10 @@ def main() -> int:
         return 0
     if not args.base:
         parser.error("a base revision is needed")
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(prefix="profile-") as tmp:
         base_tree = Path(tmp) / "base"
-        base_tree.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.base],
-                                 check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(base_tree)], input=archive, check=True)
-        base = side(base_tree, args, Path(tmp) / "base.json")
+        with checked_out(args.base, base_tree):
+            base = side(base_tree, args, Path(tmp) / "base.json")
         head = side(ROOT, args, Path(tmp) / "head.json")
     zero = [0, 0.0, 0.0]
     per_pod = 1e6 / args.pods
