@@ -953,13 +953,14 @@ class SchedulingQueue(Generic[P]):
             del self._gated_members[key]
 
     def _group_gate_locked(self, qpi: QueuedPodInfo[P]) -> str | None:
-        """What holds another member of the pod's group, if anything does."""
+        """What holds another member of the pod's group, if anything does (nothing is asked
+        for a pod of no group: every pop runs this)."""
+        key = None if self._group_of is None else self._group_of(qpi.pod)
+        if key is None:
+            return None
         if self._group_gate is not None and (outside := self._group_gate(qpi.pod)):
             return outside
-        if not self._gated_members or self._group_of is None:
-            return None
-        key = self._group_of(qpi.pod)
-        members = self._gated_members.get(key) if key is not None else None
+        members = self._gated_members.get(key)
         for uid, gate in list(members.items()) if members else ():
             if uid == qpi.uid:
                 continue
