@@ -475,6 +475,28 @@ class SchedulingQueue(Generic[P]):
                 events = self._events_since_locked(seen)
                 seen = self._next_seq
 
+    def add_leftover_of_placed_group(self, qpi: QueuedPodInfo[P]) -> bool:
+        """The failure path of a pod-group member that did not fit (or failed) in a cycle
+        that placed its group: upstream's AddAttemptedPodGroupIfNeeded after a successful
+        pod-group cycle. The member goes to activeQ at once, not after a backoff nor an
+        event, with the timestamp it was queued with and its counts reset, so that its
+        next cycle (and its group's preemption) comes first among its equals; PreEnqueue
+        may still hold it. ``done`` included; False when it was deleted or bound meanwhile,
+        or is already queued."""
+        uid = qpi.uid
+        with self._lock:
+            record = self._in_flight.get(uid)
+            gone = record.deleted if record is not None else uid in self._tombstones
+            if gone or self._is_queued_locked(uid):
+                self._done_locked(uid)
+                return False
+            qpi.unschedulable_count = 0
+            qpi.consecutive_errors = 0
+            qpi.backoff_expiration = None
+            if record is not None:
+                qpi.pod = record.pod
+            return self._finish_requeue_locked(qpi, Strategy.IMMEDIATELY)
+
     # -- events -----------------------------------------------------------------------------
     def is_event_of_interest(self, event: ClusterEvent) -> bool:
         """Whether any plugin registered an event matching ``event`` (wildcards always are)."""
