@@ -427,3 +427,34 @@ def test_an_assumed_victim_is_assumed_again_after_the_simulation() -> None:
     low = h.s.cache.get_pod("low")
     assert low is not None and low.node_name == "n1"
     assert h.s.queue.nominator.node_of("pg-0") == "n1"
+
+
+def test_queue_metrics_count_unobserved_groups_members_as_incomplete_and_groups_as_entities(
+) -> None:
+    """Upstream's scheduler_pending_pods{queue="incomplete"} (members whose PodGroup is not
+    observed) and scheduler_queued_entities{type="podgroup"} (a group waiting as one)."""
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="1"))
+    h.add(member("a"), member("b"))
+    h.drain()
+    registry = h.s.metrics.registry
+
+    def pending(queue: str) -> float | None:
+        return registry.get_sample_value("scheduler_pending_pods", {"queue": queue})
+
+    def entities(queue: str, kind: str) -> float | None:
+        return registry.get_sample_value("scheduler_queued_entities",
+                                         {"queue": queue, "type": kind})
+
+    assert (pending("incomplete"), pending("gated")) == (2, 0)
+    assert entities("gated", "podgroup") == 0
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, pod_group("pg", 3))
+    h.drain()
+    assert (pending("incomplete"), pending("gated")) == (0, 2)
+    assert entities("gated", "podgroup") == 1
+    # Complete, tried and not placed (room for one): the group waits in the pool.
+    h.add(member("c"))
+    h.add(pod("single", uid="single", cpu="2"))
+    h.drain()
+    assert (pending("unschedulable"), pending("gated")) == (4, 0)
+    assert (entities("unschedulable", "podgroup"), entities("unschedulable", "pod")) == (1, 1)
