@@ -245,7 +245,7 @@ class _VictimBatch:
     rows: IntArray
     potential: list[list[Victim]]
     local: list[list[list[PodInfo]]]
-    remote: list[list[list[PodInfo]]]
+    remote: list[list[Sequence[PodInfo]]]
     vectors: IntArray
     counts: IntArray
     offsets: IntArray
@@ -284,13 +284,13 @@ class _RemovedPods:
     still remove there (``here``, ``elsewhere``; None when no victim has pods elsewhere)."""
 
     local: list[list[list[PodInfo]]]
-    remote: list[list[list[PodInfo]]]
+    remote: list[list[Sequence[PodInfo]]]
     here: list[list[PodInfo]]
     elsewhere: list[list[PodInfo]] | None
 
     @classmethod
     def of(cls, local: list[list[list[PodInfo]]],
-           remote: list[list[list[PodInfo]]]) -> _RemovedPods:
+           remote: list[list[Sequence[PodInfo]]]) -> _RemovedPods:
         elsewhere = [[p for unit in q for p in unit] for q in remote]
         return cls(local, remote, [[p for unit in q for p in unit] for q in local],
                    elsewhere if any(elsewhere) else None)
@@ -619,7 +619,7 @@ class DefaultPreemption:
         groups = self.handle.pod_groups
         potential: list[list[Victim]] = []
         local: list[list[list[PodInfo]]] = []
-        remote: list[list[list[PodInfo]]] = []
+        remote: list[list[Sequence[PodInfo]]] = []
         with_victims: list[int] = []
         no_victims: list[int] = []
         for position, row in enumerate(rows):
@@ -630,7 +630,7 @@ class DefaultPreemption:
                 units.sort(key=Victim.importance_key)
                 potential.append(units)
                 local.append([[here[p.uid] for p in v.pods if p.uid in here] for v in units])
-                remote.append([[p for p in v.pods if p.uid not in here] for v in units])
+                remote.append(_pods_elsewhere(units, here))
                 with_victims.append(position)
             else:
                 no_victims.append(int(row))
@@ -690,7 +690,7 @@ class DefaultPreemption:
         # pods on the node and on other nodes.
         vector_rows: list[list[int]] = []
         local: list[list[list[PodInfo]]] = []
-        remote: list[list[list[PodInfo]]] = []
+        remote: list[list[Sequence[PodInfo]]] = []
         for here, pods, there, offset in zip(batch.potential, batch.local, batch.remote,
                                              batch.offsets.tolist(), strict=True):
             violating, others = split_victims_by_pdb(here, pdbs)
@@ -1039,6 +1039,16 @@ class DefaultPreemption:
         """As upstream: a gated preemptor is re-examined when a bound pod goes away (its
         PreEnqueue then decides); whether the pod may fit is for the other plugins' hints."""
         return (ClusterEventWithHint(ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE), _skip),)
+
+
+def _pods_elsewhere(
+    units: Sequence[Victim], here: Mapping[str, PodInfo]
+) -> list[Sequence[PodInfo]]:
+    """Per unit, its pods on other nodes than the one whose pods are ``here`` (a
+    ``disruptionMode: All`` group's); a lone pod here is answered without a comprehension,
+    as every unit of a node without groups is one."""
+    return [() if len(v.pods) == 1 and v.pods[0].uid in here
+            else [p for p in v.pods if p.uid not in here] for v in units]
 
 
 def _without(pods: Sequence[PodInfo], gone: Sequence[PodInfo]) -> list[PodInfo]:
