@@ -238,14 +238,15 @@ class _DryRun:
 @dataclass
 class _VictimBatch:
     """Nodes of a dry run with their potential victims (units, most important first), each
-    unit's pods on that node and on other nodes, each unit's request vector and pod count on
-    that node (node by node, from ``offsets``), the nodes' requests and pod counts, and per
-    node what the victims still removed free."""
+    unit's pods on that node and on other nodes (None: no unit of the batch has pods on
+    several nodes), each unit's request vector and pod count on that node (node by node,
+    from ``offsets``), the nodes' requests and pod counts, and per node what the victims
+    still removed free."""
 
     rows: IntArray
     potential: list[list[Victim]]
     local: list[list[list[PodInfo]]]
-    remote: list[list[Sequence[PodInfo]]]
+    remote: list[list[Sequence[PodInfo]]] | None
     vectors: IntArray
     counts: IntArray
     offsets: IntArray
@@ -259,7 +260,8 @@ class _VictimBatch:
         self.rows = self.rows[positions]
         self.potential = [self.potential[int(i)] for i in positions]
         self.local = [self.local[int(i)] for i in positions]
-        self.remote = [self.remote[int(i)] for i in positions]
+        if self.remote is not None:
+            self.remote = [self.remote[int(i)] for i in positions]
         self.offsets = self.offsets[positions]
         self.base_requested = self.base_requested[positions]
         self.base_count = self.base_count[positions]
@@ -273,6 +275,8 @@ class _VictimBatch:
     def removed_elsewhere(self) -> list[list[PodInfo]] | None:
         """Per node, the pods on other nodes that its potential victims take away (a
         ``disruptionMode: All`` group's), or None when no node's victims have any."""
+        if self.remote is None:
+            return None
         elsewhere = [[p for unit in there for p in unit] for there in self.remote]
         return elsewhere if any(elsewhere) else None
 
@@ -290,10 +294,12 @@ class _RemovedPods:
 
     @classmethod
     def of(cls, local: list[list[list[PodInfo]]],
-           remote: list[list[Sequence[PodInfo]]]) -> _RemovedPods:
+           remote: list[list[Sequence[PodInfo]]] | None) -> _RemovedPods:
+        here = [[p for unit in q for p in unit] for q in local]
+        if remote is None:
+            return cls(local, [], here, None)
         elsewhere = [[p for unit in q for p in unit] for q in remote]
-        return cls(local, remote, [[p for unit in q for p in unit] for q in local],
-                   elsewhere if any(elsewhere) else None)
+        return cls(local, remote, here, elsewhere if any(elsewhere) else None)
 
     def given_back(
         self, active: Sequence[int], step: int
@@ -619,9 +625,9 @@ class DefaultPreemption:
         groups = self.handle.pod_groups
         potential: list[list[Victim]] = []
         local: list[list[list[PodInfo]]] = []
-        remote: list[list[Sequence[PodInfo]]] = []
         with_victims: list[int] = []
         no_victims: list[int] = []
+        spans = False
         for position, row in enumerate(rows):
             here = nodes.pods[int(row)]
             units = [v for v in victims_among(here.values(), groups)
@@ -630,7 +636,7 @@ class DefaultPreemption:
                 units.sort(key=Victim.importance_key)
                 potential.append(units)
                 local.append([[here[p.uid] for p in v.pods if p.uid in here] for v in units])
-                remote.append(_pods_elsewhere(units, here))
+                spans = spans or any(len(v.pods) > 1 for v in units)
                 with_victims.append(position)
             else:
                 no_victims.append(int(row))
@@ -639,6 +645,9 @@ class DefaultPreemption:
         if not with_victims:
             return None
         batch_rows = rows[np.asarray(with_victims, dtype=np.int64)]
+        # A group's pods on other nodes; none to look for in a batch of lone pods.
+        remote = [_pods_elsewhere(units, nodes.pods[int(row)])
+                  for units, row in zip(potential, batch_rows, strict=True)] if spans else None
         base_requested = np.take(nodes.requested, batch_rows, axis=0)
         pod_vector = dry.snapshot.resources.pod_vector
         zero = np.zeros(base_requested.shape[1], dtype=base_requested.dtype)
@@ -691,16 +700,19 @@ class DefaultPreemption:
         vector_rows: list[list[int]] = []
         local: list[list[list[PodInfo]]] = []
         remote: list[list[Sequence[PodInfo]]] = []
-        for here, pods, there, offset in zip(batch.potential, batch.local, batch.remote,
-                                             batch.offsets.tolist(), strict=True):
+        for i, (here, pods, offset) in enumerate(zip(batch.potential, batch.local,
+                                                     batch.offsets.tolist(), strict=True)):
             violating, others = split_victims_by_pdb(here, pdbs)
             position = {id(v): k for k, v in enumerate(here)}
             queue = violating + others
             queues.append(queue)
             vector_rows.append([offset + position[id(split.victim)] for split in queue])
             local.append([pods[position[id(split.victim)]] for split in queue])
-            remote.append([there[position[id(split.victim)]] for split in queue])
-        removed = _RemovedPods.of(local, remote) if dry.lists else None
+            if batch.remote is not None:
+                there = batch.remote[i]
+                remote.append([there[position[id(split.victim)]] for split in queue])
+        removed = (_RemovedPods.of(local, remote if batch.remote is not None else None)
+                   if dry.lists else None)
         names = dry.snapshot.nodes.names
         candidates = [Candidate(row, names[row], [], 0) for row in batch.rows.tolist()]
         chosen: list[list[Victim]] = [[] for _ in candidates]
