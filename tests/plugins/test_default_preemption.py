@@ -988,6 +988,25 @@ def test_select_victims_on_node_cross_node_pod_group(
                 for cand in candidates] == [want]
 
 
+def test_cross_node_pod_group_removal_holds_in_the_pass_with_nominated_pods() -> None:
+    """RunFilterPluginsWithNominatedPods runs twice on a node with nominated pods of equal or
+    higher priority; the group's pods on other nodes stay removed in both passes (the view
+    with the nominated pods added keeps them)."""
+    pods = [p("pod-x", on="node-a", prio=LOW, spec=G("pg1")),
+            p("pod-y", on="node-b", prio=LOW, labels=FOO, spec=G("pg1"))]
+    c = cluster([n(name) for name in ZONE1_AB], pods, pod_groups=[pod_group("pg1", LOW)],
+                nominated=[(p("nominee", prio=VERY_HIGH), "node-a")])
+    preemptor = info(p("p", prio=HIGH, spec=anti_affinity("foo", "zone")))
+    row = c.s.snapshot.row_of("node-a")
+    assert row is not None
+    candidates, failed, errors = c.plugin.select_victims(
+        c.prefiltered(preemptor), preemptor, c.s.snapshot,
+        np.asarray([row], dtype=np.int64), list(c.s.snapshot.pdbs()),
+    )
+    assert not errors and not failed, (errors, failed)
+    assert [sorted(v.name for v in cand.victims) for cand in candidates] == [["pod-x", "pod-y"]]
+
+
 @pytest.mark.parametrize(
     ("groups", "pods", "want"),
     [
