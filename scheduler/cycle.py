@@ -986,7 +986,9 @@ def _bind_placed(s: CycleHost, placed: list[_Placed]) -> None:
             _undo(s, p.attempt, p.result.node)
             failure = Failure(status, _fit_error_on_one_node(status) if status.is_rejected()
                               else None)
-            handle_scheduling_failure(s, p.attempt, failure, group_placed=True)
+            # Not requeued at once as upstream does (AddAttemptedPodGroupIfNeeded): a Permit
+            # plugin that keeps rejecting this member would have it retried without pause.
+            handle_scheduling_failure(s, p.attempt, failure)
             continue
         s.submit_binding(run_binding_cycle, s, p.attempt, p.result)
 

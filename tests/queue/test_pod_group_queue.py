@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.cache.pod_groups import POD_GROUPS
+from scheduler.framework.interface import SUCCESS, PermitDecision, Status
 from scheduler.intake import ADDED, DELETED
 from scheduler.queue.scheduling_queue import ACTIVE, UNSCHEDULABLE
 from scheduler.testing import node, pod
@@ -398,3 +399,34 @@ def test_a_leftover_member_runs_its_groups_preemption_in_the_next_cycle() -> Non
     assert plugin.wait_for_actuations(10)  # type: ignore[attr-defined]
     assert [c[1] for c in evictor.calls if c[0] == "evict"] == ["low"]
     assert h.s.queue.nominator.node_of(h.uid("c")) == "n1"
+
+
+class _RejectAtPermit:
+    """Rejects one pod at Permit, every time."""
+
+    name = "RejectAtPermit"
+
+    def __init__(self, pod_name: str) -> None:
+        self.pod_name = pod_name
+
+    def permit(self, state: Any, pod: Any, node: str) -> PermitDecision:
+        return PermitDecision(Status.unschedulable("no") if pod.name == self.pod_name
+                              else SUCCESS)
+
+
+def test_a_member_a_permit_plugin_rejects_in_a_placed_group_is_not_retried_without_pause(
+) -> None:
+    """Beyond upstream, which requeues it at once as a member that did not fit: a Permit
+    plugin that keeps rejecting it would have it retried in a loop. It goes through the
+    failure path, as any pod a Permit plugin rejects."""
+    config = {**WITH_GANGS, "profiles": [{
+        "schedulerName": "secondary-scheduler", "plugins": {"multiPoint": {"enabled": [
+            {"name": "GangScheduling"}, {"name": _RejectAtPermit.name}]}}}]}
+    h = Harness(config=config, plugins=[_RejectAtPermit("c")], binding="deferred")
+    h.nodes(node("n1", cpu="8"))
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, pod_group("pg", 2))
+    h.add(member("a"), member("b"), member("c"))
+    assert h.cycle()
+    assert bound(h) == ["a", "b"]
+    assert h.where("c") == UNSCHEDULABLE
+    assert not h.cycle()
