@@ -711,7 +711,8 @@ def extenders_binding(s: CycleHost, pod: PodInfo, node: str) -> Status | None:
 
 
 def handle_scheduling_failure(
-    s: CycleHost, attempt: Attempt, failure: Failure, *, group_placed: bool = False
+    s: CycleHost, attempt: Attempt, failure: Failure, *, group_placed: bool = False,
+    group_requeued: bool = False,
 ) -> None:
     """Requeue the pod, keep or change its nomination, and tell the user why (upstream's
     handleSchedulingFailure, its FailureHandler): the one end of every failed attempt.
@@ -720,16 +721,16 @@ def handle_scheduling_failure(
     bound since the cycle began is not requeued, gets no nomination and no status write.
     ``group_placed``: the pod is a member left over by a cycle that placed its group; it is
     requeued to activeQ at once (upstream's AddAttemptedPodGroupIfNeeded with Success).
+    ``group_requeued``: the pod is a member of a group whose cycle failed, already requeued
+    with its group (``_requeue_failed_group``).
     """
     qpi, framework = attempt.qpi, attempt.framework
     pod = qpi.pod
-    if failure.diagnosis is not None:
-        qpi.unschedulable_plugins = set(failure.diagnosis.unschedulable_plugins)
-        qpi.pending_plugins = set(failure.diagnosis.pending_plugins)
+    _note_rejectors(qpi, failure)
     is_error = not failure.status.is_rejected()
     if group_placed:
         s.queue.add_leftover_of_placed_group(qpi)
-    else:
+    elif not group_requeued:
         s.queue.add_unschedulable_if_not_present(qpi, error=is_error)
     reason, message, nominated_node = failure.reason, failure.message(), failure.nominated_node
     current = s.pods.get(pod.uid)
@@ -748,6 +749,13 @@ def handle_scheduling_failure(
         message=message, nominated_node=nominated_node, still_pending=current is not None,
         duration_ms=round((time.perf_counter() - attempt.start) * 1000, 3),
     )
+
+
+def _note_rejectors(qpi: QueuedPodInfo[PodInfo], failure: Failure) -> None:
+    """The plugins that rejected the pod, for the queue's hints and metrics."""
+    if failure.diagnosis is not None:
+        qpi.unschedulable_plugins = set(failure.diagnosis.unschedulable_plugins)
+        qpi.pending_plugins = set(failure.diagnosis.pending_plugins)
 
 
 def _record_scheduled(s: CycleHost, attempt: Attempt) -> None:
@@ -839,9 +847,11 @@ def schedule_pod_group(s: CycleHost, first: Attempt) -> None:
                                              state.scheduled_count(), attempts, outcome)
         _fail_placed(outcome, nominations)
         waiting = nominations is not None
+        _requeue_failed_group(s, outcome)
     for attempt, failure in outcome.failed:
         handle_scheduling_failure(s, attempt, failure,
-                                  group_placed=outcome.status.is_success())
+                                  group_placed=outcome.status.is_success(),
+                                  group_requeued=not outcome.status.is_success())
     result = WAITING_ON_PREEMPTION if waiting else _attempt_result(outcome.status)
     s.metrics.profile(first.framework.profile_name).pod_group_attempt(
         result, time.perf_counter() - first.start)
@@ -1021,6 +1031,16 @@ def _fail_placed(outcome: _GroupOutcome, nominations: Mapping[str, str] | None) 
             (attempt, replace(failure, nominated_node=nominations.get(attempt.pod.uid, "")))
             for attempt, failure in outcome.failed
         ]
+
+
+def _requeue_failed_group(s: CycleHost, outcome: _GroupOutcome) -> None:
+    """The group's members go back together, after the group's backoff whatever the events
+    (upstream's AddAttemptedPodGroupIfNeeded for a failed pod-group cycle); an error of the
+    group's counts as one."""
+    for attempt, failure in outcome.failed:
+        _note_rejectors(attempt.qpi, failure)
+    s.queue.add_failed_group([attempt.qpi for attempt, _ in outcome.failed],
+                             error=not outcome.status.is_rejected())
 
 
 # -- pod-group preemption: the cycle's side -----------------------------------------------------

@@ -488,19 +488,61 @@ class SchedulingQueue(Generic[P]):
         next cycle (and its group's preemption) comes first among its equals; PreEnqueue
         may still hold it. ``done`` included; False when it was deleted or bound meanwhile,
         or is already queued."""
-        uid = qpi.uid
         with self._lock:
-            record = self._in_flight.get(uid)
-            gone = record.deleted if record is not None else uid in self._tombstones
-            if gone or self._is_queued_locked(uid):
-                self._done_locked(uid)
+            if not self._still_pending_locked(qpi):
                 return False
             qpi.unschedulable_count = 0
             qpi.consecutive_errors = 0
             qpi.backoff_expiration = None
+            record = self._in_flight.get(qpi.uid)
             if record is not None:
                 qpi.pod = record.pod
             return self._finish_requeue_locked(qpi, Strategy.IMMEDIATELY)
+
+    def add_failed_group(self, members: Sequence[QueuedPodInfo[P]], *, error: bool) -> int:
+        """The failure path of a pod group whose cycle failed: upstream's
+        AddAttemptedPodGroupIfNeeded without success, which requeues the group entity to its
+        backoffQ whatever the events of the cycle (to activeQ when backoff is off; to the
+        pool, gated, when a PreEnqueue check holds it). Here the members go together: one
+        timestamp, one count, one expiry, with the group's backoff (its cap times the square
+        root of the members requeued). The group's counts live on its members: each gets the
+        highest a member has, plus this failure (``error``: the consecutive errors, else the
+        unschedulable count, the errors then reset). ``done`` included; returns how many
+        were requeued (not those deleted or bound meanwhile, nor already queued)."""
+        with self._lock:
+            live = [qpi for qpi in members if self._still_pending_locked(qpi)]
+            if not live:
+                return 0
+            unschedulable = max(qpi.unschedulable_count for qpi in live)
+            errors = max(qpi.consecutive_errors for qpi in live) + 1 if error else 0
+            if not error:
+                unschedulable += 1
+            now = self._clock()
+            for qpi in live:
+                qpi.unschedulable_count, qpi.consecutive_errors = unschedulable, errors
+                qpi.timestamp = now
+                if error:
+                    qpi.unschedulable_plugins.clear()
+                    qpi.pending_plugins.clear()
+            duration = self.backoff_duration(live[0], len(live))
+            for qpi in live:
+                qpi.backoff_expiration = float(math.floor(now + duration))
+                record = self._in_flight.get(qpi.uid)
+                if record is not None:
+                    qpi.pod = record.pod
+                self._finish_requeue_locked(qpi, Strategy.AFTER_BACKOFF)
+            return len(live)
+
+    def _still_pending_locked(self, qpi: QueuedPodInfo[P]) -> bool:
+        """Whether a popped pod is to be requeued: not deleted or bound meanwhile, nor queued
+        again; ``done`` when not."""
+        uid = qpi.uid
+        record = self._in_flight.get(uid)
+        gone = record.deleted if record is not None else uid in self._tombstones
+        if gone or self._is_queued_locked(uid):
+            self._done_locked(uid)
+            return False
+        return True
 
     # -- events -----------------------------------------------------------------------------
     def is_event_of_interest(self, event: ClusterEvent) -> bool:
@@ -645,15 +687,18 @@ class SchedulingQueue(Generic[P]):
             flusher.join(timeout=5.0)
 
     # -- backoff ----------------------------------------------------------------------------
-    def backoff_duration(self, qpi: QueuedPodInfo[P]) -> float:
-        """``initial * 2**(count-1)`` capped at ``max``; 0 before any failure."""
+    def backoff_duration(self, qpi: QueuedPodInfo[P], size: int = 1) -> float:
+        """``initial * 2**(count-1)`` capped at ``max``; 0 before any failure. For an entity
+        of ``size`` pods (a pod group's members requeued together) the cap is ``max *
+        sqrt(size)``, as upstream's calculateBackoffDuration."""
         count = qpi.consecutive_errors if qpi.consecutive_errors > 0 else qpi.unschedulable_count
         if count <= 0 or self._max_backoff <= 0:
             return 0.0
+        cap = self._max_backoff * math.sqrt(size) if size > 1 else self._max_backoff
         shift = count - 1
         if shift >= 64:
-            return self._max_backoff
-        return min(self._initial_backoff * 2.0**shift, self._max_backoff)
+            return cap
+        return min(self._initial_backoff * 2.0**shift, cap)
 
     def backoff_expiry(self, qpi: QueuedPodInfo[P]) -> float | None:
         """Start of the 1 s window in which the backoff ends; ``None`` for no backoff."""

@@ -2,8 +2,9 @@
 scheduling_queue_test.go``: TestAddPodGroupMember, TestUpdatePodGroupMember,
 TestDeletePodGroupMember, TestActivatePodGroupMember,
 TestMoveAllToActiveOrBackoffQueuePodGroupMember,
-TestFlushUnschedulableEntitiesLeftoverPodGroupMember, TestAddPodGroup, and the successful
-cycles of TestAddAttemptedPodGroupIfNeeded), ported to what this queue is.
+TestFlushUnschedulableEntitiesLeftoverPodGroupMember, TestAddPodGroup,
+TestAddAttemptedPodGroupIfNeeded; backoff_queue_test.go's TestBackoffQueue_calculateBackoffDuration
+for entities), ported to what this queue is.
 
 Upstream queues a Workload-API group as one entity (QueuedPodGroupInfo); here each member
 waits on its own and the first popped takes its siblings with it (``SchedulingQueue.take``).
@@ -16,12 +17,16 @@ CompositePodGroups) have no counterpart here.
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import pytest
 
 from scheduler.cache.pod_groups import POD_GROUPS
 from scheduler.framework.interface import SUCCESS, PermitDecision, Status
 from scheduler.intake import ADDED, DELETED
-from scheduler.queue.scheduling_queue import ACTIVE, UNSCHEDULABLE
+from scheduler.queue.queued_pod import QueuedPodInfo
+from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
 from scheduler.testing import node, pod
 from tests.plugins.test_default_preemption import FakeEvictor
 from tests.queue.fakes import (
@@ -37,7 +42,7 @@ from tests.queue.fakes import (
     where,
 )
 from tests.test_cycle import Harness
-from tests.test_gang import WITH_GANGS, member, pod_group
+from tests.test_gang import WITH_GANGS, drain_active, member, pod_group
 
 GATE = "example.com/wait"
 
@@ -213,9 +218,9 @@ def test_a_waiting_gang_never_starves_others() -> None:
     h.add(*(member(f"big-{i}", "big") for i in range(8)))
     h.intake.on_pod_group_object(POD_GROUPS, ADDED, pod_group("small", 3))
     h.add(*(member(f"small-{i}", "small") for i in range(3)), pod("single", uid="single"))
-    h.drain()
+    drain_active(h)
     assert bound(h) == ["single", "small-0", "small-1", "small-2"]
-    assert all(h.where(f"big-{i}") == UNSCHEDULABLE for i in range(8))
+    assert all(h.where(f"big-{i}") == BACKOFF for i in range(8))
 
 
 # -- the same rule for a member a PreEnqueue plugin holds (a DRA claim not yet created) -------
@@ -430,3 +435,141 @@ def test_a_member_a_permit_plugin_rejects_in_a_placed_group_is_not_retried_witho
     assert bound(h) == ["a", "b"]
     assert h.where("c") == UNSCHEDULABLE
     assert not h.cycle()
+
+
+# -- AddAttemptedPodGroupIfNeeded after a cycle that did not place the group -----------------
+@pytest.mark.parametrize(
+    ("error", "no_backoff", "held", "expected_where", "expected_counts"),
+    [
+        pytest.param(True, True, False, ACTIVE, (0, 1), id=(
+            "Pods present, pod group scheduling had an error, and pod group not backing off")),
+        pytest.param(False, True, False, ACTIVE, (1, 0), id=(
+            "Pods present, pod group scheduling result is unschedulable, and pod group not "
+            "backing off")),
+        pytest.param(False, True, True, UNSCHEDULABLE, (1, 0), id=(
+            "Pods present, pod group scheduling result is unschedulable, and pod group not "
+            "backing off, but blocked on PreEnqueue")),
+        pytest.param(True, False, False, BACKOFF, (0, 1), id=(
+            "Pods present, pod group scheduling result is Error, and pod group backing off")),
+        pytest.param(False, False, False, BACKOFF, (1, 0), id=(
+            "Pods present, pod group scheduling result is Unschedulable, and pod group backing "
+            "off")),
+        pytest.param(True, False, True, UNSCHEDULABLE, (0, 1), id=(
+            "Pods present, pod group scheduling result is Error, and pod group backing off, "
+            "but blocked on PreEnqueue")),
+    ],
+)
+def test_add_attempted_pod_group_if_needed_after_a_failed_cycle(
+    error: bool, no_backoff: bool, held: bool, expected_where: str,
+    expected_counts: tuple[int, int],
+) -> None:
+    """TestAddAttemptedPodGroupIfNeeded's failed cycles: the members go back together,
+    whatever events came, with the group's counts (an unschedulable result resets the
+    errors) and the time of the requeue; to activeQ with backoff off, to the pool while a
+    PreEnqueue plugin holds them."""
+    clock = FakeClock()
+    gates = _Gates()
+    backoff = {"initial_backoff": 0.0, "max_backoff": 0.0} if no_backoff else {}
+    queue = make_queue(clock, pre_enqueue=gates.pre_enqueue, group_of=_Gates.group_of,
+                       **backoff)
+    a, b = grouped("a"), grouped("b")
+    queue.add(a)
+    queue.add(b)
+    first = pop_now(queue)
+    members = [first, *queue.take([b.uid])]
+    first.unschedulable_plugins.add(NODE_RESOURCES_FIT)
+    if not error:
+        first.consecutive_errors = 5  # reset by an unschedulable result
+    if held:
+        gates.gated.update({"a", "b"})
+    clock.advance(1)
+    assert queue.add_failed_group(members, error=error) == 2
+    assert [where(queue, p) for p in (a, b)] == [expected_where] * 2
+    for qpi in members:
+        assert (qpi.unschedulable_count, qpi.consecutive_errors) == expected_counts
+        assert qpi.timestamp == START + 1
+    assert queue.in_flight() == []
+
+
+@pytest.mark.parametrize(
+    ("count", "size", "expected"),
+    [
+        pytest.param(16, 1, 32.0, id="hitting max backoff duration"),
+        pytest.param(7, 10, 64.0, id="larger entity size"),
+        # Upstream truncates to whole nanoseconds (101 ns in its units); the expiry is
+        # truncated to whole seconds anyway.
+        pytest.param(16, 10, 32 * math.sqrt(10),
+                     id="hitting max backoff duration with larger entity size"),
+    ],
+)
+def test_backoff_queue_calculate_backoff_duration_of_an_entity(
+    count: int, size: int, expected: float
+) -> None:
+    """TestBackoffQueue_calculateBackoffDuration (initial 1, max 32): a group's cap is the
+    maximum times the square root of its size."""
+    queue = make_queue(initial_backoff=1.0, max_backoff=32.0)
+    qpi = QueuedPodInfo(pod=make_pod("p"), timestamp=START, unschedulable_count=count)
+    assert queue.backoff_duration(qpi, size) == pytest.approx(expected)
+
+
+def test_a_groups_backoff_doubles_per_failed_cycle_up_to_the_max_times_sqrt_of_its_size(
+) -> None:
+    """backoff_queue.go getBackoffTime with the entity's UnschedulableCount, which
+    AddAttemptedPodGroupIfNeeded raises once per failed cycle of the group: 1 s doubling,
+    capped at 10 s x sqrt(4) = 20 s for 4 members (a pod alone stops at 10 s)."""
+    clock = FakeClock()
+    queue = make_queue(clock, group_of=_Gates.group_of)
+    pods = [grouped(n) for n in "abcd"]
+    for p in pods:
+        queue.add(p)
+    waited = []
+    for _ in range(6):
+        first = pop_now(queue)
+        members = [first, *queue.take(p.uid for p in pods if p.uid != first.uid)]
+        for qpi in members:
+            qpi.unschedulable_plugins.add(NODE_RESOURCES_FIT)
+        assert queue.add_failed_group(members, error=False) == 4
+        assert [where(queue, p) for p in pods] == [BACKOFF] * 4
+        assert {queue.backoff_expiry(qpi) for qpi in members} == {members[0].backoff_expiration}
+        waited.append((members[0].backoff_expiration or 0) - clock())
+        clock.advance(100)
+        queue.flush_backoff_completed()
+    assert waited == [1, 2, 4, 8, 16, 20]
+
+
+def test_a_group_whose_cycle_fails_is_retried_whole_after_its_backoff_whatever_the_events(
+) -> None:
+    """Upstream requeues the failed group's entity to backoffQ, not to the unschedulable
+    pool: an event that would help (room added) does not move it, its members are all
+    retried in one cycle once the group's backoff (1 s after the first failure) is over."""
+    h = gang(3, member("a"), member("b"), member("c"), cpu="2")
+    assert drain_active(h) == 1
+    names = ("a", "b", "c")
+    assert [h.where(n) for n in names] == [BACKOFF] * 3
+    assert all(h.ports.failures_of(n) for n in names)
+    members = [h.s.queue.get(h.uid(n)) for n in names]
+    assert {None if q is None else h.s.queue.backoff_expiry(q) for q in members} == {
+        math.floor(h.clock() + 1)}
+    h.nodes(node("n2", cpu="1"))
+    assert [h.where(n) for n in names] == [BACKOFF] * 3
+    h.clock.advance(1)  # in the expiry's window: still backing off
+    h.s.queue.flush_backoff_completed()
+    assert [h.where(n) for n in names] == [BACKOFF] * 3
+    h.clock.advance(1)
+    h.s.queue.flush_backoff_completed()
+    assert [h.where(n) for n in names] == [ACTIVE] * 3
+    assert h.drain() == 1
+    assert bound(h) == ["a", "b", "c"]
+
+
+def test_a_failed_groups_member_deleted_during_the_cycle_is_not_requeued() -> None:
+    queue = make_queue(group_of=_Gates.group_of)
+    a, b = grouped("a"), grouped("b")
+    queue.add(a)
+    queue.add(b)
+    first = pop_now(queue)
+    members = [first, *queue.take([b.uid if first.uid == a.uid else a.uid])]
+    queue.delete(b.uid)
+    assert queue.add_failed_group(members, error=True) == 1
+    assert (where(queue, a), where(queue, b)) == (BACKOFF, None)
+    assert queue.in_flight() == []
