@@ -683,9 +683,9 @@ def handle_binding_cycle_error(
         return
     if not failure.status.is_rejected():
         s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
-        handle_scheduling_failure(s, attempt, failure)
+        handle_scheduling_failure(s, attempt, failure, binding_failed=True)
         return
-    handle_scheduling_failure(s, attempt, failure)
+    handle_scheduling_failure(s, attempt, failure, binding_failed=True)
     # After the requeue, as upstream defers it: the pod's own forget must not move it.
     s.queue.move_all_to_active_or_backoff(
         ASSIGNED_POD_DELETE, assumed, None, pre_check=lambda other: other.uid != pod.uid
@@ -712,7 +712,7 @@ def extenders_binding(s: CycleHost, pod: PodInfo, node: str) -> Status | None:
 
 def handle_scheduling_failure(
     s: CycleHost, attempt: Attempt, failure: Failure, *, group_placed: bool = False,
-    group_requeued: bool = False,
+    group_requeued: bool = False, binding_failed: bool = False,
 ) -> None:
     """Requeue the pod, keep or change its nomination, and tell the user why (upstream's
     handleSchedulingFailure, its FailureHandler): the one end of every failed attempt.
@@ -722,7 +722,9 @@ def handle_scheduling_failure(
     ``group_placed``: the pod is a member left over by a cycle that placed its group; it is
     requeued to activeQ at once (upstream's AddAttemptedPodGroupIfNeeded with Success).
     ``group_requeued``: the pod is a member of a group whose cycle failed, already requeued
-    with its group (``_requeue_failed_group``).
+    with its group (``_requeue_failed_group``). ``binding_failed``: its binding cycle
+    failed; a member of a pod group joins its group in the queue (upstream's
+    addPodGroupMember).
     """
     qpi, framework = attempt.qpi, attempt.framework
     pod = qpi.pod
@@ -730,6 +732,8 @@ def handle_scheduling_failure(
     is_error = not failure.status.is_rejected()
     if group_placed:
         s.queue.add_leftover_of_placed_group(qpi)
+    elif binding_failed:
+        s.queue.add_unschedulable_group_member(qpi, error=is_error)
     elif not group_requeued:
         s.queue.add_unschedulable_if_not_present(qpi, error=is_error)
     reason, message, nominated_node = failure.reason, failure.message(), failure.nominated_node

@@ -533,6 +533,62 @@ class SchedulingQueue(Generic[P]):
                 self._finish_requeue_locked(qpi, Strategy.AFTER_BACKOFF)
             return len(live)
 
+    def add_unschedulable_group_member(self, qpi: QueuedPodInfo[P], *, error: bool) -> bool:
+        """The failure path of a pod-group member whose binding cycle failed: upstream's
+        AddUnschedulableIfNotPresent for a member (addPodGroupMember), without hints nor a
+        backoff of its own. It joins its group where a sibling is queued, taking the
+        group's counts, time and expiry (upstream adds it to the queued entity), else goes
+        to activeQ with the counts of a new entity (the pool, gated, when PreEnqueue holds
+        it). A pod of no group (``group_of``) takes the pod's path. ``done`` included;
+        False when it was deleted or bound meanwhile, or is already queued."""
+        key = None if self._group_of is None else self._group_of(qpi.pod)
+        if key is None:
+            return self.add_unschedulable_if_not_present(qpi, error=error)
+        with self._lock:
+            if not self._still_pending_locked(qpi):
+                return False
+            if error:
+                qpi.unschedulable_plugins.clear()
+                qpi.pending_plugins.clear()
+            record = self._in_flight.get(qpi.uid)
+            if record is not None:
+                qpi.pod = record.pod
+            where = self._join_group_locked(qpi, self._queued_sibling_locked(key, qpi.uid))
+            self._incoming_locked(SCHEDULE_ATTEMPT_FAILURE, where)
+            self._done_locked(qpi.uid)
+            self._notify_if(where)
+            return True
+
+    def _queued_sibling_locked(self, key: Hashable, uid: str) -> QueuedPodInfo[P] | None:
+        """A queued member of group ``key`` other than ``uid`` (a scan: binding failures
+        are rare, and only group members take this path)."""
+        assert self._group_of is not None
+        queued = itertools.chain(self._active.values(), self._backoff.values(),
+                                 self._error_backoff.values(),
+                                 (e.qpi for e in self._pool.values()))
+        for other in queued:
+            if other.uid != uid and self._group_of(other.pod) == key:
+                return other
+        return None
+
+    def _join_group_locked(self, qpi: QueuedPodInfo[P], sibling: QueuedPodInfo[P] | None) -> str:
+        """Queue ``qpi`` where ``sibling`` waits, with its group's counts and times; to
+        activeQ with fresh counts when no sibling waits."""
+        if sibling is None:
+            qpi.unschedulable_count = qpi.consecutive_errors = 0
+            qpi.backoff_expiration = None
+            return self._requeue_locked(qpi, Strategy.IMMEDIATELY)
+        qpi.unschedulable_count = sibling.unschedulable_count
+        qpi.consecutive_errors = sibling.consecutive_errors
+        qpi.timestamp = sibling.timestamp
+        qpi.backoff_expiration = sibling.backoff_expiration
+        if sibling.uid in self._active:
+            return self._requeue_locked(qpi, Strategy.IMMEDIATELY)
+        if sibling.uid in self._pool:
+            self._add_to_pool_locked(qpi)
+            return UNSCHEDULABLE
+        return BACKOFF if self._move_to_backoff_locked(qpi) else UNSCHEDULABLE
+
     def _still_pending_locked(self, qpi: QueuedPodInfo[P]) -> bool:
         """Whether a popped pod is to be requeued: not deleted or bound meanwhile, nor queued
         again; ``done`` when not."""

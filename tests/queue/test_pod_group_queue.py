@@ -24,6 +24,7 @@ import pytest
 
 from scheduler.cache.pod_groups import POD_GROUPS
 from scheduler.framework.interface import SUCCESS, PermitDecision, Status
+from scheduler.framework.ports import BindOutcome
 from scheduler.intake import ADDED, DELETED
 from scheduler.queue.queued_pod import QueuedPodInfo
 from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
@@ -573,3 +574,93 @@ def test_a_failed_groups_member_deleted_during_the_cycle_is_not_requeued() -> No
     assert queue.add_failed_group(members, error=True) == 1
     assert (where(queue, a), where(queue, b)) == (BACKOFF, None)
     assert queue.in_flight() == []
+
+
+# -- AddUnschedulableIfNotPresent for a member: its binding cycle failed ----------------------
+def _sibling_in(queue: Queue, gates: _Gates, place: str) -> FakePod:
+    """A sibling of the member in flight, waiting in ``place``."""
+    b = grouped("b")
+    if place == "gated":
+        gates.gated.add("b")
+    queue.add(b)
+    if place in (BACKOFF, UNSCHEDULABLE):
+        popped = pop_now(queue)
+        popped.unschedulable_plugins.add(NODE_RESOURCES_FIT)
+        if place == BACKOFF:
+            queue.add_failed_group([popped], error=False)
+        else:
+            queue.add_unschedulable_if_not_present(popped)
+    return b
+
+
+@pytest.mark.parametrize(
+    ("place", "expected"),
+    [
+        pytest.param(None, ACTIVE, id=(
+            "pod group is not last popped entity and no group exists, a new group is created "
+            "and added to activeQ")),
+        pytest.param(UNSCHEDULABLE, UNSCHEDULABLE, id=(
+            "pod group exists in unschedulableEntities, pod is added and group remains in "
+            "unschedulableEntities")),
+        pytest.param(ACTIVE, ACTIVE, id=(
+            "pod group exists in activeQ, pod is added and group remains in activeQ")),
+        pytest.param(BACKOFF, BACKOFF, id=(
+            "pod group exists in backoffQ, pod is added and group remains in backoffQ")),
+        pytest.param("gated", UNSCHEDULABLE, id=(
+            "pod group exists in unschedulableEntities (gated), ungated pod is added and "
+            "group remains gated in unschedulableEntities")),
+    ],
+)
+def test_add_unschedulable_pod_if_not_present_pod_group_member(
+    place: str | None, expected: str
+) -> None:
+    """TestAddUnschedulablePodIfNotPresentPodGroupMember: a member whose binding cycle
+    failed joins its group where a sibling waits, with the group's counts and times, else
+    goes to activeQ at once; never to a backoff or the pool of its own."""
+    clock = FakeClock()
+    gates = _Gates()
+    queue = make_queue(clock, pre_enqueue=gates.pre_enqueue, group_of=_Gates.group_of)
+    a = grouped("a")
+    queue.add(a)
+    failed = pop_now(queue)
+    failed.unschedulable_count, failed.consecutive_errors = 3, 0
+    clock.advance(1)
+    b = _sibling_in(queue, gates, place) if place is not None else None
+    clock.advance(1)
+    assert queue.add_unschedulable_group_member(failed, error=True)
+    assert where(queue, a) == expected
+    assert queue.in_flight() == []
+    sibling = None if b is None else queue.get(b.uid)
+    if sibling is None:
+        assert (failed.unschedulable_count, failed.consecutive_errors) == (0, 0)
+    else:
+        assert where(queue, b) == expected
+        assert (failed.unschedulable_count, failed.timestamp, failed.backoff_expiration) == (
+            sibling.unschedulable_count, sibling.timestamp, sibling.backoff_expiration)
+    if place == "gated":
+        assert queue.pop(timeout=0) is None
+
+
+def test_a_pod_of_no_group_whose_binding_failed_takes_the_pods_failure_path() -> None:
+    queue = make_queue(group_of=_Gates.group_of)
+    p = make_pod("p")
+    queue.add(p)
+    failed = pop_now(queue)
+    assert queue.add_unschedulable_group_member(failed, error=True)
+    assert where(queue, p) == BACKOFF and failed.consecutive_errors == 1
+
+
+def test_a_member_whose_binding_failed_after_its_group_was_bound_is_retried_at_once() -> None:
+    """upstream's addPodGroupMember: no entity of its group is queued, so a new one goes
+    straight to activeQ; here the member is retried by the next cycle, not after a
+    backoff."""
+    h = gang(3, member("a"), member("b"), member("c"))
+    h.ports.outcomes["c"] = [BindOutcome.FAILED]
+    assert h.cycle()
+    assert bound(h) == ["a", "b", "c"]
+    assert h.ports.failures_of("c") != []
+    assert h.where("c") == ACTIVE
+    assert h.cycle()
+    h.run_bindings()
+    assert [key for key, _ in h.ports.binds].count("default/c") == 2
+    assert h.where("c") is None
