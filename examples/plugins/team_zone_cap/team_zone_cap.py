@@ -139,8 +139,12 @@ class TeamZoneCap(PreFilterPlugin, FilterPlugin, FilterPodListsHook, EnqueueExte
         zone = quota.zone_of_row[nodes.idx]
         zoned = zone >= 0
         used = np.where(zoned, quota.pods_per_zone[np.maximum(zone, 0)], 0)
-        for pos, _, added, removed in nodes.delta_rows():
+        # A preemption dry run may evict a pod group whole: its pods removed on the other
+        # nodes of the row's zone free room too.
+        for pos, _, added, removed, elsewhere in nodes.delta_rows_across_nodes():
             used[pos] += self._of_team(added, quota.team) - self._of_team(removed, quota.team)
+            if elsewhere and zoned[pos]:
+                used[pos] -= self._of_team_in_zone(elsewhere, quota, int(zone[pos]), nodes)
         result.reject(zoned & (used >= quota.cap), Code.UNSCHEDULABLE,
                       f"node(s) in a zone where team {quota.team} runs its cap of "
                       f"{quota.cap} pods")
@@ -148,6 +152,15 @@ class TeamZoneCap(PreFilterPlugin, FilterPlugin, FilterPodListsHook, EnqueueExte
 
     def _of_team(self, pods: Iterable[PodInfo], team: str) -> int:
         return sum(1 for p in pods if p.labels.get(self.team_label) == team)
+
+    def _of_team_in_zone(
+        self, pods: Iterable[PodInfo], quota: _Quota, zone: int, nodes: NodeView
+    ) -> int:
+        """The team's pods among ``pods`` whose own node is in ``zone``."""
+        index = nodes.snapshot.nodes.index
+        rows = (index.get(p.node_name) for p in pods
+                if p.node_name and p.labels.get(self.team_label) == quota.team)
+        return sum(1 for row in rows if row is not None and quota.zone_of_row[row] == zone)
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [

@@ -8,17 +8,20 @@ from typing import Any
 import pytest
 from team_zone_cap import SPEC, TeamZoneCap
 
-from scheduler.plugin_api import ConfigError, PodInfo
+from scheduler.plugin_api import ConfigError, CycleState, PodInfo
 from scheduler.testing import (
     ManualClock,
     filter_nodes,
     node,
     pod,
     pod_info,
+    rejected_reasons,
     run_cycles,
     schedule,
     scheduler_of,
     set_config_map,
+    snapshot_of,
+    view_with,
 )
 
 TEAM = "example.com/team"
@@ -73,6 +76,36 @@ def test_pods_spread_over_zones_up_to_the_cap_and_the_rest_wait() -> None:
     placed = schedule(CONFIG, nodes, pods, plugins=[SPEC],
                       config_maps={CAPS: {"payments": "2"}})
     assert sorted(placed.values()) == ["", "a1", "a1", "b1", "b1"]
+
+
+@pytest.mark.parametrize(
+    ("case", "elsewhere", "want"),
+    [
+        ("nothing removed elsewhere: zone a is at its cap", [], [REASON.format(2)]),
+        ("a team pod removed on another node of the zone frees room", ["q2"], []),
+        ("a team pod removed in another zone does not", ["r"], [REASON.format(2)]),
+        ("another team's pod removed in the zone does not", ["s"], [REASON.format(2)]),
+    ],
+)
+def test_a_pod_removed_on_another_node_of_the_zone_counts(
+    case: str, elsewhere: list[str], want: list[str]
+) -> None:
+    """A preemption dry run for a1 that evicts a pod group whole also removes its pods on
+    other nodes (NodeView.removed_elsewhere, API 2.7): one on a2 leaves zone a below the
+    cap."""
+    bound = [team_pod("q1", node_name="a1"), team_pod("q2", node_name="a2"),
+             team_pod("r", node_name="b1"), team_pod("s", team="search", node_name="a2")]
+    s, _ = scheduler_of(CONFIG, plugins=[SPEC], config_maps={CAPS: {"payments": "2"}})
+    plugin = s.profiles["secondary-scheduler"].instances["TeamZoneCap"]
+    assert isinstance(plugin, TeamZoneCap)
+    snapshot = snapshot_of(NODES, bound)
+    state = CycleState()
+    incoming = PodInfo.from_pod(team_pod("p"))
+    _, status = plugin.pre_filter(state, incoming, snapshot)
+    assert status.is_success()
+    by_name = {p["metadata"]["name"]: PodInfo.from_pod(p) for p in bound}
+    view = view_with(snapshot, "a1", removed_elsewhere=[by_name[n] for n in elsewhere])
+    assert rejected_reasons(plugin.filter(state, incoming, view), ["a1"]) == {"a1": want}, case
 
 
 def test_raising_the_cap_in_the_config_map_retries_the_refused_pods() -> None:
