@@ -851,11 +851,13 @@ def schedule_pod_group(s: CycleHost, first: Attempt) -> None:
                                              state.scheduled_count(), attempts, outcome)
         _fail_placed(outcome, nominations)
         waiting = nominations is not None
+    requeued = not outcome.status.is_success() and group.source == WORKLOAD_API
+    if requeued:
         _requeue_failed_group(s, outcome)
     for attempt, failure in outcome.failed:
         handle_scheduling_failure(s, attempt, failure,
                                   group_placed=outcome.status.is_success(),
-                                  group_requeued=not outcome.status.is_success())
+                                  group_requeued=requeued)
     result = WAITING_ON_PREEMPTION if waiting else _attempt_result(outcome.status)
     s.metrics.profile(first.framework.profile_name).pod_group_attempt(
         result, time.perf_counter() - first.start)
@@ -1038,9 +1040,10 @@ def _fail_placed(outcome: _GroupOutcome, nominations: Mapping[str, str] | None) 
 
 
 def _requeue_failed_group(s: CycleHost, outcome: _GroupOutcome) -> None:
-    """The group's members go back together, after the group's backoff whatever the events
-    (upstream's AddAttemptedPodGroupIfNeeded for a failed pod-group cycle); an error of the
-    group's counts as one."""
+    """A Workload-API group's members go back together, after the group's backoff whatever
+    the events (upstream's AddAttemptedPodGroupIfNeeded for a failed pod-group cycle); an
+    error of the group's counts as one. A Coscheduling group's members take the pod's
+    failure path, as scheduler-plugins queues them one by one."""
     for attempt, failure in outcome.failed:
         _note_rejectors(attempt.qpi, failure)
     s.queue.add_failed_group([attempt.qpi for attempt, _ in outcome.failed],
