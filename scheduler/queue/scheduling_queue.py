@@ -541,8 +541,9 @@ class SchedulingQueue(Generic[P]):
         to activeQ with the counts of a new entity (the pool, gated, when PreEnqueue holds
         it). A pod of no group (``group_of``) takes the pod's path. ``done`` included;
         False when it was deleted or bound meanwhile, or is already queued."""
-        key = None if self._group_of is None else self._group_of(qpi.pod)
-        if key is None:
+        group_of = self._group_of
+        key = None if group_of is None else group_of(qpi.pod)
+        if group_of is None or key is None:
             return self.add_unschedulable_if_not_present(qpi, error=error)
         with self._lock:
             if not self._still_pending_locked(qpi):
@@ -553,21 +554,23 @@ class SchedulingQueue(Generic[P]):
             record = self._in_flight.get(qpi.uid)
             if record is not None:
                 qpi.pod = record.pod
-            where = self._join_group_locked(qpi, self._queued_sibling_locked(key, qpi.uid))
+            sibling = self._queued_sibling_locked(group_of, key, qpi.uid)
+            where = self._join_group_locked(qpi, sibling)
             self._incoming_locked(SCHEDULE_ATTEMPT_FAILURE, where)
             self._done_locked(qpi.uid)
             self._notify_if(where)
             return True
 
-    def _queued_sibling_locked(self, key: Hashable, uid: str) -> QueuedPodInfo[P] | None:
+    def _queued_sibling_locked(
+        self, group_of: Callable[[P], Hashable | None], key: Hashable, uid: str
+    ) -> QueuedPodInfo[P] | None:
         """A queued member of group ``key`` other than ``uid`` (a scan: binding failures
         are rare, and only group members take this path)."""
-        assert self._group_of is not None
         queued = itertools.chain(self._active.values(), self._backoff.values(),
                                  self._error_backoff.values(),
                                  (e.qpi for e in self._pool.values()))
         for other in queued:
-            if other.uid != uid and self._group_of(other.pod) == key:
+            if other.uid != uid and group_of(other.pod) == key:
                 return other
         return None
 
