@@ -209,6 +209,7 @@ class Allocator:
         self.available_counters: dict[str, dict[str, dict[str, int]]] = {}
         self._in_use = (allocated.devices, allocated.aggregated_capacity)
         self._plans: dict[tuple[int, ...], SimplePlan | None] = {}
+        self._shapes: dict[tuple[int, ...], tuple[tuple[ResourceClaim, ...], int]] = {}
         # Nodes the fast path rejected in this cycle, and then the devices in use per slice
         # (by the slice's id), so that a full node is told by counting (``_all_in_use``).
         self._rejections = 0
@@ -219,9 +220,48 @@ class Allocator:
         deadline: Deadline | None = None,
     ) -> list[AllocationResult] | None:
         """``Allocator.Allocate``: one result per claim, or None if this node has no solution;
-        :class:`SearchTimeoutError` once ``deadline`` has passed."""
+        :class:`SearchTimeoutError` once ``deadline`` has passed.
+
+        Except for one plain device on a node without shared or partitionable devices (the
+        fast path's cheapest case), the outcome is kept on the node's view, by the claims'
+        shape and the state of the node's devices, which is all it depends on: a node in the
+        same state gets it again, with new share IDs, without the search."""
         node = self.view.node(node_name, labels)
         plan = self._plan(claims)
+        if plan is not None and plan.single is not None and not node.shares_or_counters:
+            found = self._allocate(node, plan, claims, deadline)
+        else:
+            state = self.allocated
+            key = (self._shape_id(claims), node.state_key(
+                state.devices, state.shared_devices, state.aggregated_capacity))
+            try:
+                kept = node.outcomes[key]
+            except KeyError:
+                found = self._allocate(node, plan, claims, deadline)
+                node.remember(key, None if found is None else tuple(found))
+            else:
+                # Where the search's last step would have checked it.
+                if deadline is not None:
+                    deadline.check()
+                found = None if kept is None else self._fresh(kept)
+        if found is None and node.any_invalid:
+            raise FailedOnNodeError("invalid resource pools were encountered")
+        return found
+
+    def search(
+        self, node: NodeView, claims: Sequence[ResourceClaim], deadline: Deadline | None = None
+    ) -> list[AllocationResult] | None:
+        """The full search (upstream's ``Allocate``), without the fast path."""
+        found = self._search(node, claims, deadline)
+        if found is None and node.any_invalid:
+            raise FailedOnNodeError("invalid resource pools were encountered")
+        return found
+
+    def _allocate(
+        self, node: NodeView, plan: SimplePlan | None, claims: Sequence[ResourceClaim],
+        deadline: Deadline | None,
+    ) -> list[AllocationResult] | None:
+        """The fast path where it decides, else the full search (invalid pools not told)."""
         if plan is not None:
             if plan.requests_devices and self._all_in_use(node):
                 found: list[AllocationResult] | Outcome | None = None
@@ -233,15 +273,12 @@ class Allocator:
                 # Where the search's last step would have checked it.
                 if deadline is not None:
                     deadline.check()
-                if found is None and node.any_invalid:
-                    raise FailedOnNodeError("invalid resource pools were encountered")
                 return found
-        return self.search(node, claims, deadline)
+        return self._search(node, claims, deadline)
 
-    def search(
-        self, node: NodeView, claims: Sequence[ResourceClaim], deadline: Deadline | None = None
+    def _search(
+        self, node: NodeView, claims: Sequence[ResourceClaim], deadline: Deadline | None
     ) -> list[AllocationResult] | None:
-        """The full search (upstream's ``Allocate``), without the fast path."""
         run = _Run(self, node, claims, deadline)
         run.prepare()
         try:
@@ -249,10 +286,40 @@ class Allocator:
         except _MaxSizeExceededError as err:
             raise AllocationError("allocation max size exceeded") from err
         if not done:
-            if node.any_invalid:
-                raise FailedOnNodeError("invalid resource pools were encountered")
             return None
         return [run.result_for(i) for i in range(len(claims))]
+
+    def _fresh(self, kept: tuple[AllocationResult, ...]) -> list[AllocationResult]:
+        """A kept outcome for this call: every share gets a new ID, as each allocation's
+        shares are its own."""
+        return [
+            replace(result, results=tuple(
+                r if r.share_id is None else replace(r, share_id=self.new_share_id())
+                for r in result.results))
+            if any(r.share_id is not None for r in result.results) else result
+            for result in kept
+        ]
+
+    def _shape_id(self, claims: Sequence[ResourceClaim]) -> int:
+        """The claims' shape (their specs and the classes they name: all an allocation
+        reads of them) as the view numbers it, found once per cycle by their identities."""
+        key = tuple([id(c) for c in claims])
+        known = self._shapes.get(key)
+        if known is not None:
+            return known[1]
+        names = [
+            sub.device_class_name
+            for claim in claims for request in claim.spec.requests
+            for sub in ((request.exactly,) if request.exactly is not None
+                        else request.first_available)
+        ]
+        found = self.view.shape_id(
+            (tuple(c.spec for c in claims), tuple(self.classes.get(n) for n in names)))
+        if len(self._shapes) >= _MAX_PLANS:
+            self._shapes.clear()
+        # The claims are kept with their number: a key of ids must not outlive them.
+        self._shapes[key] = (tuple(claims), found)
+        return found
 
     def _all_in_use(self, node: NodeView) -> bool:
         """Whether every device the search would look at on this node is in use, told by
