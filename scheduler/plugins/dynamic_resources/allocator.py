@@ -42,9 +42,10 @@ exactly the devices the full search gives; anything else, or a node whose device
 
 from __future__ import annotations
 
-import uuid
+import itertools
+import os
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import partial
 
 from scheduler.plugin_api import (
@@ -198,14 +199,14 @@ class Allocator:
         classes: Mapping[str, DeviceClass],
         slices: Sequence[ResourceSlice],
         cel_cache: SelectorCache,
-        new_share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        new_share_id: Callable[[], str] | None = None,
         view: SliceView | None = None,
     ) -> None:
         self.allocated = allocated
         self.classes = classes
         self.view = view if view is not None else SliceView(slices)
         self.cel_cache = cel_cache
-        self.new_share_id = new_share_id
+        self.new_share_id = new_share_id if new_share_id is not None else ShareIds()
         self.available_counters: dict[str, dict[str, dict[str, int]]] = {}
         self._in_use = (allocated.devices, allocated.aggregated_capacity)
         self._plans: dict[tuple[int, ...], SimplePlan | None] = {}
@@ -294,7 +295,7 @@ class Allocator:
         shares are its own."""
         return [
             replace(result, results=tuple(
-                r if r.share_id is None else replace(r, share_id=self.new_share_id())
+                r if r.share_id is None else _with_share_id(r, self.new_share_id())
                 for r in result.results))
             if any(r.share_id is not None for r in result.results) else result
             for result in kept
@@ -346,6 +347,34 @@ class Allocator:
         return plan
 
 
+class ShareIds:
+    """New share IDs for one cycle (``GenerateNewShareID``, a new UUID each): UUIDs of
+    version 4 form, one random base and a counter from a random start, since a Filter over
+    hundreds of nodes asks for one per share on each (only the chosen node's are written)."""
+
+    def __init__(self) -> None:
+        h = os.urandom(16).hex()
+        self._base = f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-"
+        self._count = itertools.count(int(h[20:], 16))  # next() is atomic under the GIL
+
+    def __call__(self) -> str:
+        return f"{self._base}{next(self._count) & 0xFFFF_FFFF_FFFF:012x}"
+
+
+_RESULT_FIELDS = tuple(f.name for f in fields(DeviceRequestAllocationResult))
+_SHARE_ID_FIELD = _RESULT_FIELDS.index("share_id")
+
+
+def _with_share_id(
+    result: DeviceRequestAllocationResult, share_id: str
+) -> DeviceRequestAllocationResult:
+    """``replace(result, share_id=...)``, built directly (``replace`` costs several times
+    more, and a hit on a node of shared devices makes one per share)."""
+    values = [getattr(result, name) for name in _RESULT_FIELDS]
+    values[_SHARE_ID_FIELD] = share_id
+    return DeviceRequestAllocationResult(*values)
+
+
 class AllocatorCache:
     """What the allocator keeps across scheduling cycles: one per scheduler, long-lived.
 
@@ -365,7 +394,7 @@ class AllocatorCache:
         classes: Mapping[str, DeviceClass],
         slices: Sequence[ResourceSlice],
         slices_key: Hashable,
-        new_share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        new_share_id: Callable[[], str] | None = None,
     ) -> Allocator:
         if self._view is None or self._key != slices_key:
             self._view = SliceView(slices, self._view)

@@ -11,6 +11,7 @@ same error, also from node views kept across cycles and across a slice change.""
 from __future__ import annotations
 
 import random
+import uuid
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -427,3 +428,11 @@ def test_a_node_in_the_same_state_gets_its_outcome_again_with_new_share_ids(
     assert [r.device for r in got] == ["d0", "d0", "d0"]
     assert len({r.share_id for r in got}) == 3
     assert got[0].consumed_capacity == got[1].consumed_capacity
+
+
+def test_share_ids_are_distinct_uuids_within_a_cycle_and_across_cycles() -> None:
+    """``GenerateNewShareID`` makes a new UUID for every share."""
+    cycles = [allocator_module.ShareIds() for _ in range(2)]
+    ids = [ids() for ids in cycles for _ in range(1000)]
+    assert len(set(ids)) == len(ids)
+    assert all(str(uuid.UUID(i)) == i and uuid.UUID(i).version == 4 for i in ids)
