@@ -28,6 +28,8 @@ WORKLOAD_GROUP = "scheduling.k8s.io/v1beta1"
 COSCHEDULING_GROUP = "scheduling.x-k8s.io/v1alpha1"
 COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
 UPSTREAM = os.environ.get("E2E_SCHEDULER") == "kube-scheduler"
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
 
 
 @pytest.fixture(params=[WORKLOAD, COSCHEDULING])
@@ -85,12 +87,17 @@ class Gangs:
         return names
 
     def member(self, group: str, name: str, *, cpu: str,
-               priority_class: str | None = None) -> None:
+               priority_class: str | None = None, node: str | None = None,
+               labels: dict[str, str] | None = None) -> None:
+        """One member, on this test's nodes (``node``: that one)."""
         from e2e.kube import pod_manifest, pods_path
 
-        labels = {COSCHEDULING_LABEL: group} if self.api == COSCHEDULING else {}
+        labels = dict(labels or {})
+        if self.api == COSCHEDULING:
+            labels[COSCHEDULING_LABEL] = group
+        selector = {HOSTNAME: node} if node is not None else self.env.selector()
         pod = pod_manifest(name, cpu=cpu, priority_class=priority_class, labels=labels,
-                           node_selector=self.env.selector())
+                           node_selector=selector)
         if self.api == WORKLOAD:
             pod["spec"]["schedulingGroup"] = {"podGroupName": group}
         self.env.kube.create(pods_path(self.env.ns), pod)
@@ -229,6 +236,37 @@ def test_plain_higher_priority_pod_preempts_a_gang(env: Env, api: str,
     env.wait_all_bound(["plain"], timeout=120)
     evicted = [n for n in lows if env.rec.deleted_at(n) is not None or env.pod(n) is None]
     assert len(evicted) == (4 if disruption_all else 1), evicted
+
+
+def test_plain_pod_preempts_a_gang_whose_other_node_blocks_it(env: Env, api: str) -> None:
+    """Two nodes in one zone run a low-priority gang (disruptionMode all), a member on each,
+    both labelled app=blocker. A high-priority pod that must go to node a and has zone
+    anti-affinity to app=blocker fits there only once the member on node b is gone too: the
+    gang is evicted whole and the pod bound to node a (upstream's SelectVictimsOnNode runs
+    the PreFilter extensions' RemovePod for a group victim's pods on other nodes,
+    pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go). Both members
+    carry the label so that whichever is deleted last requeues the pod through
+    InterPodAffinity's hint: kube-scheduler drops the events that arrive while the pod waits
+    for its preemption to finish (its DefaultPreemption hint is always Skip)."""
+    if api == COSCHEDULING:
+        pytest.skip("Coscheduling's PodGroup has no disruption mode")
+    node_a, node_b = env.nodes("z", 2, cpu="2", zone=f"{env.id}-zone")
+    low = env.priority_class("low", 100)
+    high = env.priority_class("high", 1000)
+    gangs = Gangs(env, api)
+    gangs.group("low", 2, priority_class=low, disruption_all=True)
+    for name, node in (("low-a", node_a), ("low-b", node_b)):
+        gangs.member("low", name, cpu="1", priority_class=low, node=node,
+                     labels={"app": "blocker"})
+    env.wait_all_bound(["low-a", "low-b"], timeout=60)
+    blocker = {"labelSelector": {"matchLabels": {"app": "blocker"}}, "topologyKey": ZONE}
+    env.create_pod("plain", cpu="1", priority_class=high, node_selector={HOSTNAME: node_a},
+                   affinity={"podAntiAffinity": {
+                       "requiredDuringSchedulingIgnoredDuringExecution": [blocker]}})
+    assert env.wait_bound("plain", timeout=120) == node_a
+    evicted = [n for n in ("low-a", "low-b")
+               if env.rec.deleted_at(n) is not None or env.pod(n) is None]
+    assert evicted == ["low-a", "low-b"]
 
 
 def _low_gang_on_four_full_nodes(

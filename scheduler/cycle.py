@@ -710,12 +710,16 @@ def extenders_binding(s: CycleHost, pod: PodInfo, node: str) -> Status | None:
     return None
 
 
-def handle_scheduling_failure(s: CycleHost, attempt: Attempt, failure: Failure) -> None:
+def handle_scheduling_failure(
+    s: CycleHost, attempt: Attempt, failure: Failure, *, group_placed: bool = False
+) -> None:
     """Requeue the pod, keep or change its nomination, and tell the user why (upstream's
     handleSchedulingFailure, its FailureHandler): the one end of every failed attempt.
 
     As upstream, the watch's newest version of the pod decides: a pod deleted, terminating or
     bound since the cycle began is not requeued, gets no nomination and no status write.
+    ``group_placed``: the pod is a member left over by a cycle that placed its group; it is
+    requeued to activeQ at once (upstream's AddAttemptedPodGroupIfNeeded with Success).
     """
     qpi, framework = attempt.qpi, attempt.framework
     pod = qpi.pod
@@ -723,7 +727,10 @@ def handle_scheduling_failure(s: CycleHost, attempt: Attempt, failure: Failure) 
         qpi.unschedulable_plugins = set(failure.diagnosis.unschedulable_plugins)
         qpi.pending_plugins = set(failure.diagnosis.pending_plugins)
     is_error = not failure.status.is_rejected()
-    s.queue.add_unschedulable_if_not_present(qpi, error=is_error)
+    if group_placed:
+        s.queue.add_leftover_of_placed_group(qpi)
+    else:
+        s.queue.add_unschedulable_if_not_present(qpi, error=is_error)
     reason, message, nominated_node = failure.reason, failure.message(), failure.nominated_node
     current = s.pods.get(pod.uid)
     if current is not None and (current.node_name or current.is_terminating):
@@ -833,7 +840,8 @@ def schedule_pod_group(s: CycleHost, first: Attempt) -> None:
         _fail_placed(outcome, nominations)
         waiting = nominations is not None
     for attempt, failure in outcome.failed:
-        handle_scheduling_failure(s, attempt, failure)
+        handle_scheduling_failure(s, attempt, failure,
+                                  group_placed=outcome.status.is_success())
     result = WAITING_ON_PREEMPTION if waiting else _attempt_result(outcome.status)
     s.metrics.profile(first.framework.profile_name).pod_group_attempt(
         result, time.perf_counter() - first.start)
@@ -978,6 +986,8 @@ def _bind_placed(s: CycleHost, placed: list[_Placed]) -> None:
             _undo(s, p.attempt, p.result.node)
             failure = Failure(status, _fit_error_on_one_node(status) if status.is_rejected()
                               else None)
+            # Not requeued at once as upstream does (AddAttemptedPodGroupIfNeeded): a Permit
+            # plugin that keeps rejecting this member would have it retried without pause.
             handle_scheduling_failure(s, p.attempt, failure)
             continue
         s.submit_binding(run_binding_cycle, s, p.attempt, p.result)

@@ -85,6 +85,8 @@ REST_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60
 
 QueueCounts = Callable[[], Mapping[str, int]]
 PluginCounts = Callable[[], Mapping[tuple[str, str], int]]
+# (queue, entity type) -> entities: scheduler_queued_entities.
+EntityCounts = Callable[[], Mapping[tuple[str, str], int]]
 
 
 def attempts_label(attempts: int) -> str:
@@ -231,6 +233,7 @@ class _Sources(Collector):
 
     def __init__(self) -> None:
         self.pending: QueueCounts | None = None
+        self.entities: EntityCounts | None = None
         self.unschedulable: PluginCounts | None = None
         self.bindings: Callable[[], int] | None = None
         self.cache_sizes: Callable[[], Mapping[str, int]] | None = None
@@ -241,14 +244,17 @@ class _Sources(Collector):
                 "scheduler_pending_pods",
                 "[STABLE] Number of pending pods, by the queue type. 'active' means number of "
                 "pods in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' "
-                "means number of pods in unschedulablePods that the scheduler attempted to "
+                "means number of pods in unschedulableEntities that the scheduler attempted to "
                 "schedule and failed; 'gated' is the number of unschedulable pods that the "
-                "scheduler never attempted to schedule because they are gated.",
+                "scheduler never attempted to schedule because they are gated; 'incomplete' "
+                "means number of pods in incompletePodGroupPods.",
                 labels=["queue"],
             )
             for queue, count in self.pending().items():
                 family.add_metric([queue], count)
             yield family
+        if self.entities is not None:
+            yield self._queued_entities(self.entities)
         if self.unschedulable is not None:
             family = GaugeMetricFamily(
                 "scheduler_unschedulable_pods",
@@ -279,6 +285,23 @@ class _Sources(Collector):
             for kind, count in self.cache_sizes().items():
                 family.add_metric([kind], count)
             yield family
+
+    @staticmethod
+    def _queued_entities(entities: EntityCounts) -> GaugeMetricFamily:
+        family = GaugeMetricFamily(
+            "scheduler_queued_entities",
+            "[ALPHA] Number of queued scheduling entities ('pod' or 'podgroup'; 'pod' stands "
+            "for individual pods that are not members of any podgroup) by the queue type. "
+            "'active' means number of entities in activeQ; 'backoff' means number of entities "
+            "in backoffQ; 'unschedulable' means number of entities in unschedulableEntities "
+            "that the scheduler attempted to schedule and failed; 'gated' is the number of "
+            "unschedulable entities that the scheduler never attempted to schedule because "
+            "they are gated.",
+            labels=["queue", "type"],
+        )
+        for (queue, kind), count in entities().items():
+            family.add_metric([queue, kind], count)
+        return family
 
 
 class ProfileMetrics:
@@ -484,10 +507,13 @@ class Metrics:
             found = self._profiles[name] = ProfileMetrics(self, name)
         return found
 
-    def watch_queue(self, pending: QueueCounts, unschedulable: PluginCounts) -> None:
-        """Read ``scheduler_pending_pods`` and ``scheduler_unschedulable_pods`` at scrape time."""
+    def watch_queue(self, pending: QueueCounts, unschedulable: PluginCounts,
+                    entities: EntityCounts | None = None) -> None:
+        """Read ``scheduler_pending_pods``, ``scheduler_unschedulable_pods`` and
+        ``scheduler_queued_entities`` at scrape time."""
         self._sources.pending = pending
         self._sources.unschedulable = unschedulable
+        self._sources.entities = entities
 
     def watch_bindings(self, in_flight: Callable[[], int]) -> None:
         self._sources.bindings = in_flight

@@ -36,6 +36,9 @@ plugins, the :class:`PodGroupSimulation` it runs the group's algorithm on,
 :class:`ProposedAssignment` and :class:`PodGroupPostFilterResult`.
 2.6 added :class:`HintIndex` and ``ClusterEventWithHint.index``: a hint that runs only for the
 pending pods under an event's keys.
+2.7 added ``NodeView.removed_elsewhere`` and ``NodeView.delta_rows_across_nodes``: pods a
+preemption dry run removes on other nodes than a row's (a pod group's), for plugins that count
+pods over several nodes.
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
@@ -199,7 +202,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "2.6"
+API_VERSION = "2.7"
 
 __all__ = [
     "ALL",

@@ -290,7 +290,9 @@ class Scheduler:
             group_gate=self._scheduling_gated_sibling,
         )
         self.metrics.watch_queue(
-            self.queue.pending_counts, lambda: self.queue.rejections(_profile_of)
+            lambda: self.queue.pending_counts(self._incomplete_member),
+            lambda: self.queue.rejections(_profile_of),
+            lambda: self.queue.queued_entities(self._incomplete_member),
         )
 
     def _init_bindings(self, binding_workers: int) -> None:
@@ -354,6 +356,11 @@ class Scheduler:
         if _workload_group_of(pod) is None or not self.pod_groups.has_gated_sibling(pod):
             return None
         return SCHEDULING_GATES
+
+    def _incomplete_member(self, pod: PodInfo) -> bool:
+        """A Workload-API member whose PodGroup is not observed (upstream keeps such pods in
+        incompletePodGroupPods, out of every queue)."""
+        return _workload_group_of(pod) is not None and self.pod_groups.group_of(pod) is None
 
     def _pre_enqueue(self, pod: PodInfo) -> str | None:
         framework = self.profiles.get(pod.scheduler_name)

@@ -321,8 +321,10 @@ def view_with(
     *,
     added: Sequence[PodInfo] = (),
     removed: Sequence[PodInfo] = (),
+    removed_elsewhere: Sequence[PodInfo] = (),
 ) -> NodeView:
-    """One node with pods hypothetically added to or removed from it."""
+    """One node with pods hypothetically added to or removed from it, and others removed from
+    their own nodes in the same hypothesis (a pod group's, by preemption)."""
     row = snapshot.nodes.index[node_name]
     requested = snapshot.nodes.requested[[row]].copy()
     count = snapshot.nodes.pod_count[[row]].copy()
@@ -339,6 +341,7 @@ def view_with(
         pod_count=count,
         added=[list(added)],
         removed=[list(removed)],
+        removed_elsewhere=[list(removed_elsewhere)] if removed_elsewhere else None,
     )
 
 

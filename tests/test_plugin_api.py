@@ -75,7 +75,7 @@ def test_the_api_keeps_every_name_of_its_major_version() -> None:
                 | API_2_3 | API_2_4 | API_2_5 | API_2_6)
     assert recorded - exported == set(), "names removed: a new major version"
     assert exported - recorded == set(), "names added: record them (a minor version)"
-    assert plugin_api.API_VERSION == "2.6"
+    assert plugin_api.API_VERSION == "2.7"
     assert all(hasattr(plugin_api, name) for name in exported)
 
 
@@ -110,6 +110,8 @@ NODE_TABLE_2 = {
 NODE_TABLE_2_2 = {"declared_features"}
 NODE_VIEW_1 = {"snapshot", "idx", "requested", "pod_count", "added", "removed", "has_deltas"}
 NODE_VIEW_1_4 = {"as_in_table"}
+# API 2.7: pods a preemption dry run removes on other nodes than the row's (a pod group's).
+NODE_VIEW_2_7 = {"removed_elsewhere"}
 
 
 def _attributes(cls: type) -> set[str]:
@@ -121,8 +123,8 @@ def _attributes(cls: type) -> set[str]:
 @pytest.mark.parametrize(("members", "major", "minor"), [
     pytest.param(lambda: {n for n in vars(plugin_api.NodeTableView) if not n.startswith("_")},
                  NODE_TABLE_2, NODE_TABLE_2_2, id="NodeTableView"),
-    pytest.param(lambda: _attributes(plugin_api.NodeView), NODE_VIEW_1, NODE_VIEW_1_4,
-                 id="NodeView"),
+    pytest.param(lambda: _attributes(plugin_api.NodeView), NODE_VIEW_1,
+                 NODE_VIEW_1_4 | NODE_VIEW_2_7, id="NodeView"),
 ])
 def test_what_plugins_read_keeps_every_member_of_its_major_version(
     members: Callable[[], set[str]], major: set[str], minor: set[str]

@@ -133,10 +133,18 @@ class NodeView:
     already include the hypothetical changes; ``added``/``removed`` list, per row, the pods
     hypothetically added to or removed from that node (``None`` when no row has any, which is
     the fast path of an ordinary cycle).
+
+    ``removed_elsewhere`` lists, per row, pods hypothetically removed from *other* nodes
+    (each on its own ``node_name``) in the same hypothesis: the pods of a ``disruptionMode:
+    All`` pod group that a preemption dry run for this row evicts on other nodes. Only a
+    plugin whose PreFilter state counts pods over several nodes reads them (upstream runs
+    its PreFilterExtensions' RemovePod/AddPod with the remote node for them, and nothing
+    else); ``has_deltas`` and ``delta_rows`` do not include them, ``delta_rows_across_nodes``
+    does.
     """
 
     __slots__ = ("_pod_count", "_requested", "added", "as_in_table", "idx", "removed",
-                 "snapshot")
+                 "removed_elsewhere", "snapshot")
 
     def __init__(
         self,
@@ -147,6 +155,7 @@ class NodeView:
         added: list[list[PodInfo]] | None = None,
         removed: list[list[PodInfo]] | None = None,
         as_in_table: bool = False,
+        removed_elsewhere: list[list[PodInfo]] | None = None,
     ) -> None:
         if (requested is None or pod_count is None) and not as_in_table:
             raise ValueError("only a view of the table's rows may read them from the table")
@@ -157,6 +166,7 @@ class NodeView:
         self._pod_count = pod_count
         self.added = added
         self.removed = removed
+        self.removed_elsewhere = removed_elsewhere
         # The rows exactly as the snapshot has them (NodeView.of): what a plugin computed
         # from the table's rows, kept until the table's change log says the row changed,
         # holds for this view.
@@ -197,6 +207,23 @@ class NodeView:
             if added or removed:
                 yield pos, int(self.idx[pos]), added, removed
 
+    def delta_rows_across_nodes(
+        self,
+    ) -> Iterator[tuple[int, int, Sequence[PodInfo], Sequence[PodInfo], Sequence[PodInfo]]]:
+        """(position, node row, added, removed, removed elsewhere) for the rows carrying
+        hypothetical pods on their node or on others: for a plugin that counts pods over
+        several nodes (a removed pod elsewhere counts in its own node's domains)."""
+        if self.removed_elsewhere is None:
+            for pos, row, added, removed in self.delta_rows():
+                yield pos, row, added, removed, ()
+            return
+        for pos in range(len(self)):
+            added = self.added[pos] if self.added is not None else ()
+            removed = self.removed[pos] if self.removed is not None else ()
+            elsewhere = self.removed_elsewhere[pos]
+            if added or removed or elsewhere:
+                yield pos, int(self.idx[pos]), added, removed, elsewhere
+
     def subset(self, rows: IntArray) -> NodeView:
         """The rows ``rows`` (positions in this view) as a new view."""
         return NodeView(
@@ -208,6 +235,8 @@ class NodeView:
             added=None if self.added is None else [self.added[int(r)] for r in rows],
             removed=None if self.removed is None else [self.removed[int(r)] for r in rows],
             as_in_table=self.as_in_table,
+            removed_elsewhere=None if self.removed_elsewhere is None
+            else [self.removed_elsewhere[int(r)] for r in rows],
         )
 
     def with_added(self, added: Sequence[Sequence[PodInfo]]) -> NodeView:
@@ -231,7 +260,8 @@ class NodeView:
             index = np.asarray(rows, dtype=np.int64)
             np.add.at(requested, index, np.stack(vectors))
             np.add.at(pod_count, index, 1)
-        return NodeView(self.snapshot, self.idx, requested, pod_count, lists, self.removed)
+        return NodeView(self.snapshot, self.idx, requested, pod_count, lists, self.removed,
+                        removed_elsewhere=self.removed_elsewhere)
 
     def names(self) -> list[str]:
         names = self.snapshot.nodes.names

@@ -39,7 +39,11 @@ with no candidate at all, an error met on some node is the answer (the nominatio
 
 There is no cross-node preemption, as upstream: removing pods on other nodes could only help a
 pod whose anti-affinity or spreading spans nodes, and evaluating that means re-running filters
-for every combination of nodes; upstream decided against it for that cost. A pod with
+for every combination of nodes; upstream decided against it for that cost. The one exception
+is upstream's too: a ``disruptionMode: All`` group victim goes whole, so its pods on other
+nodes are removed with it in the node's dry run, for the plugins that count pods over several
+nodes (the view's ``removed_elsewhere``: upstream runs its PreFilterExtensions' RemovePod and
+AddPod with the remote node for them, and mutates only the candidate node). A pod with
 required affinity to lower-priority pods therefore gets no help: removing victims can only
 break its affinity, so such nodes fail the dry run and the pod stays pending.
 
@@ -234,13 +238,15 @@ class _DryRun:
 @dataclass
 class _VictimBatch:
     """Nodes of a dry run with their potential victims (units, most important first), each
-    unit's pods on that node, each unit's request vector and pod count on that node (node
-    by node, from ``offsets``), the nodes' requests and pod counts, and per node what the
-    victims still removed free."""
+    unit's pods on that node and on other nodes (None: no unit of the batch has pods on
+    several nodes), each unit's request vector and pod count on that node (node by node,
+    from ``offsets``), the nodes' requests and pod counts, and per node what the victims
+    still removed free."""
 
     rows: IntArray
     potential: list[list[Victim]]
     local: list[list[list[PodInfo]]]
+    remote: list[list[Sequence[PodInfo]]] | None
     vectors: IntArray
     counts: IntArray
     offsets: IntArray
@@ -254,6 +260,8 @@ class _VictimBatch:
         self.rows = self.rows[positions]
         self.potential = [self.potential[int(i)] for i in positions]
         self.local = [self.local[int(i)] for i in positions]
+        if self.remote is not None:
+            self.remote = [self.remote[int(i)] for i in positions]
         self.offsets = self.offsets[positions]
         self.base_requested = self.base_requested[positions]
         self.base_count = self.base_count[positions]
@@ -263,6 +271,54 @@ class _VictimBatch:
     def removed_pods(self) -> list[list[PodInfo]]:
         """Per node, the pods on it that the potential victims take away."""
         return [[p for unit in here for p in unit] for here in self.local]
+
+    def removed_elsewhere(self) -> list[list[PodInfo]] | None:
+        """Per node, the pods on other nodes that its potential victims take away (a
+        ``disruptionMode: All`` group's), or None when no node's victims have any."""
+        if self.remote is None:
+            return None
+        elsewhere = [[p for unit in there for p in unit] for there in self.remote]
+        return elsewhere if any(elsewhere) else None
+
+
+@dataclass
+class _RemovedPods:
+    """The reprieve's pod lists, per queue: each queued victim's pods on the node
+    (``local``) and on other nodes (``remote``), and the pods the victims not given back
+    still remove there (``here``, ``elsewhere``; None when no victim has pods elsewhere)."""
+
+    local: list[list[list[PodInfo]]]
+    remote: list[list[Sequence[PodInfo]]]
+    here: list[list[PodInfo]]
+    elsewhere: list[list[PodInfo]] | None
+
+    @classmethod
+    def of(cls, local: list[list[list[PodInfo]]],
+           remote: list[list[Sequence[PodInfo]]] | None) -> _RemovedPods:
+        here = [[p for unit in q for p in unit] for q in local]
+        if remote is None:
+            return cls(local, [], here, None)
+        elsewhere = [[p for unit in q for p in unit] for q in remote]
+        return cls(local, remote, here, elsewhere if any(elsewhere) else None)
+
+    def given_back(
+        self, active: Sequence[int], step: int
+    ) -> tuple[list[list[PodInfo]], list[list[PodInfo]] | None]:
+        """For the queues ``active``, the lists with their victim at ``step`` given back."""
+        here = [_without(self.here[i], self.local[i][step]) for i in active]
+        if self.elsewhere is None:
+            return here, None
+        return here, [_without(self.elsewhere[i], self.remote[i][step]) for i in active]
+
+    def keep(
+        self, queue: int, here: list[list[PodInfo]] | None,
+        elsewhere: list[list[PodInfo]] | None, position: int,
+    ) -> None:
+        """Queue ``queue``'s victim was given back: its trial lists (at ``position``) stay."""
+        if here is not None:
+            self.here[queue] = here[position]
+        if self.elsewhere is not None and elsewhere is not None:
+            self.elsewhere[queue] = elsewhere[position]
 
 
 def importance_key(pod: PodInfo) -> tuple[int, datetime]:
@@ -571,6 +627,7 @@ class DefaultPreemption:
         local: list[list[list[PodInfo]]] = []
         with_victims: list[int] = []
         no_victims: list[int] = []
+        spans = False
         for position, row in enumerate(rows):
             here = nodes.pods[int(row)]
             units = [v for v in victims_among(here.values(), groups)
@@ -579,6 +636,7 @@ class DefaultPreemption:
                 units.sort(key=Victim.importance_key)
                 potential.append(units)
                 local.append([[here[p.uid] for p in v.pods if p.uid in here] for v in units])
+                spans = spans or any(len(v.pods) > 1 for v in units)
                 with_victims.append(position)
             else:
                 no_victims.append(int(row))
@@ -587,6 +645,9 @@ class DefaultPreemption:
         if not with_victims:
             return None
         batch_rows = rows[np.asarray(with_victims, dtype=np.int64)]
+        # A group's pods on other nodes; none to look for in a batch of lone pods.
+        remote = [_pods_elsewhere(units, nodes.pods[int(row)])
+                  for units, row in zip(potential, batch_rows, strict=True)] if spans else None
         base_requested = np.take(nodes.requested, batch_rows, axis=0)
         pod_vector = dry.snapshot.resources.pod_vector
         zero = np.zeros(base_requested.shape[1], dtype=base_requested.dtype)
@@ -602,7 +663,7 @@ class DefaultPreemption:
         removed_count = np.zeros(len(local), dtype=np.int64)
         np.add.at(removed_count, owner, counts)
         return _VictimBatch(
-            batch_rows, potential, local, vectors, counts,
+            batch_rows, potential, local, remote, vectors, counts,
             np.concatenate(([0], np.cumsum(per_node)[:-1])),
             base_requested, nodes.pod_count[batch_rows], removed_sum, removed_count,
         )
@@ -616,7 +677,8 @@ class DefaultPreemption:
         # affinity, spreading or host ports the numbers alone decide.
         stripped = NodeView(dry.snapshot, batch.rows, batch.base_requested - batch.removed_sum,
                             batch.base_count - batch.removed_count,
-                            removed=batch.removed_pods() if dry.lists else None)
+                            removed=batch.removed_pods() if dry.lists else None,
+                            removed_elsewhere=batch.removed_elsewhere() if dry.lists else None)
         outcome = self.handle.framework.run_filters_with_nominated(
             dry.state, dry.pod, stripped, dry.nominated)
         if outcome.error is not None:
@@ -634,18 +696,23 @@ class DefaultPreemption:
         pods most important victim first, or a Filter's error."""
         queues: list[list[PdbSplit]] = []
         # Per reprieve queue, where each victim's vector sits in ``batch.vectors``, and its
-        # pods on the node.
+        # pods on the node and on other nodes.
         vector_rows: list[list[int]] = []
         local: list[list[list[PodInfo]]] = []
-        for here, pods, offset in zip(batch.potential, batch.local, batch.offsets.tolist(),
-                                      strict=True):
+        remote: list[list[Sequence[PodInfo]]] = []
+        for i, (here, pods, offset) in enumerate(zip(batch.potential, batch.local,
+                                                     batch.offsets.tolist(), strict=True)):
             violating, others = split_victims_by_pdb(here, pdbs)
             position = {id(v): k for k, v in enumerate(here)}
             queue = violating + others
             queues.append(queue)
             vector_rows.append([offset + position[id(split.victim)] for split in queue])
             local.append([pods[position[id(split.victim)]] for split in queue])
-        removed = [[p for unit in q for p in unit] for q in local] if dry.lists else []
+            if batch.remote is not None:
+                there = batch.remote[i]
+                remote.append([there[position[id(split.victim)]] for split in queue])
+        removed = (_RemovedPods.of(local, remote if batch.remote is not None else None)
+                   if dry.lists else None)
         names = dry.snapshot.nodes.names
         candidates = [Candidate(row, names[row], [], 0) for row in batch.rows.tolist()]
         chosen: list[list[Victim]] = [[] for _ in candidates]
@@ -654,15 +721,15 @@ class DefaultPreemption:
             idx = np.asarray(active, dtype=np.int64)
             unit_rows = [vector_rows[i][step] for i in active]
             back, back_count = batch.vectors[unit_rows], batch.counts[unit_rows]
-            trial_removed = (
-                [_without(removed[i], local[i][step]) for i in active] if dry.lists else []
-            )
+            trial_removed, trial_elsewhere = (
+                removed.given_back(active, step) if removed is not None else (None, None))
             trial = NodeView(
                 dry.snapshot,
                 batch.rows[idx],
                 batch.base_requested[idx] - batch.removed_sum[idx] + back,
                 batch.base_count[idx] - batch.removed_count[idx] + back_count,
-                removed=trial_removed if dry.lists else None,
+                removed=trial_removed,
+                removed_elsewhere=trial_elsewhere,
             )
             result = self.handle.framework.run_filters_with_nominated(
                 dry.state, dry.pod, trial, dry.nominated)
@@ -675,8 +742,8 @@ class DefaultPreemption:
             for j, i in enumerate(active):
                 split = queues[i][step]
                 if passed[j]:
-                    if dry.lists:
-                        removed[i] = trial_removed[j]
+                    if removed is not None:
+                        removed.keep(i, trial_removed, trial_elsewhere, j)
                 else:
                     chosen[i].append(split.victim)
                     candidates[i].num_pdb_violations += split.violations
@@ -984,6 +1051,16 @@ class DefaultPreemption:
         """As upstream: a gated preemptor is re-examined when a bound pod goes away (its
         PreEnqueue then decides); whether the pod may fit is for the other plugins' hints."""
         return (ClusterEventWithHint(ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE), _skip),)
+
+
+def _pods_elsewhere(
+    units: Sequence[Victim], here: Mapping[str, PodInfo]
+) -> list[Sequence[PodInfo]]:
+    """Per unit, its pods on other nodes than the one whose pods are ``here`` (a
+    ``disruptionMode: All`` group's); a lone pod here is answered without a comprehension,
+    as every unit of a node without groups is one."""
+    return [() if len(v.pods) == 1 and v.pods[0].uid in here
+            else [p for p in v.pods if p.uid not in here] for v in units]
 
 
 def _without(pods: Sequence[PodInfo], gone: Sequence[PodInfo]) -> list[PodInfo]:

@@ -131,9 +131,11 @@ class VolumeRestrictions:
             result.reject(conflict, Code.UNSCHEDULABLE, ERR_DISK_CONFLICT)
         if st.rwop_users > 0 or nodes.has_deltas:
             users = np.full(n, st.rwop_users, dtype=np.int64)
-            for pos, _, added, removed in nodes.delta_rows():
+            # A claim's user counts wherever it runs: one removed from another node frees
+            # the claim too (upstream's RemovePod with that node).
+            for pos, _, added, removed, elsewhere in nodes.delta_rows_across_nodes():
                 users[pos] += _uses(added, pod.namespace, st.rwop_claims)
-                users[pos] -= _uses(removed, pod.namespace, st.rwop_claims)
+                users[pos] -= _uses([*removed, *elsewhere], pod.namespace, st.rwop_claims)
             result.reject(users > 0, Code.UNSCHEDULABLE, ERR_RWOP_CONFLICT)
         return result
 

@@ -90,6 +90,11 @@ SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
 BACKOFF_COMPLETE = "BackoffComplete"
 POP_FROM_BACKOFF_Q = "PopFromBackoffQ"
 GATED = "gated"
+# Members of a Workload-API group not observed yet (upstream's incompletePodGroupPods).
+INCOMPLETE = "incomplete"
+# scheduler_queued_entities' types: a pod of no group, or a group's members in one queue.
+POD_ENTITY = "pod"
+POD_GROUP_ENTITY = "podgroup"
 
 # Deleted pods remembered so that a failed attempt that ends after the delete (or an update
 # racing it) does not bring the pod back.
@@ -475,6 +480,28 @@ class SchedulingQueue(Generic[P]):
                 events = self._events_since_locked(seen)
                 seen = self._next_seq
 
+    def add_leftover_of_placed_group(self, qpi: QueuedPodInfo[P]) -> bool:
+        """The failure path of a pod-group member that did not fit (or failed) in a cycle
+        that placed its group: upstream's AddAttemptedPodGroupIfNeeded after a successful
+        pod-group cycle. The member goes to activeQ at once, not after a backoff nor an
+        event, with the timestamp it was queued with and its counts reset, so that its
+        next cycle (and its group's preemption) comes first among its equals; PreEnqueue
+        may still hold it. ``done`` included; False when it was deleted or bound meanwhile,
+        or is already queued."""
+        uid = qpi.uid
+        with self._lock:
+            record = self._in_flight.get(uid)
+            gone = record.deleted if record is not None else uid in self._tombstones
+            if gone or self._is_queued_locked(uid):
+                self._done_locked(uid)
+                return False
+            qpi.unschedulable_count = 0
+            qpi.consecutive_errors = 0
+            qpi.backoff_expiration = None
+            if record is not None:
+                qpi.pod = record.pod
+            return self._finish_requeue_locked(qpi, Strategy.IMMEDIATELY)
+
     # -- events -----------------------------------------------------------------------------
     def is_event_of_interest(self, event: ClusterEvent) -> bool:
         """Whether any plugin registered an event matching ``event`` (wildcards always are)."""
@@ -656,16 +683,56 @@ class SchedulingQueue(Generic[P]):
                 UNSCHEDULABLE: sorted(e.qpi.key for e in self._pool.values()),
             }
 
-    def pending_counts(self) -> dict[str, int]:
-        """How many pods each queue holds (``scheduler_pending_pods``); gated pods apart."""
+    def pending_counts(self, incomplete: Callable[[P], bool] | None = None) -> dict[str, int]:
+        """How many pods each queue holds (``scheduler_pending_pods``); gated pods apart, and
+        with ``incomplete`` (a held member's group is not observed yet) those members apart
+        from the gated ones, as upstream's incompletePodGroupPods."""
         with self._lock:
-            gated = sum(1 for e in self._pool.values() if e.qpi.gated)
-            return {
+            gated = [e.qpi for e in self._pool.values() if e.qpi.gated]
+            counts = {
                 ACTIVE: len(self._active),
                 BACKOFF: len(self._backoff) + len(self._error_backoff),
-                UNSCHEDULABLE: len(self._pool) - gated,
-                GATED: gated,
+                UNSCHEDULABLE: len(self._pool) - len(gated),
+                GATED: len(gated),
             }
+            if incomplete is not None:
+                counts[INCOMPLETE] = sum(1 for qpi in gated if incomplete(qpi.pod))
+                counts[GATED] -= counts[INCOMPLETE]
+            return counts
+
+    def queued_entities(
+        self, incomplete: Callable[[P], bool] | None = None
+    ) -> dict[tuple[str, str], int]:
+        """(queue, type) -> entities (``scheduler_queued_entities``): a pod of no group is a
+        ``pod``; the members of one group waiting in one queue are one ``podgroup``, as
+        upstream queues them as one entity; members counted as ``incomplete`` are in none."""
+        counts: dict[tuple[str, str], int] = {}
+        with self._lock:
+            pool = [e.qpi for e in self._pool.values()]
+            queues = (
+                (ACTIVE, self._active.values()),
+                (BACKOFF, itertools.chain(self._backoff.values(), self._error_backoff.values())),
+                (UNSCHEDULABLE, (q for q in pool if not q.gated)),
+                (GATED, (q for q in pool if q.gated
+                         and (incomplete is None or not incomplete(q.pod)))),
+            )
+            for queue, members in queues:
+                pods, groups = self._entities_locked(members)
+                counts[(queue, POD_ENTITY)] = pods
+                counts[(queue, POD_GROUP_ENTITY)] = groups
+        return counts
+
+    def _entities_locked(self, members: Iterable[QueuedPodInfo[P]]) -> tuple[int, int]:
+        """Pods of no group, and distinct groups, among ``members``."""
+        pods = 0
+        groups: set[Hashable] = set()
+        for qpi in members:
+            key = None if self._group_of is None else self._group_of(qpi.pod)
+            if key is None:
+                pods += 1
+            else:
+                groups.add(key)
+        return pods, len(groups)
 
     def rejections(self, profile_of: Callable[[P], str]) -> dict[tuple[str, str], int]:
         """Queued pods per (rejecting or gating plugin, profile) since their last attempt

@@ -6,8 +6,8 @@ TestSelectVictimsOnNode) and framework/preemption/{util,executor}_test.go. The i
 expected victims, nodes and messages are upstream's; the harness is ours: a real Scheduler with
 the default profile, the cluster in its cache, and a fake Evictor that records its calls.
 
-Upstream cases about extenders, pod groups, DRA and in-place resize have no counterpart here
-(this scheduler has none of them) and are not ported.
+TestSelectVictimsOnNode's GenericWorkload cases ("Workload Aware", "Cross-node PodGroup") are
+ported with their names; upstream's cases about extenders, DRA and in-place resize are not.
 """
 
 from __future__ import annotations
@@ -882,6 +882,129 @@ def test_select_victims_on_node_workload_aware(
     assert not errors and not failed, (errors, failed)
     assert [(sorted(v.name for v in cand.victims), cand.num_pdb_violations)
             for cand in candidates] == [want]
+
+
+ZONE1_AB = ("node-a/zone1", "node-b/zone1")
+ZONE_AB_C = ("node-a/zone1", "node-b/zone1", "node-c/zone2")
+FOO = {"foo": ""}
+
+
+@pytest.mark.parametrize(
+    ("nodes", "main", "pods", "preemptor", "want"),
+    [
+        pytest.param(
+            ZONE1_AB, "node-a",
+            [p("pod-x", on="node-a", prio=LOW, spec=G("pg1")),
+             p("pod-y", on="node-b", prio=LOW, labels=FOO, spec=G("pg1"))],
+            p("p", prio=HIGH, spec=anti_affinity("foo", "zone")), (["pod-x", "pod-y"], 0),
+            id="Cross-node PodGroup: zone anti-affinity blocks reprieve via PreFilterExtension "
+               "on node-a",
+        ),
+        pytest.param(
+            ZONE1_AB, "node-b",
+            [p("pod-x", on="node-a", prio=LOW, spec=G("pg1")),
+             p("pod-y", on="node-b", prio=LOW, labels=FOO, spec=G("pg1"))],
+            p("p", prio=HIGH, spec=anti_affinity("foo", "zone")), (["pod-x", "pod-y"], 0),
+            id="Cross-node PodGroup: zone anti-affinity blocks reprieve via PreFilterExtension "
+               "on node-b",
+        ),
+        pytest.param(
+            # Upstream's SelectVictimsOnNode answers Success with no victims; its caller,
+            # DryRunPreemption, turns that into this error, and ours does both at once.
+            ZONE1_AB, "node-a",
+            [p("pod-x", on="node-a", prio=LOW, spec=G("pg1")),
+             p("pod-y", on="node-b", prio=LOW, spec=G("pg1"))],
+            p("p", prio=HIGH, spec=anti_affinity("foo", "zone")),
+            'expected at least one victim pod on node "node-a"',
+            id="Cross-node PodGroup: zone anti-affinity reprieve succeeds when remote pod "
+               "lacks constraint label (negative control)",
+        ),
+        pytest.param(
+            ZONE_AB_C, "node-a",
+            [p("pod-a", on="node-a", prio=LOW, labels=FOO, spec=G("pg1")),
+             p("pod-b", on="node-b", prio=LOW, labels=FOO, spec=G("pg1")),
+             p("pod-c", on="node-c", prio=VERY_HIGH, labels=FOO)],
+            p("p", prio=HIGH, labels=FOO, spec=spread("zone")), (["pod-a", "pod-b"], 0),
+            id="Cross-node PodGroup: topology spread blocks reprieve via PreFilterExtension "
+               "on node-a",
+        ),
+        pytest.param(
+            ZONE_AB_C, "node-c",
+            [p("pod-a", on="node-a", prio=LOW, labels=FOO, spec=G("pg1")),
+             p("pod-b", on="node-b", prio=LOW, labels=FOO, spec=G("pg1")),
+             p("pod-c", on="node-c", prio=VERY_HIGH, labels=FOO)],
+            p("p", prio=HIGH, labels=FOO, spec=spread("zone")),
+            "No preemption victims found for incoming pod",
+            id="Cross-node PodGroup: topology spread blocks reprieve via PreFilterExtension "
+               "on node-c",
+        ),
+        pytest.param(
+            # Beyond upstream's table: the group's pods on node-b alone keep zone1 two over
+            # zone2, so only removing them too lets the preemptor onto node-a.
+            ZONE_AB_C, "node-a",
+            [p("pod-a", on="node-a", prio=LOW, labels=FOO, spec=G("pg1")),
+             p("pod-b", on="node-b", prio=LOW, labels=FOO, spec=G("pg1")),
+             p("pod-b2", on="node-b", prio=LOW, labels=FOO, spec=G("pg1")),
+             p("pod-c", on="node-c", prio=VERY_HIGH, labels=FOO)],
+            p("p", prio=HIGH, labels=FOO, spec=spread("zone")),
+            (["pod-a", "pod-b", "pod-b2"], 0),
+            id="Cross-node PodGroup: topology spread fits only with the remote pods removed",
+        ),
+        pytest.param(
+            # Beyond upstream's table: a plain victim on node-a is reprieved (the group's
+            # removal is enough), and the group, given back with its remote pod, is not.
+            ZONE1_AB, "node-a",
+            [p("pod-x", on="node-a", prio=LOW, spec=G("pg1")),
+             p("pod-y", on="node-b", prio=LOW, labels=FOO, spec=G("pg1")),
+             p("lone", on="node-a", prio=MID)],
+            p("p", prio=HIGH, spec=anti_affinity("foo", "zone")), (["pod-x", "pod-y"], 0),
+            id="Cross-node PodGroup: a lone pod is reprieved, the group's remote pod is not",
+        ),
+    ],
+)
+def test_select_victims_on_node_cross_node_pod_group(
+    nodes: Sequence[str], main: str, pods: list[dict[str, Any]], preemptor: dict[str, Any],
+    want: tuple[list[str], int] | str,
+) -> None:
+    """TestSelectVictimsOnNode's "Cross-node PodGroup" cases (upstream registers only
+    NodeResourcesFit and the plugin under test; ours runs the default profile): the pods of a
+    ``disruptionMode: All`` group on other nodes than ``main`` count as removed for
+    InterPodAffinity and PodTopologySpread, as upstream's PreFilterExtensions RemovePod and
+    AddPod see them."""
+    c = cluster([n(name) for name in nodes], pods, pod_groups=[pod_group("pg1", LOW)])
+    preemptor_info = info(preemptor)
+    row = c.s.snapshot.row_of(main)
+    assert row is not None
+    candidates, failed, errors = c.plugin.select_victims(
+        c.prefiltered(preemptor_info), preemptor_info, c.s.snapshot,
+        np.asarray([row], dtype=np.int64), list(c.s.snapshot.pdbs()),
+    )
+    if isinstance(want, str):
+        assert candidates == []
+        assert errors + [reason for _, reason in failed] == [want]
+    else:
+        assert not errors and not failed, (errors, failed)
+        assert [(sorted(v.name for v in cand.victims), cand.num_pdb_violations)
+                for cand in candidates] == [want]
+
+
+def test_cross_node_pod_group_removal_holds_in_the_pass_with_nominated_pods() -> None:
+    """RunFilterPluginsWithNominatedPods runs twice on a node with nominated pods of equal or
+    higher priority; the group's pods on other nodes stay removed in both passes (the view
+    with the nominated pods added keeps them)."""
+    pods = [p("pod-x", on="node-a", prio=LOW, spec=G("pg1")),
+            p("pod-y", on="node-b", prio=LOW, labels=FOO, spec=G("pg1"))]
+    c = cluster([n(name) for name in ZONE1_AB], pods, pod_groups=[pod_group("pg1", LOW)],
+                nominated=[(p("nominee", prio=VERY_HIGH), "node-a")])
+    preemptor = info(p("p", prio=HIGH, spec=anti_affinity("foo", "zone")))
+    row = c.s.snapshot.row_of("node-a")
+    assert row is not None
+    candidates, failed, errors = c.plugin.select_victims(
+        c.prefiltered(preemptor), preemptor, c.s.snapshot,
+        np.asarray([row], dtype=np.int64), list(c.s.snapshot.pdbs()),
+    )
+    assert not errors and not failed, (errors, failed)
+    assert [sorted(v.name for v in cand.victims) for cand in candidates] == [["pod-x", "pod-y"]]
 
 
 @pytest.mark.parametrize(

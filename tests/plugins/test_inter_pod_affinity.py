@@ -538,6 +538,46 @@ def test_filter_with_hypothetical_pods(
     assert run_filter(info(incoming), snapshot, view) == {target: want}
 
 
+@pytest.mark.parametrize(
+    ("incoming", "pods", "elsewhere", "want"),
+    [
+        pytest.param(
+            apod("p", anti=[term("zone", in_("foo", "bar"))]),
+            [apod("y", on="b", labels={"foo": "bar"})], ["y"], OK,
+            id="a pod removed on another node of the zone no longer rejects the node",
+        ),
+        pytest.param(
+            apod("p", anti=[term("zone", in_("foo", "bar"))]),
+            [apod("y", on="b", labels={"foo": "bar"}), apod("z", on="b", labels={"foo": "bar"})],
+            ["y"], ANTI,
+            id="removing one of two matching pods elsewhere in the zone still rejects",
+        ),
+        pytest.param(
+            apod("p", labels={"app": "web"}),
+            [apod("y", on="b", anti=[term("zone", in_("app", "web"))])], ["y"], OK,
+            id="a pod whose anti-affinity rejects the pod, removed on another node",
+        ),
+        pytest.param(
+            apod("p", anti=[term("kubernetes.io/hostname", in_("foo", "bar"))]),
+            [apod("x", on="a", labels={"foo": "bar"}), apod("y", on="b", labels={"foo": "bar"})],
+            ["y"], ANTI,
+            id="a pod removed on another host does not change this host's count",
+        ),
+    ],
+)
+def test_filter_with_pods_removed_on_other_nodes(
+    incoming: dict[str, Any], pods: list[dict[str, Any]], elsewhere: list[str], want: str,
+) -> None:
+    """Upstream's RemovePod with the removed pod's own node (SelectVictimsOnNode for a pod
+    group's members on other nodes than the candidate): the pod counts in its node's
+    domains, node ``a`` is the one filtered."""
+    nodes = [anode("a", zone="z1"), anode("b", zone="z1"), anode("c", zone="z2")]
+    snapshot = snapshot_of(nodes, pods, NAMESPACES)
+    by_name = {p["metadata"]["name"]: p for p in pods}
+    view = view_with(snapshot, "a", removed_elsewhere=[info(by_name[n]) for n in elsewhere])
+    assert run_filter(info(incoming), snapshot, view) == {"a": want}
+
+
 def test_hypothetical_pods_only_change_their_own_row() -> None:
     snapshot = snapshot_of(
         [anode("a", zone="z1"), anode("b", zone="z1"), anode("c", zone="z2")],

@@ -1001,3 +1001,46 @@ def test_validate_args_words_as_upstream(args: dict[str, Any], lines: list[str])
     with pytest.raises(ConfigError) as excinfo:
         validate(args, "A")
     assert str(excinfo.value).splitlines() == lines
+
+
+POOL_X = {"pool": "x"}
+B2_Y1 = foo_pods(("p-b1", "node-b"), ("p-b2", "node-b"), ("p-y1", "node-y"))
+
+
+@pytest.mark.parametrize(
+    ("incoming", "nodes", "pods", "target", "elsewhere", "want"),
+    [
+        pytest.param(
+            raw_pod("p", constraints=[spread(1, "zone")]), zone_nodes(), B2_Y1, "node-a", [],
+            UN, id="with nothing removed zone1 is two over zone2",
+        ),
+        pytest.param(
+            raw_pod("p", constraints=[spread(1, "zone")]), zone_nodes(), B2_Y1, "node-a",
+            ["p-b1"], OK, id="a pod removed on another node of the zone lowers its count",
+        ),
+        pytest.param(
+            raw_pod("p", constraints=[spread(1, "zone")]), zone_nodes(), B2_Y1, "node-a",
+            ["p-y1"], UN, id="a pod removed in the other zone lowers the global minimum",
+        ),
+        pytest.param(
+            raw_pod("p", constraints=[spread(1, "zone")], node_selector=POOL_X),
+            [node(n["metadata"]["name"], labels={**n["metadata"]["labels"], **(
+                {} if n["metadata"]["name"] == "node-b" else POOL_X)}) for n in zone_nodes()],
+            foo_pods(("p-a1", "node-a"), ("p-a2", "node-a"), ("p-b1", "node-b"),
+                     ("p-y1", "node-y")),
+            "node-a", ["p-b1"], UN,
+            id="a pod removed on a node excluded by nodeAffinityPolicy does not count",
+        ),
+    ],
+)
+def test_filter_with_pods_removed_on_other_nodes(
+    incoming: dict[str, Any], nodes: list[dict[str, Any]], pods: list[dict[str, Any]],
+    target: str, elsewhere: list[str], want: str,
+) -> None:
+    """Upstream's RemovePod with the removed pod's own node (SelectVictimsOnNode for a pod
+    group's members on other nodes than the candidate): zone1 is node-a and node-b, zone2
+    node-x and node-y."""
+    snapshot = snapshot_of(nodes, pods)
+    by_name = {p["metadata"]["name"]: p for p in pods}
+    view = view_with(snapshot, target, removed_elsewhere=[info(by_name[n]) for n in elsewhere])
+    assert run_filter(list_defaulting(), info(incoming), snapshot, view) == {target: want}

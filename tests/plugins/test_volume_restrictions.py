@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from scheduler.framework.interface import CycleState
+from scheduler.model.pod import PodInfo
 from scheduler.plugins import volume_restrictions
 from scheduler.plugins.volume_restrictions import ERR_DISK_CONFLICT, ERR_RWOP_CONFLICT, SPEC
 from scheduler.testing import (
@@ -15,8 +17,10 @@ from scheduler.testing import (
     node,
     pod,
     pod_info,
+    rejected_reasons,
     run_cycles,
     scheduler_of,
+    view_with,
     volume,
     with_claims,
 )
@@ -82,11 +86,33 @@ def test_a_higher_priority_pod_preempts_the_rwop_holder() -> None:
 
 
 def test_a_deleted_pod_sharing_the_claim_requeues() -> None:
-    from scheduler.model.pod import PodInfo
-
     mine = PodInfo.from_pod(with_claims(pod("p"), "data"))
     sharer = PodInfo.from_pod(with_claims(pod("q", node_name="a"), "data"))
     stranger = PodInfo.from_pod(with_claims(pod("r", node_name="a"), "other"))
     hint = volume_restrictions._after_pod_deleted
     assert hint(mine, sharer, None).name == "QUEUE"
     assert hint(mine, stranger, None).name == "SKIP"
+
+
+@pytest.mark.parametrize(
+    ("elsewhere", "want"),
+    [
+        pytest.param(False, [ERR_RWOP_CONFLICT], id="the RWOP claim's user on node b"),
+        pytest.param(True, [], id="the RWOP claim's user removed from node b frees the claim"),
+    ],
+)
+def test_an_rwop_user_removed_on_another_node(elsewhere: bool, want: list[str]) -> None:
+    """Upstream's RemovePod with the removed pod's own node (SelectVictimsOnNode for a pod
+    group's member on another node than the candidate): the claim's user count drops."""
+    holder = with_claims(pod("holder", node_name="b"), "data")
+    s, _ = scheduler_of(None, nodes=NODES, pods=[holder],
+                        storage=[RWOP, volume("pv", claim_ref={"namespace": "default",
+                                                               "name": "data"})])
+    plugin = volume_restrictions.VolumeRestrictions()
+    state = CycleState()
+    incoming = PodInfo.from_pod(with_claims(pod("p"), "data"))
+    _, status = plugin.pre_filter(state, incoming, s.snapshot)
+    assert status.is_success(), status
+    view = view_with(s.snapshot, "a",
+                     removed_elsewhere=[PodInfo.from_pod(holder)] if elsewhere else ())
+    assert rejected_reasons(plugin.filter(state, incoming, view), ["a"]) == {"a": want}

@@ -2,8 +2,8 @@
 scheduling_queue_test.go``: TestAddPodGroupMember, TestUpdatePodGroupMember,
 TestDeletePodGroupMember, TestActivatePodGroupMember,
 TestMoveAllToActiveOrBackoffQueuePodGroupMember,
-TestFlushUnschedulableEntitiesLeftoverPodGroupMember, TestAddPodGroup), ported to what this
-queue is.
+TestFlushUnschedulableEntitiesLeftoverPodGroupMember, TestAddPodGroup, and the successful
+cycles of TestAddAttemptedPodGroupIfNeeded), ported to what this queue is.
 
 Upstream queues a Workload-API group as one entity (QueuedPodGroupInfo); here each member
 waits on its own and the first popped takes its siblings with it (``SchedulingQueue.take``).
@@ -19,11 +19,16 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.cache.pod_groups import POD_GROUPS
+from scheduler.framework.interface import SUCCESS, PermitDecision, Status
 from scheduler.intake import ADDED, DELETED
 from scheduler.queue.scheduling_queue import ACTIVE, UNSCHEDULABLE
 from scheduler.testing import node, pod
+from tests.plugins.test_default_preemption import FakeEvictor
 from tests.queue.fakes import (
     DYNAMIC_RESOURCES,
+    NODE_RESOURCES_FIT,
+    START,
+    FakeClock,
     FakePod,
     Queue,
     make_pod,
@@ -292,3 +297,136 @@ def test_a_plugin_gated_member_holds_only_its_own_group() -> None:
     queue.add(grouped("x", "other"))
     queue.add(make_pod("single"))
     assert sorted(pop_now(queue).pod.name for _ in range(2)) == ["single", "x"]
+
+
+# -- AddAttemptedPodGroupIfNeeded after a cycle that placed the group ------------------------
+def test_add_attempted_no_pending_pods_pod_group_is_not_enqueued() -> None:
+    """TestAddAttemptedPodGroupIfNeeded "No pending pods, pod group is not enqueued": every
+    member placed, nothing is requeued."""
+    h = gang(2, member("a"), member("b"), cpu="2")
+    assert h.drain() == 1
+    assert bound(h) == ["a", "b"]
+    assert len(h.s.queue) == 0 and h.s.queue.in_flight() == []
+
+
+def test_add_attempted_unschedulable_pods_present_but_group_scheduled_requeue_to_active_queue(
+) -> None:
+    """TestAddAttemptedPodGroupIfNeeded "Unschedulable pods are present but pod group
+    scheduling was successful, requeue to active queue directly and preserve timestamp": the
+    member that did not fit goes to activeQ at once, with the timestamp it was queued with
+    and its counts reset, not to the unschedulable pool."""
+    h = gang(2, member("a"), member("b"), member("c"), cpu="2")
+    queued_at = h.s.queue.get(h.uid("c"))
+    assert queued_at is not None
+    h.clock.advance(5)
+    assert h.cycle()
+    assert h.ports.failures_of("c") != []
+    assert h.where("c") == ACTIVE
+    left = h.s.queue.get(h.uid("c"))
+    assert left is not None
+    assert left.timestamp == queued_at.timestamp
+    assert (left.unschedulable_count, left.consecutive_errors) == (0, 0)
+    assert not h.s.queue.is_backing_off(left)
+
+
+def test_add_attempted_new_pods_only_group_scheduled_requeue_to_active_queue_new_timestamp(
+) -> None:
+    """TestAddAttemptedPodGroupIfNeeded "New pods only are present and pod group scheduling
+    was successful, requeue to active queue directly with new timestamp": a member that
+    arrives while its group's cycle runs is queued on its own, in activeQ, with the time it
+    came."""
+    clock = FakeClock()
+    queue = make_queue(clock, group_of=_Gates.group_of)
+    a = grouped("a")
+    queue.add(a)
+    popped = pop_now(queue)
+    clock.advance(1)
+    b = grouped("b")
+    queue.add(b)
+    popped.unschedulable_plugins.add(NODE_RESOURCES_FIT)
+    assert queue.add_leftover_of_placed_group(popped)
+    assert (where(queue, a), where(queue, b)) == (ACTIVE, ACTIVE)
+    got_a, got_b = queue.get(a.uid), queue.get(b.uid)
+    assert got_a is not None and got_b is not None
+    assert (got_a.timestamp, got_b.timestamp) == (START, START + 1)
+
+
+def test_a_leftover_member_held_by_pre_enqueue_waits_gated() -> None:
+    """upstream's moveToActiveQ runs PreEnqueue: a leftover member a plugin holds (waiting for
+    its preemption, say) waits in the pool, gated, as upstream's entity waits in
+    unschedulableEntities."""
+    gates = _Gates()
+    queue = queue_with(gates)
+    a = grouped("a")
+    queue.add(a)
+    popped = pop_now(queue)
+    gates.gated.add("a")
+    assert queue.add_leftover_of_placed_group(popped)
+    assert where(queue, a) == UNSCHEDULABLE
+    held = queue.get(a.uid)
+    assert held is not None and held.gated and held.gating_plugin == DYNAMIC_RESOURCES
+
+
+def test_a_leftover_member_deleted_during_the_cycle_is_not_requeued() -> None:
+    queue = make_queue()
+    a = make_pod("a")
+    queue.add(a)
+    popped = pop_now(queue)
+    queue.delete(a.uid)
+    assert not queue.add_leftover_of_placed_group(popped)
+    assert where(queue, a) is None and queue.in_flight() == []
+
+
+def test_a_leftover_member_runs_its_groups_preemption_in_the_next_cycle() -> None:
+    """Why upstream preserves the timestamp: "to trigger preemption immediately after the
+    current cycle". The member left over when its gang was placed is tried next, and its
+    group's preemption evicts the lower-priority pod that takes its room; no event is
+    needed."""
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    evictor = FakeEvictor()
+    h.s.evictor = evictor  # type: ignore[assignment]
+    h.nodes(node("n1", cpu="3"))
+    h.add(pod("low", uid="low", cpu="1", priority=0, node_name="n1"))
+    group = pod_group("pg", 2)
+    group["spec"]["priority"] = 100
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, group)
+    h.add(*(pod(n, uid=n, cpu="1", priority=100, spec={"schedulingGroup": {
+        "podGroupName": "pg"}}) for n in ("a", "b", "c")))
+    assert h.cycle()
+    assert bound(h) == ["a", "b"]
+    assert h.cycle(), "the leftover member is tried at once"
+    plugin = h.s.profiles["secondary-scheduler"].instances["DefaultPreemption"]
+    assert plugin.wait_for_actuations(10)  # type: ignore[attr-defined]
+    assert [c[1] for c in evictor.calls if c[0] == "evict"] == ["low"]
+    assert h.s.queue.nominator.node_of(h.uid("c")) == "n1"
+
+
+class _RejectAtPermit:
+    """Rejects one pod at Permit, every time."""
+
+    name = "RejectAtPermit"
+
+    def __init__(self, pod_name: str) -> None:
+        self.pod_name = pod_name
+
+    def permit(self, state: Any, pod: Any, node: str) -> PermitDecision:
+        return PermitDecision(Status.unschedulable("no") if pod.name == self.pod_name
+                              else SUCCESS)
+
+
+def test_a_member_a_permit_plugin_rejects_in_a_placed_group_is_not_retried_without_pause(
+) -> None:
+    """Beyond upstream, which requeues it at once as a member that did not fit: a Permit
+    plugin that keeps rejecting it would have it retried in a loop. It goes through the
+    failure path, as any pod a Permit plugin rejects."""
+    config = {**WITH_GANGS, "profiles": [{
+        "schedulerName": "secondary-scheduler", "plugins": {"multiPoint": {"enabled": [
+            {"name": "GangScheduling"}, {"name": _RejectAtPermit.name}]}}}]}
+    h = Harness(config=config, plugins=[_RejectAtPermit("c")], binding="deferred")
+    h.nodes(node("n1", cpu="8"))
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, pod_group("pg", 2))
+    h.add(member("a"), member("b"), member("c"))
+    assert h.cycle()
+    assert bound(h) == ["a", "b"]
+    assert h.where("c") == UNSCHEDULABLE
+    assert not h.cycle()

@@ -1,10 +1,19 @@
-"""What the queue reports for ``scheduler_pending_pods``, ``scheduler_unschedulable_pods`` and
-``scheduler_queue_incoming_pods_total`` (upstream's queue/event labels)."""
+"""What the queue reports for ``scheduler_pending_pods``, ``scheduler_queued_entities``,
+``scheduler_unschedulable_pods`` and ``scheduler_queue_incoming_pods_total`` (upstream's
+queue/event/type labels)."""
 
 from __future__ import annotations
 
 from scheduler.framework.events import NODE_ADD
-from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE
+from scheduler.queue.scheduling_queue import (
+    ACTIVE,
+    BACKOFF,
+    GATED,
+    INCOMPLETE,
+    POD_ENTITY,
+    POD_GROUP_ENTITY,
+    UNSCHEDULABLE,
+)
 from tests.queue.fakes import (
     NODE_RESOURCES_FIT,
     SCHEDULING_GATES,
@@ -77,3 +86,39 @@ def test_pending_counts_and_rejections_per_plugin() -> None:
     assert queue.rejections(lambda pod: "p") == {
         (NODE_RESOURCES_FIT, "p"): 1, ("NodeAffinity", "p"): 1, (SCHEDULING_GATES, "p"): 1,
     }
+
+
+def _group(pod: FakePod) -> str | None:
+    return pod.raw["metadata"]["labels"].get("group")
+
+
+def test_pod_group_members_count_as_one_entity_and_incomplete_ones_apart() -> None:
+    """scheduler_pending_pods' 'incomplete' (upstream's incompletePodGroupPods: members whose
+    PodGroup is not observed, in no queue) and scheduler_queued_entities, where a group's
+    members waiting in one queue are one 'podgroup' entity."""
+    unobserved = {"x"}
+    held = {"x", "h"}
+
+    def gate(pod: FakePod) -> str | None:
+        return "GangScheduling" if _group(pod) in held else None
+
+    queue = make_queue(pre_enqueue=gate, group_of=_group)
+    park(queue, make_pod("big"), [NODE_RESOURCES_FIT])
+    queue.add(make_pod("single"))
+    for name, group in (("g1", "g"), ("g2", "g"), ("h1", "h"), ("x1", "x"), ("x2", "x")):
+        queue.add(make_pod(name, labels={"group": group}))
+
+    def incomplete(pod: FakePod) -> bool:
+        return _group(pod) in unobserved
+
+    assert queue.pending_counts(incomplete) == {
+        ACTIVE: 3, BACKOFF: 0, UNSCHEDULABLE: 1, GATED: 1, INCOMPLETE: 2}
+    assert queue.queued_entities(incomplete) == {
+        (ACTIVE, POD_ENTITY): 1, (ACTIVE, POD_GROUP_ENTITY): 1,
+        (BACKOFF, POD_ENTITY): 0, (BACKOFF, POD_GROUP_ENTITY): 0,
+        (UNSCHEDULABLE, POD_ENTITY): 1, (UNSCHEDULABLE, POD_GROUP_ENTITY): 0,
+        (GATED, POD_ENTITY): 0, (GATED, POD_GROUP_ENTITY): 1,
+    }
+    # Without the question, the held members are all gated, each group one entity.
+    assert queue.pending_counts()[GATED] == 3
+    assert queue.queued_entities()[(GATED, POD_GROUP_ENTITY)] == 2

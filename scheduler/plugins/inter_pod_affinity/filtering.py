@@ -57,8 +57,11 @@ class _FilterState:
         row: int,
         added: Sequence[PodInfo],
         removed: Sequence[PodInfo],
+        elsewhere: Sequence[PodInfo] = (),
     ) -> _FilterState:
-        """The state as if ``added`` were on node ``row`` and ``removed`` were not."""
+        """The state as if ``added`` were on node ``row`` and ``removed`` were not, nor
+        ``elsewhere`` on their own nodes (upstream's AddPod/RemovePod, each with the pod's
+        node)."""
         aff = list(self.affinity_counts)
         anti = list(self.anti_counts)
         ex_ids = dict(self.existing_ids)
@@ -72,8 +75,8 @@ class _FilterState:
                 copied.add((tag, i))
             arrays[i][domain] += delta
 
-        changes = [(p, 1) for p in added] + [(p, -1) for p in removed]
-        for other, delta in changes:
+        changes = _changes_by_node(snapshot, row, added, removed, elsewhere)
+        for other, at, delta in changes:
             for term in other.required_anti_affinity:
                 if not term.matches_pod(self.pod.namespace, self.pod.labels,
                                         self.namespace_labels):
@@ -84,7 +87,7 @@ class _FilterState:
                     ex_ids[key] = ids
                     ex_counts[key] = np.zeros(max(len(values), 1), dtype=np.int64)
                     copied.add(("existing", key))
-                domain = int(ex_ids[key][row])
+                domain = int(ex_ids[key][at])
                 if domain < 0:
                     continue
                 if ("existing", key) not in copied:
@@ -93,13 +96,13 @@ class _FilterState:
                 ex_counts[key][domain] += delta
             if self.affinity_terms and all(t.matches(other) for t in self.affinity_terms):
                 for i in range(len(self.affinity_terms)):
-                    domain = int(self.affinity_ids[i][row])
+                    domain = int(self.affinity_ids[i][at])
                     if domain >= 0:
                         bump(aff, i, domain, delta, "affinity")
                         aff_total += delta
             for i, t in enumerate(self.anti_terms):
                 if t.matches(other):
-                    domain = int(self.anti_ids[i][row])
+                    domain = int(self.anti_ids[i][at])
                     if domain >= 0:
                         bump(anti, i, domain, delta, "anti")
                         anti_total += delta
@@ -112,6 +115,23 @@ class _FilterState:
             existing_ids=ex_ids,
             existing_counts=ex_counts,
         )
+
+
+def _changes_by_node(
+    snapshot: ClusterSnapshot,
+    row: int,
+    added: Sequence[PodInfo],
+    removed: Sequence[PodInfo],
+    elsewhere: Sequence[PodInfo],
+) -> list[tuple[PodInfo, int, int]]:
+    """(pod, its node's row, +1 or -1): ``added`` and ``removed`` on ``row``, ``elsewhere``
+    removed from their own nodes (a node gone from the snapshot has no domain to change)."""
+    changes = [(p, row, 1) for p in added] + [(p, row, -1) for p in removed]
+    for p in elsewhere:
+        at = snapshot.row_of(p.node_name)
+        if at is not None:
+            changes.append((p, at, -1))
+    return changes
 
 
 _REASON_NONE, _REASON_AFFINITY, _REASON_ANTI, _REASON_EXISTING = 0, 1, 2, 3
@@ -236,8 +256,8 @@ class Filtering:
             )
             return result
         reason = _filter_rows(s, nodes.idx)
-        for pos, row, added, removed in nodes.delta_rows():
-            adjusted = s.with_pods(nodes.snapshot, row, added, removed)
+        for pos, row, added, removed, elsewhere in nodes.delta_rows_across_nodes():
+            adjusted = s.with_pods(nodes.snapshot, row, added, removed, elsewhere)
             reason[pos] = _filter_rows(adjusted, nodes.idx[pos : pos + 1])[0]
         result.reject(
             reason == _REASON_AFFINITY,

@@ -53,23 +53,32 @@ class _FilterState:
     self_match: tuple[bool, ...]
 
     def with_pods(
-        self, row: int, added: Sequence[PodInfo], removed: Sequence[PodInfo]
+        self, snapshot: ClusterSnapshot, row: int, added: Sequence[PodInfo],
+        removed: Sequence[PodInfo], elsewhere: Sequence[PodInfo] = (),
     ) -> _FilterState:
-        """The state as if ``added`` were on node ``row`` and ``removed`` were not."""
+        """The state as if ``added`` were on node ``row`` and ``removed`` were not, nor
+        ``elsewhere`` on their own nodes (upstream's AddPod/RemovePod, each with the pod's
+        node: it counts where that node is eligible, in that node's domain)."""
         counts = list(self.counts)
         mins = list(self.min_match)
         for i, c in enumerate(self.constraints):
-            if not self.eligible[i][row]:
-                continue
-            delta = sum(1 for p in added if c.counts(p, self.namespace)) - sum(
-                1 for p in removed if c.counts(p, self.namespace)
-            )
-            if delta == 0:
-                continue
-            domain = int(self.domain_ids[i][row])
-            counts[i] = counts[i].copy()
-            counts[i][domain] += delta
-            mins[i] = _global_min(counts[i], self.present[i], c.min_domains)
+            deltas: dict[int, int] = {}
+            if self.eligible[i][row]:
+                deltas[row] = sum(1 for p in added if c.counts(p, self.namespace)) - sum(
+                    1 for p in removed if c.counts(p, self.namespace))
+            for p in elsewhere:
+                at = snapshot.row_of(p.node_name)
+                if at is not None and self.eligible[i][at] and c.counts(p, self.namespace):
+                    deltas[at] = deltas.get(at, 0) - 1
+            changed = False
+            for at, delta in deltas.items():
+                if delta:
+                    if not changed:
+                        counts[i] = counts[i].copy()
+                        changed = True
+                    counts[i][int(self.domain_ids[i][at])] += delta
+            if changed:
+                mins[i] = _global_min(counts[i], self.present[i], c.min_domains)
         return dataclasses.replace(self, counts=tuple(counts), min_match=tuple(mins))
 
 
@@ -220,8 +229,8 @@ class Filtering:
         if not s.constraints:
             return result
         reason = _filter_rows(s, nodes.idx)
-        for pos, row, added, removed in nodes.delta_rows():
-            adjusted = s.with_pods(row, added, removed)
+        for pos, row, added, removed, elsewhere in nodes.delta_rows_across_nodes():
+            adjusted = s.with_pods(nodes.snapshot, row, added, removed, elsewhere)
             reason[pos] = _filter_rows(adjusted, nodes.idx[pos : pos + 1])[0]
         result.reject(
             reason == _REASON_LABEL, Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
