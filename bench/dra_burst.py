@@ -1,7 +1,7 @@
 """Pods with claims per second, in process: whole scheduling cycles through ``scheduler.testing``.
 
 500 nodes, each with one ResourceSlice of 10 devices (13 attributes, two capacities, as in
-``bench/dra_allocator.py``: scheduler_perf's ``resourceslice-basic-devices.yaml``), the class
+``bench/e2e.py``'s BASIC: scheduler_perf's ``resourceslice-basic-devices.yaml``), the class
 ``device.driver == "test-driver.cdi.k8s.io"``, and ``--pods`` pending pods, each with a claim
 from a template asking for one device (the claim exists, is owned by the pod and named in the
 pod's ``status.resourceClaimStatuses``, as the resourceclaim controller leaves it), with
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.util
 import json
 import random
 import statistics
@@ -38,24 +37,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dra_allocator import DEVICE_CLASS_OBJECT, NODES, slice_object  # noqa: E402
+from dra_allocator import NODES, bench_e2e  # noqa: E402
 
 from scheduler.testing import node, pod, run_cycles, scheduler_of  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
-
-
-def _bench_e2e() -> Any:
-    """bench/e2e.py, whose DRA shapes are used here (its name is the e2e package's too)."""
-    spec = importlib.util.spec_from_file_location("bench_e2e", ROOT / "bench" / "e2e.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_e2e"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-_E2E = _bench_e2e()
+_E2E = bench_e2e()
 DraShape = _E2E.DraShape
 SHAPES = {"basic": None, "partitionable": _E2E.PARTITIONABLE, "backtracking": _E2E.BACKTRACKING,
           "consumable": _E2E.CONSUMABLE}
@@ -119,8 +106,8 @@ def dra_objects(shape: DraShape | None, allocated: int) -> list[dict[str, Any]]:
     """Classes, slices and init claims of the shape (None: the basic devices above)."""
     names = [f"node-{i}" for i in range(NODES)]
     if shape is None:
-        slices = [slice_object(i, n) for i, n in enumerate(names)]
-        return [DEVICE_CLASS_OBJECT, *slices, *allocated_claims(allocated, slices)]
+        slices = [s for n in names for s in _E2E.basic_slices(n)]
+        return [*_E2E.BASIC.classes, *slices, *allocated_claims(allocated, slices)]
     return [*shape.classes, *(s for n in names for s in shape.slices(n)),
             *shape_claims(shape, allocated, names)]
 

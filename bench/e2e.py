@@ -365,6 +365,14 @@ BACKTRACKING = DraShape(
     allocation=lambda node, k: dra_allocation(node, [f"device-{i}" for i in range(2, 9)]))
 
 
+def init_units(nodes: list[str], shape: DraShape) -> list[tuple[str, int]]:
+    """Where the init claims go, in order: claim i is the k-th claim of node n for the i-th
+    (n, k) of one shuffled list, so a larger count only adds claims."""
+    units = [(node, k) for node in nodes for k in range(shape.per_node)]
+    random.Random(1).shuffle(units)
+    return units
+
+
 def steady(count: int) -> Callable[[Bench, threading.Event], None]:
     """scheduler_perf's steady state: each pod seen bound is deleted and replaced at once,
     for STEADY_SECONDS from the first bind, so ``count`` pods stay pending and the devices in
@@ -722,8 +730,7 @@ class Bench:
                                range(count, self.dra_init)))
             self.dra_init = count
             return
-        units = [(node, k) for node in self.dra_nodes for k in range(shape.per_node)]
-        random.Random(1).shuffle(units)
+        units = init_units(self.dra_nodes, shape)
 
         def one(index: int) -> None:
             name = f"test-claim-{index}"

@@ -59,9 +59,12 @@ class _DeviceCounts:
     def __init__(self) -> None:
         self.devices: Counter[DeviceID] = Counter()
         self.shared: Counter[DeviceID] = Counter()
-        self.consumed: dict[DeviceID, Counter[str]] = {}
+        # Capacity the shares of each device consume, without zeros; an entry is replaced,
+        # never changed, so a copy of the outer dict is a snapshot no later write changes.
+        self.consumed: dict[DeviceID, dict[str, int]] = {}
         self.held: set[DeviceID] = set()
         self.held_shared: set[DeviceID] = set()
+        self._consumed_snapshot: dict[DeviceID, dict[str, int]] | None = None
 
     def add(self, allocation: AllocationResult | None, sign: int = 1) -> None:
         if allocation is None:
@@ -75,24 +78,43 @@ class _DeviceCounts:
                 continue
             _count(self.shared, self.held_shared, device, sign)
             if r.consumed_capacity:
-                consumed = self.consumed.setdefault(device, Counter())
-                for name, value in r.consumed_capacity.items():
-                    consumed[name] += sign * value
+                _consume(self.consumed, device, r.consumed_capacity, sign)
+                self._consumed_snapshot = None
 
     def frozen(self, extra: Iterable[AllocationResult]) -> AllocatedDevices:
+        """What the claims and the in-flight allocations ``extra`` hold. The consumed
+        capacity is copied once per change of the claims, not per cycle: with thousands of
+        shares, adding it up again took milliseconds a cycle."""
         overlay = _DeviceCounts()
         for allocation in extra:
             overlay.add(allocation)
-        consumed: dict[DeviceID, dict[str, int]] = {}
-        for counts in (self.consumed, overlay.consumed):
-            for device, by_name in counts.items():
-                for name, value in by_name.items():
-                    if value:
-                        total = consumed.setdefault(device, {})
-                        total[name] = total.get(name, 0) + value
+        if self._consumed_snapshot is None:
+            self._consumed_snapshot = dict(self.consumed)
+        consumed = self._consumed_snapshot
+        if overlay.consumed:
+            consumed = dict(consumed)
+            for device, amounts in overlay.consumed.items():
+                _consume(consumed, device, amounts, 1)
         return AllocatedDevices(frozenset(self.held.union(overlay.held)),
                                 frozenset(self.held_shared.union(overlay.held_shared)),
                                 consumed)
+
+
+def _consume(consumed: dict[DeviceID, dict[str, int]], device: DeviceID,
+             amounts: Mapping[str, int], sign: int) -> None:
+    """Adds (or takes back) a share's capacity to the device's entry, replacing the entry
+    (the old one may be in a snapshot) and dropping zeros."""
+    entry = dict(consumed.get(device, ()))
+    for name, value in amounts.items():
+        total = entry.get(name, 0) + sign * value
+        if total:
+            entry[name] = total
+        else:
+            entry.pop(name, None)
+    if entry:
+        consumed[device] = entry
+    else:
+        consumed.pop(device, None)
 
 
 def _count(counts: Counter[DeviceID], held: set[DeviceID], device: DeviceID, sign: int) -> None:

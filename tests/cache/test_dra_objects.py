@@ -208,18 +208,27 @@ def test_the_intake_feeds_the_watches_into_the_handle() -> None:
     assert handle.dra.claim("ns", "c") is None
 
 
+def _share(rng: random.Random, share_id: str) -> dict[str, Any]:
+    if rng.random() < 0.5:
+        return {"shareID": share_id}
+    return {"shareID": share_id, "consumedCapacity": {
+        rng.choice(("mem", "bw")): f"{rng.randrange(1, 4)}Gi"}}
+
+
 def test_allocated_devices_follow_counts_through_random_claim_changes() -> None:
-    """The devices held, kept as sets as counts leave and reach zero, are those a claim
-    (watched, assumed or in flight) holds: what counting every claim again gives
-    (``GatherAllocatedState``), after each of 400 seeded random changes."""
+    """The devices held, kept as sets as counts leave and reach zero, and the capacity
+    their shares consume, are what a claim (watched, assumed or in flight) holds: what
+    counting every claim again gives (``GatherAllocatedState``), after each of 400 seeded
+    random changes; and no change alters what an earlier read returned."""
     rng = random.Random(7)
     dra = DraObjects()
     names = [f"c{i}" for i in range(12)]
     version = 0
+    earlier: list[tuple[Any, dict[Any, dict[str, int]]]] = []
     for _ in range(400):
         name, version = rng.choice(names), version + 1
         results = [result(f"d{rng.randrange(8)}", **(
-            {"shareID": f"s{version}-{i}"} if rng.random() < 0.3 else {}))
+            _share(rng, f"s{version}-{i}") if rng.random() < 0.3 else {}))
             for i in range(rng.randrange(3))]
         made = claim(name, *results, rv=str(version))
         action = rng.randrange(4)
@@ -243,3 +252,12 @@ def test_allocated_devices_follow_counts_through_random_claim_changes() -> None:
                                  if r.share_id is None}
         assert state.shared_devices == {(r.driver, r.pool, r.device) for r in results_held
                                         if r.share_id is not None}
+        consumed: dict[Any, dict[str, int]] = {}
+        for r in results_held:
+            for capacity, value in (r.consumed_capacity or {}).items():
+                entry = consumed.setdefault((r.driver, r.pool, r.device), {})
+                entry[capacity] = entry.get(capacity, 0) + value
+        assert {d: dict(c) for d, c in state.consumed.items()} == consumed
+        earlier.append((state, consumed))
+    assert all({d: dict(c) for d, c in state.consumed.items()} == consumed
+               for state, consumed in earlier)

@@ -42,9 +42,10 @@ exactly the devices the full search gives; anything else, or a node whose device
 
 from __future__ import annotations
 
-import uuid
+import itertools
+import os
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import partial
 
 from scheduler.plugin_api import (
@@ -198,17 +199,18 @@ class Allocator:
         classes: Mapping[str, DeviceClass],
         slices: Sequence[ResourceSlice],
         cel_cache: SelectorCache,
-        new_share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        new_share_id: Callable[[], str] | None = None,
         view: SliceView | None = None,
     ) -> None:
         self.allocated = allocated
         self.classes = classes
         self.view = view if view is not None else SliceView(slices)
         self.cel_cache = cel_cache
-        self.new_share_id = new_share_id
+        self.new_share_id = new_share_id if new_share_id is not None else ShareIds()
         self.available_counters: dict[str, dict[str, dict[str, int]]] = {}
         self._in_use = (allocated.devices, allocated.aggregated_capacity)
         self._plans: dict[tuple[int, ...], SimplePlan | None] = {}
+        self._shapes: dict[tuple[int, ...], tuple[tuple[ResourceClaim, ...], int]] = {}
         # Nodes the fast path rejected in this cycle, and then the devices in use per slice
         # (by the slice's id), so that a full node is told by counting (``_all_in_use``).
         self._rejections = 0
@@ -219,9 +221,48 @@ class Allocator:
         deadline: Deadline | None = None,
     ) -> list[AllocationResult] | None:
         """``Allocator.Allocate``: one result per claim, or None if this node has no solution;
-        :class:`SearchTimeoutError` once ``deadline`` has passed."""
+        :class:`SearchTimeoutError` once ``deadline`` has passed.
+
+        Except for one plain device on a node without shared or partitionable devices (the
+        fast path's cheapest case), the outcome is kept on the node's view, by the claims'
+        shape and the state of the node's devices, which is all it depends on: a node in the
+        same state gets it again, with new share IDs, without the search."""
         node = self.view.node(node_name, labels)
         plan = self._plan(claims)
+        if plan is not None and plan.single is not None and not node.shares_or_counters:
+            found = self._allocate(node, plan, claims, deadline)
+        else:
+            state = self.allocated
+            key = (self._shape_id(claims), node.state_key(
+                state.devices, state.shared_devices, state.aggregated_capacity))
+            try:
+                kept = node.outcomes[key]
+            except KeyError:
+                found = self._allocate(node, plan, claims, deadline)
+                node.remember(key, None if found is None else tuple(found))
+            else:
+                # Where the search's last step would have checked it.
+                if deadline is not None:
+                    deadline.check()
+                found = None if kept is None else self._fresh(kept)
+        if found is None and node.any_invalid:
+            raise FailedOnNodeError("invalid resource pools were encountered")
+        return found
+
+    def search(
+        self, node: NodeView, claims: Sequence[ResourceClaim], deadline: Deadline | None = None
+    ) -> list[AllocationResult] | None:
+        """The full search (upstream's ``Allocate``), without the fast path."""
+        found = self._search(node, claims, deadline)
+        if found is None and node.any_invalid:
+            raise FailedOnNodeError("invalid resource pools were encountered")
+        return found
+
+    def _allocate(
+        self, node: NodeView, plan: SimplePlan | None, claims: Sequence[ResourceClaim],
+        deadline: Deadline | None,
+    ) -> list[AllocationResult] | None:
+        """The fast path where it decides, else the full search (invalid pools not told)."""
         if plan is not None:
             if plan.requests_devices and self._all_in_use(node):
                 found: list[AllocationResult] | Outcome | None = None
@@ -233,15 +274,12 @@ class Allocator:
                 # Where the search's last step would have checked it.
                 if deadline is not None:
                     deadline.check()
-                if found is None and node.any_invalid:
-                    raise FailedOnNodeError("invalid resource pools were encountered")
                 return found
-        return self.search(node, claims, deadline)
+        return self._search(node, claims, deadline)
 
-    def search(
-        self, node: NodeView, claims: Sequence[ResourceClaim], deadline: Deadline | None = None
+    def _search(
+        self, node: NodeView, claims: Sequence[ResourceClaim], deadline: Deadline | None
     ) -> list[AllocationResult] | None:
-        """The full search (upstream's ``Allocate``), without the fast path."""
         run = _Run(self, node, claims, deadline)
         run.prepare()
         try:
@@ -249,10 +287,40 @@ class Allocator:
         except _MaxSizeExceededError as err:
             raise AllocationError("allocation max size exceeded") from err
         if not done:
-            if node.any_invalid:
-                raise FailedOnNodeError("invalid resource pools were encountered")
             return None
         return [run.result_for(i) for i in range(len(claims))]
+
+    def _fresh(self, kept: tuple[AllocationResult, ...]) -> list[AllocationResult]:
+        """A kept outcome for this call: every share gets a new ID, as each allocation's
+        shares are its own."""
+        return [
+            replace(result, results=tuple(
+                r if r.share_id is None else _with_share_id(r, self.new_share_id())
+                for r in result.results))
+            if any(r.share_id is not None for r in result.results) else result
+            for result in kept
+        ]
+
+    def _shape_id(self, claims: Sequence[ResourceClaim]) -> int:
+        """The claims' shape (their specs and the classes they name: all an allocation
+        reads of them) as the view numbers it, found once per cycle by their identities."""
+        key = tuple([id(c) for c in claims])
+        known = self._shapes.get(key)
+        if known is not None:
+            return known[1]
+        names = [
+            sub.device_class_name
+            for claim in claims for request in claim.spec.requests
+            for sub in ((request.exactly,) if request.exactly is not None
+                        else request.first_available)
+        ]
+        found = self.view.shape_id(
+            (tuple(c.spec for c in claims), tuple(self.classes.get(n) for n in names)))
+        if len(self._shapes) >= _MAX_PLANS:
+            self._shapes.clear()
+        # The claims are kept with their number: a key of ids must not outlive them.
+        self._shapes[key] = (tuple(claims), found)
+        return found
 
     def _all_in_use(self, node: NodeView) -> bool:
         """Whether every device the search would look at on this node is in use, told by
@@ -279,6 +347,34 @@ class Allocator:
         return plan
 
 
+class ShareIds:
+    """New share IDs for one cycle (``GenerateNewShareID``, a new UUID each): UUIDs of
+    version 4 form, one random base and a counter from a random start, since a Filter over
+    hundreds of nodes asks for one per share on each (only the chosen node's are written)."""
+
+    def __init__(self) -> None:
+        h = os.urandom(16).hex()
+        self._base = f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-"
+        self._count = itertools.count(int(h[20:], 16))  # next() is atomic under the GIL
+
+    def __call__(self) -> str:
+        return f"{self._base}{next(self._count) & 0xFFFF_FFFF_FFFF:012x}"
+
+
+_RESULT_FIELDS = tuple(f.name for f in fields(DeviceRequestAllocationResult))
+_SHARE_ID_FIELD = _RESULT_FIELDS.index("share_id")
+
+
+def _with_share_id(
+    result: DeviceRequestAllocationResult, share_id: str
+) -> DeviceRequestAllocationResult:
+    """``replace(result, share_id=...)``, built directly (``replace`` costs several times
+    more, and a hit on a node of shared devices makes one per share)."""
+    values = [getattr(result, name) for name in _RESULT_FIELDS]
+    values[_SHARE_ID_FIELD] = share_id
+    return DeviceRequestAllocationResult(*values)
+
+
 class AllocatorCache:
     """What the allocator keeps across scheduling cycles: one per scheduler, long-lived.
 
@@ -298,7 +394,7 @@ class AllocatorCache:
         classes: Mapping[str, DeviceClass],
         slices: Sequence[ResourceSlice],
         slices_key: Hashable,
-        new_share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        new_share_id: Callable[[], str] | None = None,
     ) -> Allocator:
         if self._view is None or self._key != slices_key:
             self._view = SliceView(slices, self._view)

@@ -59,6 +59,11 @@ _MAX_VERDICT_SETS = 256
 _CLASSIFYING = threading.Lock()
 # Distinct selections (class and request selectors, tolerations) before the memo starts over.
 _MAX_SELECTIONS = 10_000
+# Distinct claim shapes (specs and the classes they name) before the outcomes start over;
+# a shape is found by comparing with each known one, once per cycle.
+_MAX_SHAPES = 64
+# Outcomes a node keeps (one per claim shape and state of its devices).
+_MAX_OUTCOMES = 32
 
 
 class AllocationError(Exception):
@@ -217,6 +222,19 @@ class NodeView:
             s for p in pools if not (p.incomplete or p.invalid) for s in p.slices
         ]
         self.usable_devices = sum(len(s.devices) for s in self.usable_slices)
+        # Every device of the node's pools, those on other nodes included (their use
+        # counts against the pools' counters), and whether a device is shareable or
+        # consumes counters (what the fast path does not model).
+        self.device_ids = frozenset(
+            (p.driver, p.name, d.name)
+            for p in pools for s in (*p.slices, *p.other_slices) for d in s.devices
+        )
+        self.shares_or_counters = any(
+            d.allow_multiple_allocations or d.consumes_counters
+            for s in self.usable_slices for d in s.devices
+        )
+        # Allocation outcomes, by claim shape and the state of this node's devices.
+        self.outcomes: dict[Hashable, tuple[AllocationResult, ...] | None] = {}
         self.candidates: dict[int, Candidates] = {}
         self._verdicts: dict[tuple[tuple[str | None, ...], ...], dict[DeviceID, bool]] = {}
         self._node_local: NodeSelector | None = None
@@ -228,6 +246,27 @@ class NodeView:
             and len(slices) == len(self.slices)
             and all(a is b for a, b in zip(slices, self.slices, strict=True))
         )
+
+    def state_key(
+        self,
+        in_use: frozenset[DeviceID],
+        shared: frozenset[DeviceID],
+        consumed: Mapping[DeviceID, Mapping[str, int]],
+    ) -> Hashable:
+        """What of the allocated state an allocation on this node can depend on: which of
+        its pools' devices are in use, shared, and how much capacity they have given out."""
+        ids = self.device_ids
+        return (
+            ids & in_use,
+            ids & shared if shared else frozenset(),
+            frozenset((d, frozenset(consumed[d].items())) for d in ids if d in consumed)
+            if consumed else frozenset(),
+        )
+
+    def remember(self, key: Hashable, outcome: tuple[AllocationResult, ...] | None) -> None:
+        if len(self.outcomes) >= _MAX_OUTCOMES:
+            self.outcomes.clear()
+        self.outcomes[key] = outcome
 
     def verdicts_for(
         self, selectors: tuple[tuple[str | None, ...], ...]
@@ -407,9 +446,11 @@ class SliceView:
         self._slices_of_device: dict[DeviceID, list[int]] | None = None
         self._counted: tuple[frozenset[DeviceID], dict[int, int]] | None = None
         self._selections: dict[Selection, int] = {}
+        self._shapes: list[Hashable] = []
         if previous is not None:
             self._earlier = {**previous._earlier, **previous._nodes}
             self._selections = previous._selections
+            self._shapes = previous._shapes
             if len(self._earlier) >= _MAX_NODE_VIEWS:
                 self._earlier.clear()
 
@@ -462,3 +503,17 @@ class SliceView:
                 self._earlier.clear()
             found = self._selections[selection] = len(self._selections)
         return found
+
+    def shape_id(self, shape: Hashable) -> int:
+        """A small number naming a claim shape (compared by value: claim specs hold dicts)
+        in every ``NodeView``'s outcomes of this view."""
+        for i, known in enumerate(self._shapes):
+            if known == shape:
+                return i
+        if len(self._shapes) >= _MAX_SHAPES:
+            # Node views name shapes by number: their outcomes go with the numbers.
+            self._shapes.clear()
+            for view in (*self._nodes.values(), *self._earlier.values()):
+                view.outcomes.clear()
+        self._shapes.append(shape)
+        return len(self._shapes) - 1

@@ -11,6 +11,7 @@ same error, also from node views kept across cycles and across a slice change.""
 from __future__ import annotations
 
 import random
+import uuid
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -178,14 +179,17 @@ def _one_seed(seed: int, counters: bool = False, monkeypatch: Any = None) -> int
     claims = _claims(rng)
     cache = AllocatorCache()
     decided = 0
-    for cycle in range(3):
-        # The second cycle reuses the first one's node views; the third has one slice less
-        # a device under a new slices key, and keeps the views of the other nodes.
+    for cycle in range(4):
+        # The second cycle reuses the first one's node views (and the outcomes they keep);
+        # the third has one slice less a device under a new slices key, and keeps the views
+        # of the other nodes; in the fourth other devices are in use.
         if cycle == 2 and slices:
             i = rng.randrange(len(slices))
             slices = [*slices[:i], replace(slices[i], devices=slices[i].devices[1:]),
                       *slices[i + 1:]]
-        allocator = cache.allocator(state, _classes(), slices, slices_key=cycle // 2,
+        if cycle == 3:
+            state = AllocatedState(devices=frozenset(d for d in device_ids if rng.random() < 0.3))
+        allocator = cache.allocator(state, _classes(), slices, slices_key=min(cycle // 2, 1),
                                     new_share_id=lambda: SHARE_ID)
         fresh = Allocator(state, _classes(), slices, cache.cel_cache, lambda: SHARE_ID)
         for node in NODES:
@@ -253,16 +257,22 @@ def test_a_cache_keeps_its_view_while_the_slices_key_holds() -> None:
     assert changed.view is not first.view
 
 
-def test_a_class_changed_under_the_same_slices_key_selects_anew() -> None:
-    """Node views keep selectable devices per class *selectors*, so a class edited in place
-    (same name, same slices) is seen at once."""
+@pytest.mark.parametrize("request_", [
+    {"name": "r", "exactly": {"deviceClassName": "gpu"}},
+    # the full search, whose outcomes a node keeps
+    {"name": "r", "firstAvailable": [{"name": "s", "deviceClassName": "gpu"}]},
+])
+def test_a_class_changed_under_the_same_slices_key_selects_anew(request_: Any) -> None:
+    """Node views keep selectable devices per class *selectors*, and outcomes per claim
+    shape with the classes it names, so a class edited in place (same name, same slices) is
+    seen at once."""
     slices = [ResourceSlice.parse({"metadata": {"name": "s"}, "spec": {
         "driver": "driver-a", "nodeName": "node-1",
         "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
         "devices": [{"name": "d0", "attributes": {"numa": {"int": 0}}},
                     {"name": "d1", "attributes": {"numa": {"int": 1}}}]}})]
     claims = [ResourceClaim.parse({"metadata": {"namespace": "ns", "name": "c"}, "spec": {
-        "devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}}})]
+        "devices": {"requests": [request_]}}})]
 
     def gpu(expression: str) -> dict[str, DeviceClass]:
         return {"gpu": DeviceClass.parse({"metadata": {"name": "gpu"}, "spec": {
@@ -379,3 +389,50 @@ def test_a_full_node_told_by_counting_is_one_the_walk_rejects(
         in_use -= set(rng.sample(sorted(in_use), len(in_use) // 5))
         in_use |= set(rng.sample(ids + ghosts, min(2, len(ids))))
     assert allocator._in_use_per_slice is not None
+
+
+def test_a_node_in_the_same_state_gets_its_outcome_again_with_new_share_ids(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The outcome a node keeps is given again without the search while neither the claims'
+    shape nor the state of the node's devices changed; each call's shares get new IDs (as
+    each of upstream's searches makes new ones); a device of the node in use searches anew."""
+    slices = [ResourceSlice.parse({"metadata": {"name": "s"}, "spec": {
+        "driver": "driver-a", "nodeName": "node-1",
+        "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": f"d{i}", "allowMultipleAllocations": True,
+                     "capacity": {"memory": {"value": "4Gi"}}} for i in range(2)]}})]
+
+    def claim(name: str) -> ResourceClaim:
+        return ResourceClaim.parse({"metadata": {"namespace": "ns", "name": name}, "spec": {
+            "devices": {"requests": [{"name": "r", "exactly": {
+                "deviceClassName": "class-a", "capacity": {"requests": {"memory": "1Gi"}}}}]}}})
+
+    searches = []
+    search = allocator_module.Allocator._search
+    monkeypatch.setattr(allocator_module.Allocator, "_search",
+                        lambda self, *a: searches.append(1) or search(self, *a))
+    ids = iter(range(100))
+    cache = AllocatorCache()
+    got = []
+    shared = frozenset({("driver-a", "p", "d1")})
+    for cycle, in_use in enumerate((frozenset(), frozenset(), shared)):
+        allocator = cache.allocator(
+            AllocatedState(shared_devices=in_use,
+                           aggregated_capacity={d: {"memory": 2**30 * 10**9} for d in in_use}),
+            _classes(), slices, slices_key=1, new_share_id=lambda: f"share-{next(ids)}")
+        found = allocator.allocate("node-1", {}, [claim(f"c{cycle}")])
+        assert found is not None
+        got.append(found[0].results[0])
+    assert len(searches) == 2
+    assert [r.device for r in got] == ["d0", "d0", "d0"]
+    assert len({r.share_id for r in got}) == 3
+    assert got[0].consumed_capacity == got[1].consumed_capacity
+
+
+def test_share_ids_are_distinct_uuids_within_a_cycle_and_across_cycles() -> None:
+    """``GenerateNewShareID`` makes a new UUID for every share."""
+    cycles = [allocator_module.ShareIds() for _ in range(2)]
+    ids = [ids() for ids in cycles for _ in range(1000)]
+    assert len(set(ids)) == len(ids)
+    assert all(str(uuid.UUID(i)) == i and uuid.UUID(i).version == 4 for i in ids)
