@@ -42,7 +42,6 @@ def worker(tree: str, scenario: str, block_pods: int, blocks: int) -> None:
     sys.path[:0] = [tree, f"{tree}/bench"]
     import run  # the tree's own benchmark module
 
-    from scheduler import scheduler as scheduler_module
     from scheduler.cycle import schedule_one
 
     run.logs.configure("warning")
@@ -50,12 +49,7 @@ def worker(tree: str, scenario: str, block_pods: int, blocks: int) -> None:
     s = run.new_scheduler(sc.config)
     pending = sc.build(s, sc.nodes, sc.init_pods, WARM_UP_PODS + block_pods * blocks)
     s.snapshot.order()
-    settle = getattr(scheduler_module, "settle_heap", None)
-    if settle is not None:
-        settle()
-    else:  # versions before settle_heap: what their benchmark did
-        gc.collect()
-        gc.freeze()
+    settle_heap_of_the_tree()
     single_cpu = _single_cpu_of_the_tree()
     if single_cpu is not None:
         single_cpu()  # as its app and its benchmark do
@@ -73,6 +67,19 @@ def worker(tree: str, scenario: str, block_pods: int, blocks: int) -> None:
         _release_bindings(s, wait=True)  # the block's bindings are its own
         print(f"{(time.process_time() - cpu) / block_pods * 1e6:.2f} "
               f"{(time.perf_counter() - wall) / block_pods * 1e6:.2f}", flush=True)
+
+
+def settle_heap_of_the_tree() -> None:
+    """The tree's ``settle_heap`` once its cluster is built, or what its benchmark did
+    before that existed."""
+    from scheduler import scheduler as scheduler_module
+
+    settle = getattr(scheduler_module, "settle_heap", None)
+    if settle is not None:
+        settle()
+    else:
+        gc.collect()
+        gc.freeze()
 
 
 def _single_cpu_of_the_tree() -> Any:
