@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -47,6 +47,7 @@ from scheduler.plugins.helper.explain_text import nodes_phrase, quantity
 from scheduler.plugins.helper.resource_allocation import (
     DraScoring,
     allocation_inputs,
+    may_be_dra_backed,
     pod_request,
 )
 from scheduler.plugins.helper.row_memo import RowMemo
@@ -98,8 +99,7 @@ Checks = tuple[tuple[str, int], ...]
 
 
 # -- the plugin -----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class PreScoreState:
+class PreScoreState(NamedTuple):
     """What Score reads: the pod's request of each scoring resource, and what scoring reads
     of DRA when a DeviceClass serves one of them (upstream's ``preScoreState``)."""
 
@@ -165,6 +165,7 @@ class NodeResourcesFit:
         if self.strategy == REQUESTED_TO_CAPACITY_RATIO and ratio is not None:
             self.shape = build_shape(ratio.shape)
         self._weights = weights_column(self.resources)
+        self._dra_resources = may_be_dra_backed(self.resources)
         # Compiles the selectors of the classes behind DRA-backed extended resources.
         self._cel_cache = SelectorCache()
         self._scores: RowMemo[tuple[int, ...]] = RowMemo(self._score_rows)
@@ -261,7 +262,7 @@ class NodeResourcesFit:
 
     def _pre_score_state(self, pod: PodInfo) -> PreScoreState:
         return PreScoreState(self.pod_requests(pod),
-                             DraScoring.of(self.dra, self.resources, self._cel_cache))
+                             DraScoring.of(self.dra, self._dra_resources, self._cel_cache))
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> Status:
         state.write(PRE_SCORE_STATE_KEY, self._pre_score_state(pod))
