@@ -192,8 +192,9 @@ class BalancedAllocation:
         return tuple(pod_request(pod, r.name, use_requested=True) for r in self.resources)
 
     def _pre_score_state(self, requests: tuple[int, ...]) -> PreScoreState:
-        return PreScoreState(
-            requests, DraScoring.of(self.dra, self._dra_resources, self._cel_cache))
+        dra = (DraScoring.of(self.dra, self._dra_resources, self._cel_cache)
+               if self._dra_resources else None)
+        return PreScoreState(requests, dra)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> Status:
         requests = self.pod_requests(pod)

@@ -176,8 +176,14 @@ class NodeResourcesFit:
         request = compute_pod_resource_request(
             pod, self.ignored_resources, self.ignored_resource_groups
         )
-        # Extended resources have a domain ("example.com/gpu"): most pods ask for none.
-        if self.dra is None or not any("/" in name for name, _ in request.checks):
+        if self.dra is None:
+            return request
+        # Extended resources have a domain ("example.com/gpu"): most pods ask for none (a
+        # loop: every pod pays for this check, a generator would double its cost).
+        for name, _ in request.checks:
+            if "/" in name:
+                break
+        else:
             return request
         delegable = frozenset(name for name, _ in request.checks
                               if delegable_to_dra(name, self.dra))
@@ -261,8 +267,9 @@ class NodeResourcesFit:
         return tuple(pod_request(pod, r.name, use_requested=False) for r in self.resources)
 
     def _pre_score_state(self, pod: PodInfo) -> PreScoreState:
-        return PreScoreState(self.pod_requests(pod),
-                             DraScoring.of(self.dra, self._dra_resources, self._cel_cache))
+        dra = (DraScoring.of(self.dra, self._dra_resources, self._cel_cache)
+               if self._dra_resources else None)
+        return PreScoreState(self.pod_requests(pod), dra)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> Status:
         state.write(PRE_SCORE_STATE_KEY, self._pre_score_state(pod))
