@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -107,9 +106,9 @@ class PreScoreState(NamedTuple):
     dra: DraScoring | None
 
 
-@dataclass(frozen=True)
-class PodResourceRequest:
-    """What Filter checks: the basic resources, then the scalar ones, request > 0 only."""
+class PodResourceRequest(NamedTuple):
+    """What Filter checks: the basic resources, then the scalar ones, request > 0 only (a
+    NamedTuple: made for every pod, at a third of a frozen dataclass's cost)."""
 
     checks: Checks
     any_request: bool
@@ -187,7 +186,7 @@ class NodeResourcesFit:
             return request
         delegable = frozenset(name for name, _ in request.checks
                               if delegable_to_dra(name, self.dra))
-        return replace(request, delegable=delegable) if delegable else request
+        return request._replace(delegable=delegable) if delegable else request
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot
