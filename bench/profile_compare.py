@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ab import ROOT, checked_out
+from ab import ROOT, checked_out, settle_heap_of_the_tree
 
 WARM_UP = 300
 
@@ -35,6 +35,7 @@ def profile(tree: str, scenario: str, pods: int, out: str) -> None:
     s = run.new_scheduler(sc.config)
     pending = sc.build(s, sc.nodes, sc.init_pods, WARM_UP + pods)
     s.snapshot.order()
+    settle_heap_of_the_tree()  # as ab.py: collector pauses would land on whichever function ran
     for info in pending:
         s.pods[info.uid] = info
         s.queue.add(info)
@@ -45,7 +46,8 @@ def profile(tree: str, scenario: str, pods: int, out: str) -> None:
     for _ in range(pods):
         schedule_one(s, timeout=0)
     profiler.disable()
-    rows = {f"{f.replace(tree, '')}:{name}": (calls, own, cum)
+    # The interpreter's files under one name on both sides (the venv may be under a tree).
+    rows = {f"{f.replace(sys.prefix, '<venv>').replace(tree, '')}:{name}": (calls, own, cum)
             for (f, _, name), (_, calls, own, cum, _) in pstats.Stats(profiler).stats.items()}
     Path(out).write_text(json.dumps(rows))
 

@@ -103,6 +103,9 @@ _R = TypeVar("_R")
 # Read once: on Python 3.11 a member read from an Enum class is slow (see interface.Status).
 _SUCCESS_CODE, _SKIP_CODE = Code.SUCCESS, Code.SKIP
 
+# Every plugin allowed the pod (nearly every cycle): one decision for all, it is frozen.
+_ALLOWED = PermitDecision(SUCCESS)
+
 # Upstream's status code strings, the ``status`` label of the duration metrics.
 _CODE_LABELS = {
     Code.SUCCESS: "Success",
@@ -528,7 +531,7 @@ class Framework:
         if waiting:
             return PermitDecision(
                 Status(Code.WAIT), max(t for _, t in waiting), tuple(waiting))
-        return PermitDecision(SUCCESS)
+        return _ALLOWED
 
     @_timed_point("PreBindPreFlight", lambda status: status.code)
     def run_pre_bind_pre_flights(self, state: CycleState, pod: PodInfo, node: str) -> Status:

@@ -99,11 +99,27 @@ class FeatureRegistry:
     def infer_for_pod_scheduling(self, spec: PodSpec, target: Version) -> int:
         """The features scheduling the pod needs on a node (``InferForPodScheduling``): those
         whose maximum version, if any, the target version has not passed."""
+        return self.inference_for(target).infer(spec)
+
+    def inference_for(self, target: Version) -> SchedulingInference:
+        """:meth:`infer_for_pod_scheduling` at one target version, the features it leaves
+        out found once: a scheduler has one version and asks for every pod."""
+        return SchedulingInference(tuple(
+            (bit, infer) for bit, infer, max_version in self._inferring
+            if max_version is None or not target > max_version))
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulingInference:
+    """The tests of the features a pod may need at one version, with their bits."""
+
+    tests: tuple[tuple[int, Callable[[PodSpec], bool]], ...]
+
+    def infer(self, spec: PodSpec) -> int:
+        """The set of features the pod spec needs."""
         mask = 0
-        for bit, infer, max_version in self._inferring:
-            if max_version is not None and target > max_version:
-                continue
-            if infer(spec):
+        for bit, test in self.tests:
+            if test(spec):
                 mask |= bit
         return mask
 

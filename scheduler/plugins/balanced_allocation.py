@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +50,7 @@ from scheduler.plugins.helper.resource_allocation import (
     DraScoring,
     ResourceSpec,
     allocation_inputs,
+    may_be_dra_backed,
     parse_resources,
     pod_request,
 )
@@ -168,8 +169,7 @@ def balanced_resource_scorer(
     return half + (half + with_pod - without_pod) // 2
 
 
-@dataclass(frozen=True)
-class PreScoreState:
+class PreScoreState(NamedTuple):
     """What Score reads (upstream's ``balancedAllocationPreScoreState``): the pod's request of
     each resource, and what scoring reads of DRA when a DeviceClass serves one of them."""
 
@@ -183,6 +183,7 @@ class BalancedAllocation:
     def __init__(self, args: BalancedAllocationArgs, dra: DraManager | None = None) -> None:
         self.resources: tuple[ResourceSpec, ...] = args.resource_specs()
         self.dra = dra
+        self._dra_resources = may_be_dra_backed(self.resources)
         # Compiles the selectors of the classes behind DRA-backed extended resources.
         self._cel_cache = SelectorCache()
         self._scores: RowMemo[tuple[int, ...]] = RowMemo(self._score_rows)
@@ -191,7 +192,9 @@ class BalancedAllocation:
         return tuple(pod_request(pod, r.name, use_requested=True) for r in self.resources)
 
     def _pre_score_state(self, requests: tuple[int, ...]) -> PreScoreState:
-        return PreScoreState(requests, DraScoring.of(self.dra, self.resources, self._cel_cache))
+        dra = (DraScoring.of(self.dra, self._dra_resources, self._cel_cache)
+               if self._dra_resources else None)
+        return PreScoreState(requests, dra)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> Status:
         requests = self.pod_requests(pod)

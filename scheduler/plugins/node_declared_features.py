@@ -63,11 +63,12 @@ class NodeDeclaredFeatures:
     ) -> None:
         self.registry = registry
         self.version = version
+        self._inference = registry.inference_for(version)
 
     def required_features(self, pod: PodInfo) -> int:
         """The features the pod needs, as a set over the registry (``InferForPodScheduling``:
         upstream passes the spec alone, the status not being written yet)."""
-        return self.registry.infer_for_pod_scheduling(pod.raw.get("spec") or {}, self.version)
+        return self._inference.infer(pod.raw.get("spec") or {})
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot

@@ -33,11 +33,16 @@ RequestMapping = dict[str, str]
 def dra_backed_requests(pod: PodInfo, dra: DraManager) -> dict[str, int]:
     """The pod's DRA extended resource requests, when a DeviceClass serves one of them
     (``hasDeviceClassMappedExtendedResource``); empty otherwise."""
-    named = {name: int(value) for name, value in pod.requests.items()
-             if value and "/" in name and is_dra_extended_resource_name(name)}
-    if not any(dra.class_for_extended_resource(name) for name in named):
-        return {}
-    return named
+    named: dict[str, int] = {}
+    # A loop, not a comprehension and any(): every pod scheduled asks, and nearly every
+    # pod's requests (cpu, memory) have no domain, so none is extended.
+    for name, value in pod.requests.items():
+        if value and "/" in name and is_dra_extended_resource_name(name):
+            named[name] = int(value)
+    for name in named:
+        if dra.class_for_extended_resource(name) is not None:
+            return named
+    return {}
 
 
 def find_extended_claim(pod: PodInfo, claims: Sequence[ResourceClaim]) -> ResourceClaim | None:

@@ -159,6 +159,12 @@ def allocation_inputs(
 
 
 # -- DRA-backed extended resources ----------------------------------------------------------
+def may_be_dra_backed(resources: Sequence[ResourceSpec]) -> tuple[ResourceSpec, ...]:
+    """The resources a DeviceClass may serve, by their names (none of the default cpu and
+    memory): all that :meth:`DraScoring.of` needs to be asked about."""
+    return tuple(r for r in resources if is_dra_extended_resource_name(r.name))
+
+
 @dataclass(frozen=True)
 class DraScoring:
     """What scoring reads of DRA for one pod (upstream's ``draPreScoreState``, with the DRA
@@ -174,13 +180,15 @@ class DraScoring:
            cel_cache: SelectorCache) -> DraScoring | None:
         """``getDRAPreScoredParams``: None when no resource of ``resources`` is served by a
         DeviceClass (nothing to count then). The name check goes first: for the default
-        cpu and memory the manager is never asked."""
-        if manager is None or not any(
-            is_dra_extended_resource_name(r.name)
-            and manager.class_for_extended_resource(r.name) is not None for r in resources
-        ):
+        cpu and memory the manager is never asked. Every pod scored asks: a scorer passes
+        its :func:`may_be_dra_backed` resources, found once."""
+        if manager is None:
             return None
-        return cls(manager, manager.allocated(), manager.slices(), cel_cache)
+        for r in resources:
+            if (is_dra_extended_resource_name(r.name)
+                    and manager.class_for_extended_resource(r.name) is not None):
+                return cls(manager, manager.allocated(), manager.slices(), cel_cache)
+        return None
 
     def totals(self, resource_name: str, node_name: str,
                labels: Mapping[str, str]) -> tuple[int, int]:

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -47,6 +46,7 @@ from scheduler.plugins.helper.explain_text import nodes_phrase, quantity
 from scheduler.plugins.helper.resource_allocation import (
     DraScoring,
     allocation_inputs,
+    may_be_dra_backed,
     pod_request,
 )
 from scheduler.plugins.helper.row_memo import RowMemo
@@ -98,8 +98,7 @@ Checks = tuple[tuple[str, int], ...]
 
 
 # -- the plugin -----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class PreScoreState:
+class PreScoreState(NamedTuple):
     """What Score reads: the pod's request of each scoring resource, and what scoring reads
     of DRA when a DeviceClass serves one of them (upstream's ``preScoreState``)."""
 
@@ -107,9 +106,9 @@ class PreScoreState:
     dra: DraScoring | None
 
 
-@dataclass(frozen=True)
-class PodResourceRequest:
-    """What Filter checks: the basic resources, then the scalar ones, request > 0 only."""
+class PodResourceRequest(NamedTuple):
+    """What Filter checks: the basic resources, then the scalar ones, request > 0 only (a
+    NamedTuple: made for every pod, at a third of a frozen dataclass's cost)."""
 
     checks: Checks
     any_request: bool
@@ -165,6 +164,7 @@ class NodeResourcesFit:
         if self.strategy == REQUESTED_TO_CAPACITY_RATIO and ratio is not None:
             self.shape = build_shape(ratio.shape)
         self._weights = weights_column(self.resources)
+        self._dra_resources = may_be_dra_backed(self.resources)
         # Compiles the selectors of the classes behind DRA-backed extended resources.
         self._cel_cache = SelectorCache()
         self._scores: RowMemo[tuple[int, ...]] = RowMemo(self._score_rows)
@@ -175,12 +175,18 @@ class NodeResourcesFit:
         request = compute_pod_resource_request(
             pod, self.ignored_resources, self.ignored_resource_groups
         )
-        # Extended resources have a domain ("example.com/gpu"): most pods ask for none.
-        if self.dra is None or not any("/" in name for name, _ in request.checks):
+        if self.dra is None:
+            return request
+        # Extended resources have a domain ("example.com/gpu"): most pods ask for none (a
+        # loop: every pod pays for this check, a generator would double its cost).
+        for name, _ in request.checks:
+            if "/" in name:
+                break
+        else:
             return request
         delegable = frozenset(name for name, _ in request.checks
                               if delegable_to_dra(name, self.dra))
-        return replace(request, delegable=delegable) if delegable else request
+        return request._replace(delegable=delegable) if delegable else request
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot
@@ -260,8 +266,9 @@ class NodeResourcesFit:
         return tuple(pod_request(pod, r.name, use_requested=False) for r in self.resources)
 
     def _pre_score_state(self, pod: PodInfo) -> PreScoreState:
-        return PreScoreState(self.pod_requests(pod),
-                             DraScoring.of(self.dra, self.resources, self._cel_cache))
+        dra = (DraScoring.of(self.dra, self._dra_resources, self._cel_cache)
+               if self._dra_resources else None)
+        return PreScoreState(self.pod_requests(pod), dra)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> Status:
         state.write(PRE_SCORE_STATE_KEY, self._pre_score_state(pod))
