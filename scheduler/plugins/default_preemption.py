@@ -99,6 +99,7 @@ from scheduler.plugin_api import (
 )
 from scheduler.plugins.preemption_victims import (
     NOT_STARTED,
+    POD,
     PdbSplit,
     Victim,
     split_victims_by_pdb,
@@ -628,14 +629,19 @@ class DefaultPreemption:
         with_victims: list[int] = []
         no_victims: list[int] = []
         spans = False
+        priority, every_scope = dry.pod.priority, not self.own_profiles_only
         for position, row in enumerate(rows):
             here = nodes.pods[int(row)]
+            # _may_preempt_unit, spelled out: it runs for every pod of every candidate node.
             units = [v for v in victims_among(here.values(), groups)
-                     if self._may_preempt_unit(v, dry.pod)]
+                     if v.priority < priority and (every_scope or self.in_scope(v))]
             if units:
                 units.sort(key=Victim.importance_key)
                 potential.append(units)
-                local.append([[here[p.uid] for p in v.pods if p.uid in here] for v in units])
+                # A plain pod's unit is the pod of this node; a group's, its pods here.
+                local.append([[v.pods[0]] if v.kind == POD
+                              else [here[p.uid] for p in v.pods if p.uid in here]
+                              for v in units])
                 spans = spans or any(len(v.pods) > 1 for v in units)
                 with_victims.append(position)
             else:

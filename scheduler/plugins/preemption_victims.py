@@ -12,8 +12,8 @@ a disruption mode: their pods are plain victims.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from scheduler.plugin_api import (
     WORKLOAD_API,
@@ -40,26 +40,37 @@ def pod_start(pod: PodInfo) -> datetime:
     return start if start.tzinfo is not None else start.replace(tzinfo=UTC)
 
 
-@dataclass(frozen=True)
 class Victim:
-    """upstream's Victim: pods evicted together or not at all, with one priority."""
+    """upstream's Victim: pods evicted together or not at all, with one priority.
 
-    pods: tuple[PodInfo, ...]
-    priority: int
-    kind: str = POD
+    Its MoreImportantVictim sort key is made once, with the victim: a dry run builds one
+    for every lower-priority pod of every candidate node and sorts them more than once.
+    """
+
+    __slots__ = ("key", "kind", "pods", "priority")
+
+    def __init__(self, pods: tuple[PodInfo, ...], priority: int, kind: str = POD) -> None:
+        self.pods = pods
+        self.priority = priority
+        self.kind = kind
+        start = pod_start(pods[0]) if len(pods) == 1 else min(pod_start(p) for p in pods)
+        # Most important first: higher priority, then a group's pods before a plain pod,
+        # then the larger unit, then the earlier start.
+        self.key = (-priority, -2 if kind == POD_GROUP else -1, -len(pods), start)
+
+    def __repr__(self) -> str:
+        return f"Victim({[p.key for p in self.pods]}, {self.priority}, {self.kind})"
 
     @property
     def is_group(self) -> bool:
         return self.kind == POD_GROUP
 
     def earliest_start(self) -> datetime:
-        return min(pod_start(p) for p in self.pods)
+        return self.key[3]
 
     def importance_key(self) -> tuple[int, int, int, datetime]:
-        """MoreImportantVictim as a sort key, most important first: higher priority, then
-        a group's pods before a plain pod, then the larger unit, then the earlier start."""
-        rank = 2 if self.is_group else 1
-        return (-self.priority, -rank, -len(self.pods), self.earliest_start())
+        """MoreImportantVictim as a sort key, most important first."""
+        return self.key
 
 
 def workload_group(pod: PodInfo, groups: PodGroupsView) -> PodGroup | None:
@@ -84,12 +95,14 @@ def victims_among(pods: Iterable[PodInfo], groups: PodGroupsView) -> list[Victim
     victims: list[Victim] = []
     whole: set[str] = set()
     for pod in pods:
-        group = workload_group(pod, groups)
-        kind = POD_GROUP if pod.pod_group is not None and \
-            pod.pod_group.source == WORKLOAD_API else POD
+        ref = pod.pod_group
+        if ref is None or ref.source != WORKLOAD_API:
+            victims.append(Victim((pod,), pod.priority))
+            continue
+        group = groups.group_of(pod)
         if group is None or group.disruption_mode != DISRUPTION_ALL:
             priority = pod.priority if group is None else group.priority or 0
-            victims.append(Victim((pod,), priority, kind))
+            victims.append(Victim((pod,), priority, POD_GROUP))
             continue
         if group.key in whole:
             continue
@@ -135,8 +148,7 @@ def split_by_pdb(
     return violating + others, budgets + [""] * len(others)
 
 
-@dataclass(frozen=True)
-class PdbSplit:
+class PdbSplit(NamedTuple):
     """One victim as FilterVictimsWithPDBViolation sees it: how many of its pods violate a
     budget, and which budgets."""
 
@@ -145,12 +157,17 @@ class PdbSplit:
     budgets: frozenset[str]
 
 
+NO_BUDGETS: frozenset[str] = frozenset()
+
+
 def split_victims_by_pdb(
     victims: Sequence[Victim], pdbs: Sequence[DisruptionBudget]
 ) -> tuple[list[PdbSplit], list[PdbSplit]]:
     """FilterVictimsWithPDBViolation: the violating units and the others, each in the given
     order. Budgets are charged pod by pod, unit after unit, as for single pods
     (``split_by_pdb`` over the pods in that order); a unit violates if any of its pods does."""
+    if not pdbs:
+        return [], [PdbSplit(victim, 0, NO_BUDGETS) for victim in victims]
     pods = [p for v in victims for p in v.pods]
     order, budgets = split_by_pdb(pods, pdbs)
     broken = {k: budget for k, budget in zip(order, budgets, strict=True) if budget}
