@@ -11,7 +11,8 @@ speed ratio. The answer is the median of those ratios and how many pairs each si
 ``BASE_REF`` (and ``--head``, else the working tree) is checked out in a temporary
 ``git worktree``; each side runs its own ``bench/run.py`` scenario builder, settles its
 heap and places its threads as its own benchmark does. The result goes to
-bench/results/ab-<base>-<head>.json.
+bench/results/ab-<base>-<head>.json (ab-<scenario>-<base>-<head>.json for another
+``--scenario``).
 """
 
 from __future__ import annotations
@@ -205,7 +206,9 @@ def main() -> int:
         parser.error("a base ref is required")
     result = compare(args)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"ab-{result['base']}-{result['head']}.json"
+    # The default scenario keeps its old name; another one does not overwrite it.
+    scenario = "" if args.scenario == SCENARIO else f"{args.scenario}-"
+    out = RESULTS / f"ab-{scenario}{result['base']}-{result['head']}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result))
     return 0
