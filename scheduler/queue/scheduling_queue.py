@@ -433,11 +433,9 @@ class SchedulingQueue(Generic[P]):
         """
         uid = qpi.uid
         with self._lock:
-            record = self._in_flight.get(uid)
-            gone = record.deleted if record is not None else uid in self._tombstones
-            if gone or self._is_queued_locked(uid):
-                self._done_locked(uid)
+            if not self._still_pending_locked(qpi):
                 return False
+            record = self._in_flight.get(uid)
             if error:
                 qpi.unschedulable_plugins.clear()
                 qpi.pending_plugins.clear()
@@ -448,8 +446,6 @@ class SchedulingQueue(Generic[P]):
                 qpi.consecutive_errors = 0
             qpi.timestamp = self._clock()
             qpi.backoff_expiration = None
-            if record is not None:
-                qpi.pod = record.pod
             if record is None or (not qpi.unschedulable_plugins and not qpi.pending_plugins):
                 # An error is retried after its backoff; so is an attempt we did not track
                 # (upstream: no in-flight record means queueAfterBackoff).
@@ -494,9 +490,6 @@ class SchedulingQueue(Generic[P]):
             qpi.unschedulable_count = 0
             qpi.consecutive_errors = 0
             qpi.backoff_expiration = None
-            record = self._in_flight.get(qpi.uid)
-            if record is not None:
-                qpi.pod = record.pod
             return self._finish_requeue_locked(qpi, Strategy.IMMEDIATELY)
 
     def add_failed_group(self, members: Sequence[QueuedPodInfo[P]], *, error: bool) -> int:
@@ -527,9 +520,6 @@ class SchedulingQueue(Generic[P]):
             duration = self.backoff_duration(live[0], len(live))
             for qpi in live:
                 qpi.backoff_expiration = float(math.floor(now + duration))
-                record = self._in_flight.get(qpi.uid)
-                if record is not None:
-                    qpi.pod = record.pod
                 self._finish_requeue_locked(qpi, Strategy.AFTER_BACKOFF)
             return len(live)
 
@@ -551,9 +541,6 @@ class SchedulingQueue(Generic[P]):
             if error:
                 qpi.unschedulable_plugins.clear()
                 qpi.pending_plugins.clear()
-            record = self._in_flight.get(qpi.uid)
-            if record is not None:
-                qpi.pod = record.pod
             sibling = self._queued_sibling_locked(group_of, key, qpi.uid)
             where = self._join_group_locked(qpi, sibling)
             self._incoming_locked(SCHEDULE_ATTEMPT_FAILURE, where)
@@ -594,13 +581,16 @@ class SchedulingQueue(Generic[P]):
 
     def _still_pending_locked(self, qpi: QueuedPodInfo[P]) -> bool:
         """Whether a popped pod is to be requeued: not deleted or bound meanwhile, nor queued
-        again; ``done`` when not."""
+        again; ``done`` when not. When it is, ``qpi`` carries the watch's newest version of
+        the pod, which every requeue queues."""
         uid = qpi.uid
         record = self._in_flight.get(uid)
         gone = record.deleted if record is not None else uid in self._tombstones
         if gone or self._is_queued_locked(uid):
             self._done_locked(uid)
             return False
+        if record is not None:
+            qpi.pod = record.pod
         return True
 
     # -- events -----------------------------------------------------------------------------
