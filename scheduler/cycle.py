@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 import structlog
@@ -683,9 +683,9 @@ def handle_binding_cycle_error(
         return
     if not failure.status.is_rejected():
         s.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
-        handle_scheduling_failure(s, attempt, failure, binding_failed=True)
+        handle_scheduling_failure(s, attempt, failure, requeue="group_member")
         return
-    handle_scheduling_failure(s, attempt, failure, binding_failed=True)
+    handle_scheduling_failure(s, attempt, failure, requeue="group_member")
     # After the requeue, as upstream defers it: the pod's own forget must not move it.
     s.queue.move_all_to_active_or_backoff(
         ASSIGNED_POD_DELETE, assumed, None, pre_check=lambda other: other.uid != pod.uid
@@ -710,32 +710,35 @@ def extenders_binding(s: CycleHost, pod: PodInfo, node: str) -> Status | None:
     return None
 
 
+# How a failed attempt's pod goes back to the queue (handle_scheduling_failure).
+Requeue = Literal["pod", "leftover_of_placed_group", "with_its_group", "group_member"]
+
+
 def handle_scheduling_failure(
-    s: CycleHost, attempt: Attempt, failure: Failure, *, group_placed: bool = False,
-    group_requeued: bool = False, binding_failed: bool = False,
+    s: CycleHost, attempt: Attempt, failure: Failure, *, requeue: Requeue = "pod",
 ) -> None:
     """Requeue the pod, keep or change its nomination, and tell the user why (upstream's
     handleSchedulingFailure, its FailureHandler): the one end of every failed attempt.
 
     As upstream, the watch's newest version of the pod decides: a pod deleted, terminating or
     bound since the cycle began is not requeued, gets no nomination and no status write.
-    ``group_placed``: the pod is a member left over by a cycle that placed its group; it is
-    requeued to activeQ at once (upstream's AddAttemptedPodGroupIfNeeded with Success).
-    ``group_requeued``: the pod is a member of a group whose cycle failed, already requeued
-    with its group (``_requeue_failed_group``). ``binding_failed``: its binding cycle
-    failed; a member of a pod group joins its group in the queue (upstream's
-    addPodGroupMember).
+    ``requeue``: ``pod``, the pod's own failure path; ``leftover_of_placed_group``, a
+    member left over by a cycle that placed its group, to activeQ at once (upstream's
+    AddAttemptedPodGroupIfNeeded with Success); ``with_its_group``, a member of a group whose
+    cycle failed, already requeued with the group (``_requeue_failed_group``);
+    ``group_member``, its binding cycle failed, and a member of a pod group joins its group
+    in the queue (upstream's addPodGroupMember).
     """
     qpi, framework = attempt.qpi, attempt.framework
     pod = qpi.pod
     _note_rejectors(qpi, failure)
     is_error = not failure.status.is_rejected()
-    if group_placed:
-        s.queue.add_leftover_of_placed_group(qpi)
-    elif binding_failed:
-        s.queue.add_unschedulable_group_member(qpi, error=is_error)
-    elif not group_requeued:
+    if requeue == "pod":
         s.queue.add_unschedulable_if_not_present(qpi, error=is_error)
+    elif requeue == "leftover_of_placed_group":
+        s.queue.add_leftover_of_placed_group(qpi)
+    elif requeue == "group_member":
+        s.queue.add_unschedulable_group_member(qpi, error=is_error)
     reason, message, nominated_node = failure.reason, failure.message(), failure.nominated_node
     current = s.pods.get(pod.uid)
     if current is not None and (current.node_name or current.is_terminating):
@@ -851,13 +854,12 @@ def schedule_pod_group(s: CycleHost, first: Attempt) -> None:
                                              state.scheduled_count(), attempts, outcome)
         _fail_placed(outcome, nominations)
         waiting = nominations is not None
-    requeued = not outcome.status.is_success() and group.source == WORKLOAD_API
-    if requeued:
+    requeue: Requeue = "leftover_of_placed_group" if outcome.status.is_success() else "pod"
+    if requeue == "pod" and group.source == WORKLOAD_API:
         _requeue_failed_group(s, outcome)
+        requeue = "with_its_group"
     for attempt, failure in outcome.failed:
-        handle_scheduling_failure(s, attempt, failure,
-                                  group_placed=outcome.status.is_success(),
-                                  group_requeued=requeued)
+        handle_scheduling_failure(s, attempt, failure, requeue=requeue)
     result = WAITING_ON_PREEMPTION if waiting else _attempt_result(outcome.status)
     s.metrics.profile(first.framework.profile_name).pod_group_attempt(
         result, time.perf_counter() - first.start)
