@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import enum
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -486,12 +486,14 @@ class DefaultPreemption:
         """isPreemptionAllowed for the pod as a victim of its own (NewPodVictim: its
         PodGroup's priority, else its own)."""
         unit = Victim((victim,), victim_priority(victim, self.handle.pod_groups))
-        return self._may_preempt_unit(unit, preemptor)
+        return bool(self._eligible([unit], preemptor))
 
-    def _may_preempt_unit(self, victim: Victim, preemptor: PodInfo) -> bool:
-        """isPreemptionAllowedAcrossAllVictimNodes: a lower priority, and with victimScope
-        OwnProfiles every pod of the victim this scheduler's."""
-        return victim.priority < preemptor.priority and self.in_scope(victim)
+    def _eligible(self, units: Iterable[Victim], preemptor: PodInfo) -> list[Victim]:
+        """isPreemptionAllowedAcrossAllVictimNodes over ``units``: those of a lower
+        priority, and with victimScope OwnProfiles every pod of them this scheduler's (one
+        pass: it runs for every pod of every candidate node)."""
+        below, every_scope = preemptor.priority, not self.own_profiles_only
+        return [v for v in units if v.priority < below and (every_scope or self.in_scope(v))]
 
     def in_scope(self, victim: Victim) -> bool:
         """victimScope: with OwnProfiles, every pod of the victim is this scheduler's."""
@@ -629,12 +631,9 @@ class DefaultPreemption:
         with_victims: list[int] = []
         no_victims: list[int] = []
         spans = False
-        priority, every_scope = dry.pod.priority, not self.own_profiles_only
         for position, row in enumerate(rows):
             here = nodes.pods[int(row)]
-            # _may_preempt_unit, spelled out: it runs for every pod of every candidate node.
-            units = [v for v in victims_among(here.values(), groups)
-                     if v.priority < priority and (every_scope or self.in_scope(v))]
+            units = self._eligible(victims_among(here.values(), groups), dry.pod)
             if units:
                 units.sort(key=Victim.importance_key)
                 potential.append(units)
