@@ -40,7 +40,6 @@ from scheduler.framework.runtime import Framework, PluginSets
 from scheduler.framework.waiting import WaitingPods
 from scheduler.metrics import Metrics
 from scheduler.model.pod import PodInfo
-from scheduler.model.pod_group import WORKLOAD_API
 from scheduler.model.volumes import ClaimInfo, VolumeInfo
 from scheduler.queue.heap import order_of_less
 from scheduler.queue.nominator import Nominator
@@ -501,7 +500,7 @@ def _profile_of(pod: PodInfo) -> str:
 def _workload_group_of(pod: PodInfo) -> tuple[str, str] | None:
     """A Workload-API member's group: its members wait as one in upstream's queue."""
     ref = pod.pod_group
-    if ref is None or ref.source != WORKLOAD_API:
+    if ref is None or not pod.in_workload_group:
         return None
     return pod.namespace, ref.name
 

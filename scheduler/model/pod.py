@@ -17,7 +17,12 @@ from operator import attrgetter
 from typing import Any, NamedTuple, TypeVar
 
 from scheduler.model.errors import InvalidSpecError
-from scheduler.model.pod_group import COSCHEDULING_LABEL, PREEMPT_LOWER_PRIORITY, PodGroupRef
+from scheduler.model.pod_group import (
+    COSCHEDULING_LABEL,
+    PREEMPT_LOWER_PRIORITY,
+    WORKLOAD_API,
+    PodGroupRef,
+)
 from scheduler.model.resources import ResourceList, pod_resources
 from scheduler.model.selectors import (
     LabelSelector,
@@ -349,6 +354,13 @@ class PodInfo:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def in_workload_group(self) -> bool:
+        """A member of a Workload-API PodGroup (``spec.schedulingGroup``): its group's
+        priority and disruption mode count for it; a Coscheduling group's pod has neither."""
+        ref = self.pod_group
+        return ref is not None and ref.source == WORKLOAD_API
 
     @property
     def is_terminating(self) -> bool:

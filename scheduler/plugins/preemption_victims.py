@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from typing import NamedTuple
 
 from scheduler.plugin_api import (
-    WORKLOAD_API,
     DisruptionBudget,
     PodGroup,
     PodGroupsView,
@@ -76,10 +75,7 @@ class Victim:
 def workload_group(pod: PodInfo, groups: PodGroupsView) -> PodGroup | None:
     """The pod's Workload-API PodGroup, if observed (Coscheduling groups have no priority
     nor disruption mode)."""
-    ref = pod.pod_group
-    if ref is None or ref.source != WORKLOAD_API:
-        return None
-    return groups.group_of(pod)
+    return groups.group_of(pod) if pod.in_workload_group else None
 
 
 def victim_priority(pod: PodInfo, groups: PodGroupsView) -> int:
@@ -95,8 +91,7 @@ def victims_among(pods: Iterable[PodInfo], groups: PodGroupsView) -> list[Victim
     victims: list[Victim] = []
     whole: set[str] = set()
     for pod in pods:
-        ref = pod.pod_group
-        if ref is None or ref.source != WORKLOAD_API:
+        if not pod.in_workload_group:
             victims.append(Victim((pod,), pod.priority))
             continue
         group = groups.group_of(pod)

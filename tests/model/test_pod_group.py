@@ -127,6 +127,21 @@ def test_a_pods_group(spec: dict[str, Any], labels: dict[str, str],
     assert info.pod_group == ref and info.parse_error is None
 
 
+@pytest.mark.parametrize(
+    ("spec", "labels", "member"),
+    [
+        ({}, {}, False),
+        ({"schedulingGroup": {"podGroupName": "pg"}}, {}, True),
+        ({}, {"scheduling.x-k8s.io/pod-group": "cg"}, False),
+    ],
+    ids=["no group", "schedulingGroup", "coscheduling label"],
+)
+def test_only_a_workload_api_groups_pod_is_in_a_workload_group(
+        spec: dict[str, Any], labels: dict[str, str], member: bool) -> None:
+    """A Coscheduling group's pod has no group priority nor disruption mode: it is not."""
+    assert PodInfo.from_pod(pod("p", labels=labels, spec=spec)).in_workload_group is member
+
+
 def test_a_malformed_scheduling_group_is_the_pods_parse_error() -> None:
     info = PodInfo.from_pod(pod("p", spec={"schedulingGroup": {"podGroupName": 3}}))
     assert info.parse_error == InvalidSpecError(
