@@ -65,7 +65,6 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import ClassVar, Literal
 
 import numpy as np
@@ -87,6 +86,7 @@ from scheduler.plugin_api import (
     Handle,
     IntArray,
     Metrics,
+    NodeTableView,
     NodeView,
     PodGroup,
     PodInfo,
@@ -99,10 +99,11 @@ from scheduler.plugin_api import (
 )
 from scheduler.plugins.preemption_victims import (
     NOT_STARTED,
-    POD,
-    PdbSplit,
+    Charge,
+    LonePodsMemo,
+    NodeVictims,
     Victim,
-    split_victims_by_pdb,
+    pod_importance,
     victim_priority,
     victims_among,
 )
@@ -238,16 +239,14 @@ class _DryRun:
 
 @dataclass
 class _VictimBatch:
-    """Nodes of a dry run with their potential victims (units, most important first), each
-    unit's pods on that node and on other nodes (None: no unit of the batch has pods on
-    several nodes), each unit's request vector and pod count on that node (node by node,
-    from ``offsets``), the nodes' requests and pod counts, and per node what the victims
-    still removed free."""
+    """Nodes of a dry run with their potential victims (most important first), whether any
+    victim has pods on other nodes, each victim's request vector and pod count on its node
+    (node by node, from ``offsets``), the nodes' requests and pod counts, and per node what
+    the victims still removed free."""
 
     rows: IntArray
-    potential: list[list[Victim]]
-    local: list[list[list[PodInfo]]]
-    remote: list[list[Sequence[PodInfo]]] | None
+    potential: list[NodeVictims]
+    spans: bool
     vectors: IntArray
     counts: IntArray
     offsets: IntArray
@@ -259,10 +258,7 @@ class _VictimBatch:
     def keep(self, positions: IntArray) -> None:
         """Only the nodes at ``positions`` go on."""
         self.rows = self.rows[positions]
-        self.potential = [self.potential[int(i)] for i in positions]
-        self.local = [self.local[int(i)] for i in positions]
-        if self.remote is not None:
-            self.remote = [self.remote[int(i)] for i in positions]
+        self.potential = [self.potential[i] for i in positions.tolist()]
         self.offsets = self.offsets[positions]
         self.base_requested = self.base_requested[positions]
         self.base_count = self.base_count[positions]
@@ -271,14 +267,15 @@ class _VictimBatch:
 
     def removed_pods(self) -> list[list[PodInfo]]:
         """Per node, the pods on it that the potential victims take away."""
-        return [[p for unit in here for p in unit] for here in self.local]
+        return [list(victims.pods) for victims in self.potential]
 
     def removed_elsewhere(self) -> list[list[PodInfo]] | None:
         """Per node, the pods on other nodes that its potential victims take away (a
         ``disruptionMode: All`` group's), or None when no node's victims have any."""
-        if self.remote is None:
+        if not self.spans:
             return None
-        elsewhere = [[p for unit in there for p in unit] for there in self.remote]
+        elsewhere = [[p for unit in victims.remote_pods() for p in unit]
+                     for victims in self.potential]
         return elsewhere if any(elsewhere) else None
 
 
@@ -288,13 +285,13 @@ class _RemovedPods:
     (``local``) and on other nodes (``remote``), and the pods the victims not given back
     still remove there (``here``, ``elsewhere``; None when no victim has pods elsewhere)."""
 
-    local: list[list[list[PodInfo]]]
+    local: list[list[Sequence[PodInfo]]]
     remote: list[list[Sequence[PodInfo]]]
     here: list[list[PodInfo]]
     elsewhere: list[list[PodInfo]] | None
 
     @classmethod
-    def of(cls, local: list[list[list[PodInfo]]],
+    def of(cls, local: list[list[Sequence[PodInfo]]],
            remote: list[list[Sequence[PodInfo]]] | None) -> _RemovedPods:
         here = [[p for unit in q for p in unit] for q in local]
         if remote is None:
@@ -322,11 +319,6 @@ class _RemovedPods:
             self.elsewhere[queue] = elsewhere[position]
 
 
-def importance_key(pod: PodInfo) -> tuple[int, datetime]:
-    """Sort key: more important first (higher priority, then earlier start)."""
-    return (-pod.priority, _start(pod))
-
-
 class DefaultPreemption:
     name = NAME
 
@@ -336,6 +328,8 @@ class DefaultPreemption:
         self.min_abs = args.min_candidate_nodes_absolute
         self.strict_pdb = args.pdb_mode == "Strict"
         self.own_profiles_only = args.victim_scope == "OwnProfiles"
+        # The common case's victims per node, kept between preemptors until the node changes.
+        self._lone_pods = LonePodsMemo()
         self._lock = threading.Lock()
         self._actuations: dict[str, _Actuation] = {}
         self._executor: ThreadPoolExecutor | None = None
@@ -448,7 +442,7 @@ class DefaultPreemption:
             if row is None:
                 continue
             budgets = by_node[node].violated_budgets if node in by_node else set()
-            ordered_victims = sorted(chosen.pods, key=importance_key)
+            ordered_victims = sorted(chosen.pods, key=pod_importance)
             out.append(Candidate(row, node, ordered_victims, chosen.num_pdb_violations, budgets))
         return out, None
 
@@ -494,6 +488,11 @@ class DefaultPreemption:
         pass: it runs for every pod of every candidate node)."""
         below, every_scope = preemptor.priority, not self.own_profiles_only
         return [v for v in units if v.priority < below and (every_scope or self.in_scope(v))]
+
+    def _pod_in_scope(self, pod: PodInfo) -> bool:
+        """victimScope OwnProfiles: the pod is this scheduler's."""
+        handle = self.handle
+        return handle.has_profile(pod.scheduler_name)
 
     def in_scope(self, victim: Victim) -> bool:
         """victimScope: with OwnProfiles, every pod of the victim is this scheduler's."""
@@ -625,53 +624,47 @@ class DefaultPreemption:
         important first, and what removing all of them frees on the node; rows with none go
         to ``failed``."""
         nodes = dry.snapshot.nodes
-        groups = self.handle.pod_groups
-        potential: list[list[Victim]] = []
-        local: list[list[list[PodInfo]]] = []
+        self._lone_pods.follow(nodes)
+        potential: list[NodeVictims] = []
         with_victims: list[int] = []
         no_victims: list[int] = []
-        spans = False
-        for position, row in enumerate(rows):
-            here = nodes.pods[int(row)]
-            units = self._eligible(victims_among(here.values(), groups), dry.pod)
-            if units:
-                units.sort(key=Victim.importance_key)
-                potential.append(units)
-                # A plain pod's unit is the pod of this node; a group's, its pods here.
-                local.append([[v.pods[0]] if v.kind == POD
-                              else [here[p.uid] for p in v.pods if p.uid in here]
-                              for v in units])
-                spans = spans or any(len(v.pods) > 1 for v in units)
-                with_victims.append(position)
+        for position, row in enumerate(rows.tolist()):
+            victims = self._victims_on(nodes, row, dry.pod)
+            if victims is None:
+                no_victims.append(row)
             else:
-                no_victims.append(int(row))
+                potential.append(victims)
+                with_victims.append(position)
         if no_victims:
             failed.append((np.asarray(no_victims, dtype=np.int64), NO_VICTIMS))
         if not with_victims:
             return None
         batch_rows = rows[np.asarray(with_victims, dtype=np.int64)]
-        # A group's pods on other nodes; none to look for in a batch of lone pods.
-        remote = [_pods_elsewhere(units, nodes.pods[int(row)])
-                  for units, row in zip(potential, batch_rows, strict=True)] if spans else None
-        base_requested = np.take(nodes.requested, batch_rows, axis=0)
-        pod_vector = dry.snapshot.resources.pod_vector
-        zero = np.zeros(base_requested.shape[1], dtype=base_requested.dtype)
-        # A lone pod's vector as it is (the common case); a group's pods here, summed.
-        vectors = np.stack([pod_vector(unit[0]) if len(unit) == 1
-                            else sum((pod_vector(p) for p in unit), zero)
-                            for units in local for unit in units])
-        counts = np.asarray([len(unit) for units in local for unit in units], dtype=np.int64)
-        per_node = np.asarray([len(units) for units in local], dtype=np.int64)
-        owner = np.repeat(np.arange(len(local)), per_node)
-        removed_sum = np.zeros_like(base_requested)
-        np.add.at(removed_sum, owner, vectors)
-        removed_count = np.zeros(len(local), dtype=np.int64)
-        np.add.at(removed_count, owner, counts)
+        per_node = np.asarray([len(victims) for victims in potential], dtype=np.int64)
+        offsets = np.concatenate(([0], np.cumsum(per_node)[:-1]))
+        vectors = np.concatenate([victims.vectors for victims in potential])
+        counts = _unit_counts(potential, int(per_node.sum()))
+        # Every node has a victim: no segment is empty.
         return _VictimBatch(
-            batch_rows, potential, local, remote, vectors, counts,
-            np.concatenate(([0], np.cumsum(per_node)[:-1])),
-            base_requested, nodes.pod_count[batch_rows], removed_sum, removed_count,
+            batch_rows, potential, any(victims.spans for victims in potential), vectors, counts,
+            offsets, np.take(nodes.requested, batch_rows, axis=0), nodes.pod_count[batch_rows],
+            np.add.reduceat(vectors, offsets, axis=0), np.add.reduceat(counts, offsets),
         )
+
+    def _victims_on(self, nodes: NodeTableView, row: int, pod: PodInfo) -> NodeVictims | None:
+        """The victims ``pod`` may take on the node: its lower-priority pods, from the memo,
+        on a node without Workload-API group members; else the units of getCrossNodesVictims
+        that ``_eligible`` keeps. None when there are none."""
+        lone = self._lone_pods.of(nodes, row)
+        if lone is not None:
+            return lone.below(pod.priority, self._pod_in_scope if self.own_profiles_only
+                              else None)
+        here = nodes.pods[row]
+        units = self._eligible(victims_among(here.values(), self.handle.pod_groups), pod)
+        if not units:
+            return None
+        units.sort(key=Victim.importance_key)
+        return NodeVictims.of_units(units, here, nodes)
 
     def _keep_fitting_without_victims(
         self, dry: _DryRun, batch: _VictimBatch, failed: list[tuple[IntArray, str]]
@@ -699,28 +692,20 @@ class DefaultPreemption:
         """Give each node's victims back one at a time (PDB-violating ones first), on every
         node at once, keeping those the pod still fits beside: the candidates, their victims'
         pods most important victim first, or a Filter's error."""
-        queues: list[list[PdbSplit]] = []
-        # Per reprieve queue, where each victim's vector sits in ``batch.vectors``, and its
-        # pods on the node and on other nodes.
+        # Per node, its victims' indices in reprieve order, what each costs in budgets, and
+        # where each one's vector sits in ``batch.vectors``.
+        queues: list[list[int]] = []
+        charges: list[list[Charge]] = []
         vector_rows: list[list[int]] = []
-        local: list[list[list[PodInfo]]] = []
-        remote: list[list[Sequence[PodInfo]]] = []
-        for i, (here, pods, offset) in enumerate(zip(batch.potential, batch.local,
-                                                     batch.offsets.tolist(), strict=True)):
-            violating, others = split_victims_by_pdb(here, pdbs)
-            position = {id(v): k for k, v in enumerate(here)}
-            queue = violating + others
+        for victims, offset in zip(batch.potential, batch.offsets.tolist(), strict=True):
+            queue, charge = victims.pdb_queue(pdbs)
             queues.append(queue)
-            vector_rows.append([offset + position[id(split.victim)] for split in queue])
-            local.append([pods[position[id(split.victim)]] for split in queue])
-            if batch.remote is not None:
-                there = batch.remote[i]
-                remote.append([there[position[id(split.victim)]] for split in queue])
-        removed = (_RemovedPods.of(local, remote if batch.remote is not None else None)
-                   if dry.lists else None)
+            charges.append(charge)
+            vector_rows.append([offset + k for k in queue])
+        removed = self._reprieve_lists(batch, queues) if dry.lists else None
         names = dry.snapshot.nodes.names
         candidates = [Candidate(row, names[row], [], 0) for row in batch.rows.tolist()]
-        chosen: list[list[Victim]] = [[] for _ in candidates]
+        chosen: list[list[int]] = [[] for _ in candidates]
         for step in range(max(len(q) for q in queues)):
             active = [i for i, q in enumerate(queues) if step < len(q)]
             idx = np.asarray(active, dtype=np.int64)
@@ -745,18 +730,35 @@ class DefaultPreemption:
             batch.removed_sum[kept] -= back[passed]
             batch.removed_count[kept] -= back_count[passed]
             for j, i in enumerate(active):
-                split = queues[i][step]
                 if passed[j]:
                     if removed is not None:
                         removed.keep(i, trial_removed, trial_elsewhere, j)
-                else:
-                    chosen[i].append(split.victim)
-                    candidates[i].num_pdb_violations += split.violations
-                    candidates[i].violated_budgets |= split.budgets
-        for candidate, victims in zip(candidates, chosen, strict=True):
-            victims.sort(key=Victim.importance_key)
-            candidate.victims = [p for v in victims for p in v.pods]
+                    continue
+                chosen[i].append(queues[i][step])
+                violations, budgets = charges[i][step]
+                if violations:
+                    candidates[i].num_pdb_violations += violations
+                    candidates[i].violated_budgets |= budgets
+        for candidate, victims, picked in zip(candidates, batch.potential, chosen, strict=True):
+            if pdbs:
+                # Taken in reprieve order; most important first, as the reprieve found them
+                # among equals (without budgets that order is already the importance order).
+                picked.sort(key=victims.key)
+            candidate.victims = victims.victims(picked)
         return candidates
+
+    @staticmethod
+    def _reprieve_lists(batch: _VictimBatch, queues: Sequence[Sequence[int]]) -> _RemovedPods:
+        """The pod lists the reprieve hands the filters that read them, for ``queues``."""
+        local: list[list[Sequence[PodInfo]]] = []
+        remote: list[list[Sequence[PodInfo]]] = []
+        for victims, queue in zip(batch.potential, queues, strict=True):
+            here = victims.local_pods()
+            local.append([here[k] for k in queue])
+            if batch.spans:
+                there = victims.remote_pods()
+                remote.append([there[k] for k in queue])
+        return _RemovedPods.of(local, remote if batch.spans else None)
 
     # -- actuation ------------------------------------------------------------------------
     def actuate(self, pod: PodInfo, best: Candidate) -> None:
@@ -1058,14 +1060,12 @@ class DefaultPreemption:
         return (ClusterEventWithHint(ClusterEvent(Resource.ASSIGNED_POD, Action.DELETE), _skip),)
 
 
-def _pods_elsewhere(
-    units: Sequence[Victim], here: Mapping[str, PodInfo]
-) -> list[Sequence[PodInfo]]:
-    """Per unit, its pods on other nodes than the one whose pods are ``here`` (a
-    ``disruptionMode: All`` group's); a lone pod here is answered without a comprehension,
-    as every unit of a node without groups is one."""
-    return [() if len(v.pods) == 1 and v.pods[0].uid in here
-            else [p for p in v.pods if p.uid not in here] for v in units]
+def _unit_counts(potential: Sequence[NodeVictims], total: int) -> IntArray:
+    """Per victim of ``potential``, node after node, its pods on its node: one each but for
+    a group's (``total`` victims in all)."""
+    if all(victims.units is None for victims in potential):
+        return np.ones(total, dtype=np.int64)
+    return np.asarray([c for victims in potential for c in victims.counts()], dtype=np.int64)
 
 
 def _without(pods: Sequence[PodInfo], gone: Sequence[PodInfo]) -> list[PodInfo]:

@@ -11,12 +11,17 @@ a disruption mode: their pods are plain victims.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import NamedTuple
 
+import numpy as np
+
 from scheduler.plugin_api import (
     DisruptionBudget,
+    IntArray,
+    NodeTableView,
     PodGroup,
     PodGroupsView,
     PodInfo,
@@ -37,6 +42,12 @@ def pod_start(pod: PodInfo) -> datetime:
     if start is None:
         return NOT_STARTED
     return start if start.tzinfo is not None else start.replace(tzinfo=UTC)
+
+
+def pod_importance(pod: PodInfo) -> tuple[int, datetime]:
+    """MoreImportantPod as a sort key, most important first: higher priority, then the
+    earlier start."""
+    return (-pod.priority, pod_start(pod))
 
 
 class Victim:
@@ -175,3 +186,171 @@ def split_victims_by_pdb(
         split = PdbSplit(victim, len(mine), frozenset(mine))
         (violating if mine else others).append(split)
     return violating, others
+
+
+# What a victim costs in budgets (FilterVictimsWithPDBViolation): how many of its pods
+# violate one, and which.
+Charge = tuple[int, frozenset[str]]
+UNCHARGED: Charge = (0, NO_BUDGETS)
+
+
+class NodeVictims:
+    """A node's potential victims in a preemption's dry run, most important first, and their
+    request vectors (a unit's pods on the node, summed).
+
+    On a node without Workload-API group members (the common case) the victims are its
+    pods, each a unit of its own, and no Victim is made for them: ``units`` is None and
+    ``pods`` are the victims. Otherwise ``units`` are the Victims, ``local`` each one's pods
+    on the node, ``remote`` its pods on other nodes, and ``pods`` every pod they remove here.
+    """
+
+    __slots__ = ("local", "pods", "remote", "units", "vectors")
+
+    def __init__(
+        self,
+        pods: Sequence[PodInfo],
+        vectors: IntArray,
+        units: Sequence[Victim] | None = None,
+        local: Sequence[Sequence[PodInfo]] = (),
+        remote: Sequence[Sequence[PodInfo]] = (),
+    ) -> None:
+        self.pods = pods
+        self.vectors = vectors
+        self.units = units
+        self.local = local
+        self.remote = remote
+
+    @classmethod
+    def of_units(
+        cls, units: Sequence[Victim], here: Mapping[str, PodInfo], table: NodeTableView
+    ) -> NodeVictims:
+        """The node whose pods are ``here``, with ``units`` (most important first)."""
+        columns = table.resources
+        pod_vector = columns.pod_vector
+        # A plain pod's unit is the pod of this node; a group's, its pods here.
+        local = [[v.pods[0]] if v.kind == POD else [here[p.uid] for p in v.pods if p.uid in here]
+                 for v in units]
+        zero = np.zeros(len(columns.names), dtype=np.int64)
+        vectors = np.stack([pod_vector(unit[0]) if len(unit) == 1
+                            else sum((pod_vector(p) for p in unit), zero) for unit in local])
+        remote = [() if len(v.pods) == 1 and v.pods[0].uid in here
+                  else [p for p in v.pods if p.uid not in here] for v in units]
+        return cls([p for unit in local for p in unit], vectors, units, local, remote)
+
+    def __len__(self) -> int:
+        """How many victims."""
+        return len(self.pods) if self.units is None else len(self.units)
+
+    @property
+    def spans(self) -> bool:
+        """Some victim has pods on other nodes (a ``disruptionMode: All`` group)."""
+        return any(self.remote)
+
+    def counts(self) -> list[int]:
+        """Per victim, its pods on the node."""
+        if self.units is None:
+            return [1] * len(self.pods)
+        return [len(unit) for unit in self.local]
+
+    def local_pods(self) -> Sequence[Sequence[PodInfo]]:
+        """Per victim, its pods on the node."""
+        return [[p] for p in self.pods] if self.units is None else self.local
+
+    def remote_pods(self) -> Sequence[Sequence[PodInfo]]:
+        """Per victim, its pods on other nodes."""
+        return self.remote if self.units is not None else [()] * len(self.pods)
+
+    def key(self, k: int) -> tuple[object, ...]:
+        """Victim ``k``'s MoreImportantVictim key (on a node of lone pods, MoreImportantPod:
+        the same order)."""
+        units = self.units
+        return pod_importance(self.pods[k]) if units is None else units[k].key
+
+    def pdb_queue(self, pdbs: Sequence[DisruptionBudget]) -> tuple[list[int], list[Charge]]:
+        """The reprieve's order (victim indices, PDB-violating first) and each one's charge
+        in that order (``split_by_pdb``, ``split_victims_by_pdb``)."""
+        if not pdbs:
+            return list(range(len(self))), [UNCHARGED] * len(self)
+        units = self.units
+        if units is None:
+            order, budgets = split_by_pdb(self.pods, pdbs)
+            return order, [(1, frozenset((b,))) if b else UNCHARGED for b in budgets]
+        violating, others = split_victims_by_pdb(units, pdbs)
+        position = {id(v): k for k, v in enumerate(units)}
+        queue = violating + others
+        return ([position[id(split.victim)] for split in queue],
+                [(split.violations, split.budgets) for split in queue])
+
+    def victims(self, chosen: Sequence[int]) -> list[PodInfo]:
+        """The pods of the victims at ``chosen``, in that order."""
+        pods, units = self.pods, self.units
+        if units is None:
+            return [pods[k] for k in chosen]
+        return [p for k in chosen for p in units[k].pods]
+
+
+class LonePods:
+    """A node's pods most important first when none is a Workload-API group's member: each
+    is a victim of its own at its own priority, so one order serves every preemptor, who
+    takes those of a lower priority (a tail of it). With their request vectors."""
+
+    __slots__ = ("pods", "ranks", "vectors")
+
+    def __init__(self, pods: list[PodInfo], table: NodeTableView) -> None:
+        columns = table.resources
+        pods.sort(key=pod_importance)
+        self.pods = tuple(pods)
+        # Negated priorities, ascending: the pods of a lower priority than p start at
+        # bisect_right(ranks, -p).
+        self.ranks = [-p.priority for p in pods]
+        pod_vector = columns.pod_vector
+        self.vectors: IntArray = (
+            np.stack([pod_vector(p) for p in pods]) if pods
+            else np.zeros((0, len(columns.names)), dtype=np.int64))
+
+    def below(
+        self, priority: int, in_scope: Callable[[PodInfo], bool] | None = None
+    ) -> NodeVictims | None:
+        """The victims of a preemptor of ``priority``: the pods of a lower one, those
+        ``in_scope`` says when given; None when there are none."""
+        start = bisect_right(self.ranks, -priority)
+        pods: Sequence[PodInfo] = self.pods[start:]
+        vectors = self.vectors[start:]
+        if in_scope is not None:
+            kept = [k for k, p in enumerate(pods) if in_scope(p)]
+            pods, vectors = [pods[k] for k in kept], vectors[kept]
+        return NodeVictims(pods, vectors) if pods else None
+
+
+class LonePodsMemo:
+    """Per node row, its LonePods, or None for a node with a Workload-API group's member (its
+    victim is the group, at the group's priority, which the node table does not follow); kept
+    until the table's change log names the row, as ``helper.row_memo`` keeps its values:
+    between two preemptors only the rows that took or lost a pod change."""
+
+    def __init__(self) -> None:
+        self._table: object = None
+        self._mark = 0
+        self._rows: dict[int, LonePods | None] = {}
+
+    def follow(self, table: NodeTableView) -> None:
+        """Forget the rows that changed since the last call (every row, for a new table)."""
+        changed = table.rows_changed_since(self._mark) if table is self._table else None
+        self._mark = table.change_mark
+        if changed is None:
+            self._table = table
+            self._rows.clear()
+            return
+        rows = self._rows
+        for row in changed:
+            rows.pop(row, None)
+
+    def of(self, table: NodeTableView, row: int) -> LonePods | None:
+        """Row ``row``'s pods, once ``follow`` has seen the table's latest changes."""
+        rows = self._rows
+        if row in rows:
+            return rows[row]
+        pods = list(table.pods[row].values())
+        lone = None if any(p.in_workload_group for p in pods) else LonePods(pods, table)
+        rows[row] = lone
+        return lone
