@@ -640,7 +640,7 @@ class DefaultPreemption:
         if not with_victims:
             return None
         batch_rows = rows[np.asarray(with_victims, dtype=np.int64)]
-        per_node = np.asarray([len(victims) for victims in potential], dtype=np.int64)
+        per_node = np.asarray([victims.size for victims in potential], dtype=np.int64)
         offsets = np.concatenate(([0], np.cumsum(per_node)[:-1]))
         vectors = np.concatenate([victims.vectors for victims in potential])
         counts = _unit_counts(potential, int(per_node.sum()))
@@ -693,11 +693,16 @@ class DefaultPreemption:
         node at once, keeping those the pod still fits beside: the candidates, their victims'
         pods most important victim first, or a Filter's error."""
         # Per node, its victims' indices in reprieve order, what each costs in budgets, and
-        # where each one's vector sits in ``batch.vectors``.
-        queues: list[list[int]] = []
+        # where each one's vector sits in ``batch.vectors``. Without budgets, the order is
+        # the victims' own and nothing is charged.
+        queues: list[Sequence[int]] = []
         charges: list[list[Charge]] = []
-        vector_rows: list[list[int]] = []
+        vector_rows: list[Sequence[int]] = []
         for victims, offset in zip(batch.potential, batch.offsets.tolist(), strict=True):
+            if not pdbs:
+                queues.append(range(victims.size))
+                vector_rows.append(range(offset, offset + victims.size))
+                continue
             queue, charge = victims.pdb_queue(pdbs)
             queues.append(queue)
             charges.append(charge)
@@ -735,6 +740,8 @@ class DefaultPreemption:
                         removed.keep(i, trial_removed, trial_elsewhere, j)
                     continue
                 chosen[i].append(queues[i][step])
+                if not pdbs:
+                    continue
                 violations, budgets = charges[i][step]
                 if violations:
                     candidates[i].num_pdb_violations += violations

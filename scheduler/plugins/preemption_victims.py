@@ -202,9 +202,11 @@ class NodeVictims:
     pods, each a unit of its own, and no Victim is made for them: ``units`` is None and
     ``pods`` are the victims. Otherwise ``units`` are the Victims, ``local`` each one's pods
     on the node, ``remote`` its pods on other nodes, and ``pods`` every pod they remove here.
+    ``size``: how many victims; ``spans``: whether one has pods on other nodes (a
+    ``disruptionMode: All`` group). Read only: one serves every preemptor it fits.
     """
 
-    __slots__ = ("local", "pods", "remote", "units", "vectors")
+    __slots__ = ("local", "pods", "remote", "size", "spans", "units", "vectors")
 
     def __init__(
         self,
@@ -219,6 +221,8 @@ class NodeVictims:
         self.units = units
         self.local = local
         self.remote = remote
+        self.size = len(pods) if units is None else len(units)
+        self.spans = any(remote)
 
     @classmethod
     def of_units(
@@ -237,19 +241,10 @@ class NodeVictims:
                   else [p for p in v.pods if p.uid not in here] for v in units]
         return cls([p for unit in local for p in unit], vectors, units, local, remote)
 
-    def __len__(self) -> int:
-        """How many victims."""
-        return len(self.pods) if self.units is None else len(self.units)
-
-    @property
-    def spans(self) -> bool:
-        """Some victim has pods on other nodes (a ``disruptionMode: All`` group)."""
-        return any(self.remote)
-
     def counts(self) -> list[int]:
         """Per victim, its pods on the node."""
         if self.units is None:
-            return [1] * len(self.pods)
+            return [1] * self.size
         return [len(unit) for unit in self.local]
 
     def local_pods(self) -> Sequence[Sequence[PodInfo]]:
@@ -258,7 +253,7 @@ class NodeVictims:
 
     def remote_pods(self) -> Sequence[Sequence[PodInfo]]:
         """Per victim, its pods on other nodes."""
-        return self.remote if self.units is not None else [()] * len(self.pods)
+        return self.remote if self.units is not None else [()] * self.size
 
     def key(self, k: int) -> tuple[object, ...]:
         """Victim ``k``'s MoreImportantVictim key (on a node of lone pods, MoreImportantPod:
@@ -268,9 +263,7 @@ class NodeVictims:
 
     def pdb_queue(self, pdbs: Sequence[DisruptionBudget]) -> tuple[list[int], list[Charge]]:
         """The reprieve's order (victim indices, PDB-violating first) and each one's charge
-        in that order (``split_by_pdb``, ``split_victims_by_pdb``)."""
-        if not pdbs:
-            return list(range(len(self))), [UNCHARGED] * len(self)
+        in that order (``split_by_pdb``, ``split_victims_by_pdb``), for budgets ``pdbs``."""
         units = self.units
         if units is None:
             order, budgets = split_by_pdb(self.pods, pdbs)
@@ -294,7 +287,7 @@ class LonePods:
     is a victim of its own at its own priority, so one order serves every preemptor, who
     takes those of a lower priority (a tail of it). With their request vectors."""
 
-    __slots__ = ("pods", "ranks", "vectors")
+    __slots__ = ("pods", "ranks", "tails", "vectors")
 
     def __init__(self, pods: list[PodInfo], table: NodeTableView) -> None:
         columns = table.resources
@@ -307,6 +300,8 @@ class LonePods:
         self.vectors: IntArray = (
             np.stack([pod_vector(p) for p in pods]) if pods
             else np.zeros((0, len(columns.names)), dtype=np.int64))
+        # The victims from each start made so far: a node's pods have few priorities.
+        self.tails: dict[int, NodeVictims] = {}
 
     def below(
         self, priority: int, in_scope: Callable[[PodInfo], bool] | None = None
@@ -314,12 +309,18 @@ class LonePods:
         """The victims of a preemptor of ``priority``: the pods of a lower one, those
         ``in_scope`` says when given; None when there are none."""
         start = bisect_right(self.ranks, -priority)
-        pods: Sequence[PodInfo] = self.pods[start:]
-        vectors = self.vectors[start:]
-        if in_scope is not None:
-            kept = [k for k, p in enumerate(pods) if in_scope(p)]
-            pods, vectors = [pods[k] for k in kept], vectors[kept]
-        return NodeVictims(pods, vectors) if pods else None
+        if start == len(self.pods):
+            return None
+        if in_scope is None:
+            tail = self.tails.get(start)
+            if tail is None:
+                tail = self.tails[start] = NodeVictims(self.pods[start:], self.vectors[start:])
+            return tail
+        pods = self.pods[start:]
+        kept = [k for k, p in enumerate(pods) if in_scope(p)]
+        if not kept:
+            return None
+        return NodeVictims([pods[k] for k in kept], self.vectors[start:][kept])
 
 
 class LonePodsMemo:
