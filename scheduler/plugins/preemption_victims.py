@@ -7,6 +7,11 @@ All``, across nodes: evicted together or not at all, with the group's priority. 
 Workload-API group is ranked as a group's pod (upstream's NewPodVictim keeps the PodGroup
 key type for it), with its group's priority. Coscheduling groups have neither a priority nor
 a disruption mode: their pods are plain victims.
+
+A single pod's dry run reads the victims of a hundred nodes or more per preemptor, nearly
+always nodes without any Workload-API group member: there each pod is a victim of its own,
+so no Victim is made, and the node's pods stay sorted, with their request vectors, from one
+preemptor to the next until the node changes (``LonePodsMemo``, ``NodeVictims``).
 """
 
 from __future__ import annotations
