@@ -79,7 +79,7 @@ class GangScheduling:
             return SUCCESS
         group, members = self._handle.pod_groups.quorum_of(pod)
         if group is None:
-            if ref.source != WORKLOAD_API:
+            if not pod.in_workload_group:
                 return SUCCESS  # Coscheduling: no PodGroup, a pod like any other
             return Status.unschedulable(waiting_for_group(ref.name), resolvable=False)
         if group.is_gang and members < group.min_count:
@@ -111,7 +111,7 @@ class GangScheduling:
         groups = self._handle.pod_groups
         group, scheduled, assumed = groups.scheduled_of(pod)
         if group is None:
-            if ref.source != WORKLOAD_API:
+            if not pod.in_workload_group:
                 return PermitDecision(SUCCESS)
             return PermitDecision(Status.error(
                 f"failed to get podGroup {pod.namespace}/{ref.name}: "
@@ -169,7 +169,7 @@ class GangScheduling:
         state = self._handle.pod_groups.state_of(pod)
         group = None if state is None else state.group
         if state is None or group is None:
-            if ref.source != WORKLOAD_API:
+            if not pod.in_workload_group:
                 return [f"PodGroup {pod.namespace}/{ref.name} ({ref.source}) does not exist: "
                         "the pod is scheduled on its own"]
             return [f"pod group {pod.namespace}/{ref.name} does not exist yet: its members "
