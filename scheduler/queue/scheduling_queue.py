@@ -92,6 +92,8 @@ POP_FROM_BACKOFF_Q = "PopFromBackoffQ"
 GATED = "gated"
 # Members of a Workload-API group not observed yet (upstream's incompletePodGroupPods).
 INCOMPLETE = "incomplete"
+# Members waiting for their group's cycle to end (upstream's pendingPodGroupPods).
+PENDING = "pending"
 # scheduler_queued_entities' types: a pod of no group, or a group's members in one queue.
 POD_ENTITY = "pod"
 POD_GROUP_ENTITY = "podgroup"
@@ -255,6 +257,11 @@ class SchedulingQueue(Generic[P]):
         # The group members their own PreEnqueue check holds: group -> uid -> gating plugin.
         self._gated_members: dict[Hashable, dict[str, str]] = {}
         self._gated_group: dict[str, Hashable] = {}
+        # The group of the pod last popped (upstream's lastPoppedEntityKey) while its cycle
+        # runs, and its members that came meanwhile (a new pod, a failed binding): they wait
+        # for the cycle's end and then join the group where it is requeued.
+        self._cycle_group: Hashable | None = None
+        self._pending: dict[str, QueuedPodInfo[P]] = {}
         # In the order the pods were popped, so by start_seq: the first is the oldest (as
         # upstream's inFlightPods list).
         self._in_flight: dict[str, _InFlight[P]] = {}
@@ -275,6 +282,10 @@ class SchedulingQueue(Generic[P]):
             if uid in self._in_flight or self._is_queued_locked(uid):
                 return
             self._tombstones.pop(uid, None)
+            if self._cycle_group is not None and self._group_key(pod) == self._cycle_group:
+                self._pending[uid] = QueuedPodInfo(pod=pod, timestamp=self._clock())
+                self.nominator.add(pod)
+                return
             self._add_new_locked(pod)
 
     def update(self, old: P, new: P) -> None:
@@ -307,6 +318,11 @@ class SchedulingQueue(Generic[P]):
                     heap.add_or_update(queued)
                     self.nominator.update(old, new)
                     return
+            pending = self._pending.get(uid)
+            if pending is not None:
+                pending.pod = new
+                self.nominator.update(old, new)
+                return
             entry = self._pool.get(uid)
             if entry is None:
                 if uid not in self._tombstones:
@@ -340,6 +356,7 @@ class SchedulingQueue(Generic[P]):
             self._backoff.delete(uid)
             self._error_backoff.delete(uid)
             self._drop_from_pool_locked(uid)
+            self._pending.pop(uid, None)
             self._forget_member_gate_locked(uid)
             record = self._in_flight.get(uid)
             if record is not None:
@@ -355,6 +372,9 @@ class SchedulingQueue(Generic[P]):
         passes or the queue is closed (then ``None``)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
+            # The previous cycle is over: its group's late members are not left waiting even
+            # when that cycle requeued nothing (a group gone since its pop, a skipped pod).
+            self._end_group_cycle_locked()
             while True:
                 if self._closed:
                     return None
@@ -476,49 +496,62 @@ class SchedulingQueue(Generic[P]):
                 events = self._events_since_locked(seen)
                 seen = self._next_seq
 
-    def add_leftover_of_placed_group(self, qpi: QueuedPodInfo[P]) -> bool:
-        """The failure path of a pod-group member that did not fit (or failed) in a cycle
-        that placed its group: upstream's AddAttemptedPodGroupIfNeeded after a successful
-        pod-group cycle. The member goes to activeQ at once, not after a backoff nor an
-        event, with the timestamp it was queued with and its counts reset, so that its
-        next cycle (and its group's preemption) comes first among its equals; PreEnqueue
-        may still hold it. ``done`` included; False when it was deleted or bound meanwhile,
-        or is already queued."""
-        with self._lock:
-            if not self._still_pending_locked(qpi):
-                return False
-            qpi.unschedulable_count = 0
-            qpi.consecutive_errors = 0
-            qpi.backoff_expiration = None
-            return self._finish_requeue_locked(qpi, Strategy.IMMEDIATELY)
-
-    def add_failed_group(self, members: Sequence[QueuedPodInfo[P]], *, error: bool) -> int:
-        """The failure path of a pod group whose cycle failed: upstream's
-        AddAttemptedPodGroupIfNeeded without success, which requeues the group entity to its
-        backoffQ whatever the events of the cycle (to activeQ when backoff is off; to the
-        pool, gated, when a PreEnqueue check holds it). Here the members go together: one
-        timestamp, one count, one expiry, with the group's backoff (its cap times the square
-        root of the members requeued). The group's counts live on its members: each gets the
-        highest a member has, plus this failure (``error``: the consecutive errors, else the
-        unschedulable count, the errors then reset). ``done`` included; returns how many
-        were requeued (not those deleted or bound meanwhile, nor already queued)."""
+    def add_placed_group_leftovers(self, members: Sequence[QueuedPodInfo[P]]) -> int:
+        """The end of a pod-group cycle that placed its group: upstream's
+        AddAttemptedPodGroupIfNeeded with Success. ``members`` are the ones that did not
+        fit, failed, or that a Permit plugin rejected: they go to activeQ at once, not after
+        a backoff nor an event, with the timestamp they were queued with and their counts
+        reset, so that their next cycle (and their group's preemption) comes first among its
+        equals; PreEnqueue may still hold them. As upstream, a member a Permit plugin keeps
+        rejecting is thus retried without pause. The members that came during the cycle
+        join them (or go to activeQ with a new timestamp when none is left over). ``done``
+        included; returns how many of ``members`` were requeued (not those deleted or bound
+        meanwhile, nor already queued)."""
         with self._lock:
             live = [qpi for qpi in members if self._still_pending_locked(qpi)]
-            if not live:
+            for qpi in live:
+                qpi.unschedulable_count = 0
+                qpi.consecutive_errors = 0
+                qpi.backoff_expiration = None
+                self._finish_requeue_locked(qpi, Strategy.IMMEDIATELY)
+            self._end_group_cycle_locked()
+            return len(live)
+
+    def add_failed_group(self, members: Sequence[QueuedPodInfo[P]], *, error: bool) -> int:
+        """The end of a pod-group cycle that failed: upstream's AddAttemptedPodGroupIfNeeded
+        without success, which requeues the group entity to its backoffQ whatever the events
+        of the cycle (to activeQ when backoff is off; to the pool, gated, when a PreEnqueue
+        check holds it). Here the members go together: one timestamp, one count, one
+        expiry, with the group's backoff (its cap times the square root of the members
+        requeued), the members that came during the cycle with them. The group's counts
+        live on its members: each gets the highest a member of the cycle has, plus this
+        failure (``error``: the consecutive errors, else the unschedulable count, the errors
+        then reset). ``done`` included; returns how many of ``members`` were requeued (not
+        those deleted or bound meanwhile, nor already queued)."""
+        with self._lock:
+            live = [qpi for qpi in members if self._still_pending_locked(qpi)]
+            late = list(self._pending.values())
+            self._pending.clear()
+            self._cycle_group = None
+            group = live + late
+            if not group:
                 return 0
-            unschedulable = max(qpi.unschedulable_count for qpi in live)
-            errors = max(qpi.consecutive_errors for qpi in live) + 1 if error else 0
+            unschedulable = max(qpi.unschedulable_count for qpi in live or late)
+            errors = max(qpi.consecutive_errors for qpi in live or late) + 1 if error else 0
             if not error:
                 unschedulable += 1
             now = self._clock()
-            for qpi in live:
+            for qpi in late:  # the group's rejectors, as upstream's entity has them
+                qpi.unschedulable_plugins = set().union(*(q.unschedulable_plugins for q in live))
+                qpi.pending_plugins = set().union(*(q.pending_plugins for q in live))
+            for qpi in group:
                 qpi.unschedulable_count, qpi.consecutive_errors = unschedulable, errors
                 qpi.timestamp = now
                 if error:
                     qpi.unschedulable_plugins.clear()
                     qpi.pending_plugins.clear()
-            duration = self.backoff_duration(live[0], len(live))
-            for qpi in live:
+            duration = self.backoff_duration(group[0], len(group))
+            for qpi in group:
                 qpi.backoff_expiration = float(math.floor(now + duration))
                 self._finish_requeue_locked(qpi, Strategy.AFTER_BACKOFF)
             return len(live)
@@ -526,14 +559,15 @@ class SchedulingQueue(Generic[P]):
     def add_unschedulable_group_member(self, qpi: QueuedPodInfo[P], *, error: bool) -> bool:
         """The failure path of a pod-group member whose binding cycle failed: upstream's
         AddUnschedulableIfNotPresent for a member (addPodGroupMember), without hints nor a
-        backoff of its own. It joins its group where a sibling is queued, taking the
-        group's counts, time and expiry (upstream adds it to the queued entity), else goes
-        to activeQ with the counts of a new entity (the pool, gated, when PreEnqueue holds
-        it). A pod of no group (``group_of``) takes the pod's path. ``done`` included;
-        False when it was deleted or bound meanwhile, or is already queued."""
-        group_of = self._group_of
-        key = None if group_of is None else group_of(qpi.pod)
-        if group_of is None or key is None:
+        backoff of its own. While its group's cycle runs it waits for the cycle's end and
+        is requeued with the group (upstream's pendingPodGroupPods); otherwise it joins its
+        group where a sibling is queued, taking the group's counts, time and expiry
+        (upstream adds it to the queued entity), else goes to activeQ with the counts of a
+        new entity (the pool, gated, when PreEnqueue holds it). A pod of no group
+        (``group_of``) takes the pod's path. ``done`` included; False when it was deleted or
+        bound meanwhile, or is already queued."""
+        key = self._group_key(qpi.pod)
+        if key is None:
             return self.add_unschedulable_if_not_present(qpi, error=error)
         with self._lock:
             if not self._still_pending_locked(qpi):
@@ -541,35 +575,57 @@ class SchedulingQueue(Generic[P]):
             if error:
                 qpi.unschedulable_plugins.clear()
                 qpi.pending_plugins.clear()
-            sibling = self._queued_sibling_locked(group_of, key, qpi.uid)
+            self._done_locked(qpi.uid)
+            if key == self._cycle_group:
+                self._pending[qpi.uid] = qpi
+                return True
+            sibling = self._queued_sibling_locked(key, qpi.uid)
             where = self._join_group_locked(qpi, sibling)
             self._incoming_locked(SCHEDULE_ATTEMPT_FAILURE, where)
-            self._done_locked(qpi.uid)
             self._notify_if(where)
             return True
 
-    def _queued_sibling_locked(
-        self, group_of: Callable[[P], Hashable | None], key: Hashable, uid: str
-    ) -> QueuedPodInfo[P] | None:
+    def _end_group_cycle_locked(self) -> None:
+        """The cycle of the group last popped is over: the members that came meanwhile join
+        it where it was requeued, or go to activeQ as a new entity (upstream's
+        AddAttemptedPodGroupIfNeeded with the pending pods)."""
+        key, self._cycle_group = self._cycle_group, None
+        if not self._pending or key is None:
+            return
+        late = list(self._pending.values())
+        self._pending.clear()
+        sibling = self._queued_sibling_locked(key, "")
+        for qpi in late:
+            where = self._join_group_locked(qpi, sibling)
+            self._incoming_locked(SCHEDULE_ATTEMPT_FAILURE, where)
+            self._notify_if(where)
+            sibling = sibling or qpi
+
+    def _queued_sibling_locked(self, key: Hashable, uid: str) -> QueuedPodInfo[P] | None:
         """A queued member of group ``key`` other than ``uid`` (a scan: binding failures
-        are rare, and only group members take this path)."""
+        and members coming during their group's cycle are rare, and only group members
+        take this path)."""
         queued = itertools.chain(self._active.values(), self._backoff.values(),
                                  self._error_backoff.values(),
                                  (e.qpi for e in self._pool.values()))
         for other in queued:
-            if other.uid != uid and group_of(other.pod) == key:
+            if other.uid != uid and self._group_key(other.pod) == key:
                 return other
         return None
 
     def _join_group_locked(self, qpi: QueuedPodInfo[P], sibling: QueuedPodInfo[P] | None) -> str:
         """Queue ``qpi`` where ``sibling`` waits, with its group's counts and times; to
-        activeQ with fresh counts when no sibling waits."""
+        activeQ as a new entity when no sibling waits: fresh counts, the time it is queued
+        (upstream's entity takes the member's timestamp, refreshed by its failure)."""
         if sibling is None:
             qpi.unschedulable_count = qpi.consecutive_errors = 0
+            qpi.timestamp = self._clock()
             qpi.backoff_expiration = None
             return self._requeue_locked(qpi, Strategy.IMMEDIATELY)
         qpi.unschedulable_count = sibling.unschedulable_count
         qpi.consecutive_errors = sibling.consecutive_errors
+        qpi.unschedulable_plugins = set(sibling.unschedulable_plugins)
+        qpi.pending_plugins = set(sibling.pending_plugins)
         qpi.timestamp = sibling.timestamp
         qpi.backoff_expiration = sibling.backoff_expiration
         if sibling.uid in self._active:
@@ -769,18 +825,23 @@ class SchedulingQueue(Generic[P]):
 
     # -- introspection ----------------------------------------------------------------------
     def pending_pods(self) -> dict[str, list[str]]:
-        """Pod keys per queue: activeQ and backoffQ in pop order, the pool sorted."""
+        """Pod keys per queue: activeQ and backoffQ in pop order, the pool sorted; with
+        ``group_of``, the members waiting for their group's cycle to end, sorted."""
         with self._lock:
-            return {
+            pods = {
                 ACTIVE: [q.key for q in self._active.ordered()],
                 BACKOFF: [q.key for q in self._backoff.ordered() + self._error_backoff.ordered()],
                 UNSCHEDULABLE: sorted(e.qpi.key for e in self._pool.values()),
             }
+            if self._group_of is not None:
+                pods[PENDING] = sorted(q.key for q in self._pending.values())
+            return pods
 
     def pending_counts(self, incomplete: Callable[[P], bool] | None = None) -> dict[str, int]:
         """How many pods each queue holds (``scheduler_pending_pods``); gated pods apart, and
         with ``incomplete`` (a held member's group is not observed yet) those members apart
-        from the gated ones, as upstream's incompletePodGroupPods."""
+        from the gated ones, as upstream's incompletePodGroupPods; with ``group_of``, the
+        members waiting for their group's cycle to end (upstream's pendingPodGroupPods)."""
         with self._lock:
             gated = [e.qpi for e in self._pool.values() if e.qpi.gated]
             counts = {
@@ -792,6 +853,8 @@ class SchedulingQueue(Generic[P]):
             if incomplete is not None:
                 counts[INCOMPLETE] = sum(1 for qpi in gated if incomplete(qpi.pod))
                 counts[GATED] -= counts[INCOMPLETE]
+            if self._group_of is not None:
+                counts[PENDING] = len(self._pending)
             return counts
 
     def queued_entities(
@@ -821,7 +884,7 @@ class SchedulingQueue(Generic[P]):
         pods = 0
         groups: set[Hashable] = set()
         for qpi in members:
-            key = None if self._group_of is None else self._group_of(qpi.pod)
+            key = self._group_key(qpi.pod)
             if key is None:
                 pods += 1
             else:
@@ -849,7 +912,8 @@ class SchedulingQueue(Generic[P]):
             entry = self._pool.get(uid)
             if entry is not None:
                 return entry.qpi
-            return self._active.get(uid) or self._backoff.get(uid) or self._error_backoff.get(uid)
+            return (self._active.get(uid) or self._backoff.get(uid)
+                    or self._error_backoff.get(uid) or self._pending.get(uid))
 
     def in_flight(self) -> list[str]:
         with self._lock:
@@ -863,7 +927,8 @@ class SchedulingQueue(Generic[P]):
     def __len__(self) -> int:
         with self._lock:
             return (
-                len(self._active) + len(self._backoff) + len(self._error_backoff) + len(self._pool)
+                len(self._active) + len(self._backoff) + len(self._error_backoff)
+                + len(self._pool) + len(self._pending)
             )
 
     # -- internals: hints (called without the lock) -----------------------------------------
@@ -992,7 +1057,12 @@ class SchedulingQueue(Generic[P]):
             or uid in self._active
             or uid in self._backoff
             or uid in self._error_backoff
+            or uid in self._pending
         )
+
+    def _group_key(self, pod: P) -> Hashable | None:
+        """The key of the pod's group whose members wait as one (``group_of``), or None."""
+        return None if self._group_of is None else self._group_of(pod)
 
     def _take_next_locked(self) -> QueuedPodInfo[P] | None:
         for heap in (self._active, self._backoff):  # never the error backoffQ
@@ -1002,17 +1072,19 @@ class SchedulingQueue(Generic[P]):
                     log.error("Pod queued while being scheduled; dropping the copy",
                               pod=qpi.key)
                     continue
-                if self._held_by_group_locked(qpi):
+                key = None if self._group_of is None else self._group_of(qpi.pod)
+                if key is not None and self._held_by_group_locked(qpi, key):
                     continue
                 if heap is self._backoff:  # activeQ was empty (PopFromBackoffQ)
                     self._incoming_locked(POP_FROM_BACKOFF_Q, ACTIVE)
+                self._cycle_group = key
                 return qpi
         return None
 
-    def _held_by_group_locked(self, qpi: QueuedPodInfo[P]) -> bool:
+    def _held_by_group_locked(self, qpi: QueuedPodInfo[P], key: Hashable) -> bool:
         """A member queued before a sibling was held: it joins the held group in the pool
         (upstream's group entity moves to unschedulableEntities as gated)."""
-        gate = self._group_gate_locked(qpi)
+        gate = self._group_gate_locked(qpi, key)
         if not gate:
             return False
         qpi.gated = True
@@ -1073,10 +1145,11 @@ class SchedulingQueue(Generic[P]):
         """The PreEnqueue checks; a pod-group member passes only when none of its group's
         members is held by one (upstream runs PreEnqueue per member of the group entity,
         and one gated member gates the entity)."""
+        key = self._group_key(qpi.pod)
         gate = self._own_gate_locked(qpi)
-        self._note_member_gate_locked(qpi, gate)
-        if not gate:
-            gate = self._group_gate_locked(qpi)
+        self._note_member_gate_locked(qpi, gate, key)
+        if not gate and key is not None:
+            gate = self._group_gate_locked(qpi, key)
         if gate:
             qpi.gated = True
             qpi.gating_plugin = gate
@@ -1095,9 +1168,10 @@ class SchedulingQueue(Generic[P]):
             log.exception("PreEnqueue failed; not gating the pod", pod=qpi.key)
             return None
 
-    def _note_member_gate_locked(self, qpi: QueuedPodInfo[P], gate: str | None) -> None:
+    def _note_member_gate_locked(
+        self, qpi: QueuedPodInfo[P], gate: str | None, key: Hashable | None
+    ) -> None:
         uid = qpi.uid
-        key = None if self._group_of is None else self._group_of(qpi.pod)
         if gate and key is not None:
             self._gated_members.setdefault(key, {})[uid] = gate
             self._gated_group[uid] = key
@@ -1113,12 +1187,8 @@ class SchedulingQueue(Generic[P]):
         if not members:
             del self._gated_members[key]
 
-    def _group_gate_locked(self, qpi: QueuedPodInfo[P]) -> str | None:
-        """What holds another member of the pod's group, if anything does (nothing is asked
-        for a pod of no group: every pop runs this)."""
-        key = None if self._group_of is None else self._group_of(qpi.pod)
-        if key is None:
-            return None
+    def _group_gate_locked(self, qpi: QueuedPodInfo[P], key: Hashable) -> str | None:
+        """What holds another member of group ``key``, the pod's, if anything does."""
         if self._group_gate is not None and (outside := self._group_gate(qpi.pod)):
             return outside
         members = self._gated_members.get(key)

@@ -10,6 +10,7 @@ from scheduler.queue.scheduling_queue import (
     BACKOFF,
     GATED,
     INCOMPLETE,
+    PENDING,
     POD_ENTITY,
     POD_GROUP_ENTITY,
     UNSCHEDULABLE,
@@ -112,7 +113,7 @@ def test_pod_group_members_count_as_one_entity_and_incomplete_ones_apart() -> No
         return _group(pod) in unobserved
 
     assert queue.pending_counts(incomplete) == {
-        ACTIVE: 3, BACKOFF: 0, UNSCHEDULABLE: 1, GATED: 1, INCOMPLETE: 2}
+        ACTIVE: 3, BACKOFF: 0, UNSCHEDULABLE: 1, GATED: 1, INCOMPLETE: 2, PENDING: 0}
     assert queue.queued_entities(incomplete) == {
         (ACTIVE, POD_ENTITY): 1, (ACTIVE, POD_GROUP_ENTITY): 1,
         (BACKOFF, POD_ENTITY): 0, (BACKOFF, POD_GROUP_ENTITY): 0,
