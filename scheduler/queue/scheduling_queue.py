@@ -177,7 +177,7 @@ class SchedulingQueue(Generic[P]):
         profile_of: Callable[[P], str] | None = None,
         pre_enqueue: Callable[[P], str | None] | None = None,
         lookup: Callable[[str], P | None] | None = None,
-        on_incoming: Callable[[str, str], None] | None = None,
+        on_incoming: Callable[[str, str, str], None] | None = None,
         group_of: Callable[[P], Hashable | None] | None = None,
         group_gate: Callable[[P], str | None] | None = None,
     ) -> None:
@@ -196,8 +196,11 @@ class SchedulingQueue(Generic[P]):
         ``pre_enqueue(pod)`` returns the name of the plugin that gates the pod, or ``None``.
         ``lookup(uid)`` is the newest version of a pod the watch delivered (``None`` once
         deleted); the nominator uses it, as upstream's uses the pod lister.
-        ``on_incoming(queue, event)`` hears every pod entering a queue (called with the lock
-        held: it must only count).
+        ``on_incoming(queue, event, entity)`` hears every pod entering a queue (called with
+        the lock held: it must only count); ``entity`` is ``pod`` or ``podgroup`` when the
+        entry counts as an entity entering that queue, as upstream's
+        recordIncomingEntitiesMetrics counts them (a pod of no group, or one group
+        entering a queue), else ``""``.
         ``group_of(pod)`` is the key of the pod group whose members wait as one, or
         ``None``: upstream queues a Workload-API group as one entity, and one member held
         by PreEnqueue holds the entity. Here a member whose sibling is held is held too, as
@@ -257,6 +260,10 @@ class SchedulingQueue(Generic[P]):
         # The group members their own PreEnqueue check holds: group -> uid -> gating plugin.
         self._gated_members: dict[Hashable, dict[str, str]] = {}
         self._gated_group: dict[str, Hashable] = {}
+        # The group members seen by a PreEnqueue check or waiting for their group's cycle:
+        # group -> uids and uid -> group, until deleted (to find a queued sibling).
+        self._members: dict[Hashable, set[str]] = {}
+        self._member_of: dict[str, Hashable] = {}
         # The group of the pod last popped (upstream's lastPoppedEntityKey) while its cycle
         # runs, and its members that came meanwhile (a new pod, a failed binding): they wait
         # for the cycle's end and then join the group where it is requeued.
@@ -284,6 +291,7 @@ class SchedulingQueue(Generic[P]):
             self._tombstones.pop(uid, None)
             if self._cycle_group is not None and self._group_key(pod) == self._cycle_group:
                 self._pending[uid] = QueuedPodInfo(pod=pod, timestamp=self._clock())
+                self._note_member_locked(uid, self._cycle_group)
                 self.nominator.add(pod)
                 return
             self._add_new_locked(pod)
@@ -344,7 +352,7 @@ class SchedulingQueue(Generic[P]):
             return
         with self._lock:
             where = self._move_from_pool_locked(candidate, strategy)
-            self._incoming_locked(str(event), where)
+            self._record_locked(str(event), candidate.qpi, where, _moved(where, strategy))
             self._notify_if(where)
 
     def delete(self, uid: str) -> None:
@@ -358,6 +366,8 @@ class SchedulingQueue(Generic[P]):
             self._drop_from_pool_locked(uid)
             self._pending.pop(uid, None)
             self._forget_member_gate_locked(uid)
+            if self._member_of:
+                self._forget_member_locked(uid)
             record = self._in_flight.get(uid)
             if record is not None:
                 record.deleted = True
@@ -374,7 +384,8 @@ class SchedulingQueue(Generic[P]):
         with self._cond:
             # The previous cycle is over: its group's late members are not left waiting even
             # when that cycle requeued nothing (a group gone since its pop, a skipped pod).
-            self._end_group_cycle_locked()
+            if self._cycle_group is not None:
+                self._end_group_cycle_locked()
             while True:
                 if self._closed:
                     return None
@@ -469,7 +480,8 @@ class SchedulingQueue(Generic[P]):
             if record is None or (not qpi.unschedulable_plugins and not qpi.pending_plugins):
                 # An error is retried after its backoff; so is an attempt we did not track
                 # (upstream: no in-flight record means queueAfterBackoff).
-                return self._finish_requeue_locked(qpi, Strategy.AFTER_BACKOFF)
+                return self._finish_requeue_locked(qpi, Strategy.AFTER_BACKOFF,
+                                                   Strategy.AFTER_BACKOFF)
             candidate = _Candidate(
                 qpi=qpi,
                 token=-1,
@@ -492,7 +504,7 @@ class SchedulingQueue(Generic[P]):
                 )
                 if settled or self._next_seq == seen or self._in_flight.get(uid) is not record:
                     qpi.pod = record.pod
-                    return self._finish_requeue_locked(qpi, strategy)
+                    return self._finish_requeue_locked(qpi, strategy, strategy)
                 events = self._events_since_locked(seen)
                 seen = self._next_seq
 
@@ -509,11 +521,12 @@ class SchedulingQueue(Generic[P]):
         meanwhile, nor already queued)."""
         with self._lock:
             live = [qpi for qpi in members if self._still_pending_locked(qpi)]
+            seen: set[tuple[Hashable, str]] = set()
             for qpi in live:
                 qpi.unschedulable_count = 0
                 qpi.consecutive_errors = 0
                 qpi.backoff_expiration = None
-                self._finish_requeue_locked(qpi, Strategy.IMMEDIATELY)
+                self._finish_requeue_locked(qpi, Strategy.IMMEDIATELY, None, seen)
             self._end_group_cycle_locked()
             return len(live)
 
@@ -551,9 +564,10 @@ class SchedulingQueue(Generic[P]):
                     qpi.unschedulable_plugins.clear()
                     qpi.pending_plugins.clear()
             duration = self.backoff_duration(group[0], len(group))
+            seen: set[tuple[Hashable, str]] = set()
             for qpi in group:
                 qpi.backoff_expiration = float(math.floor(now + duration))
-                self._finish_requeue_locked(qpi, Strategy.AFTER_BACKOFF)
+                self._finish_requeue_locked(qpi, Strategy.AFTER_BACKOFF, None, seen)
             return len(live)
 
     def add_unschedulable_group_member(self, qpi: QueuedPodInfo[P], *, error: bool) -> bool:
@@ -581,7 +595,9 @@ class SchedulingQueue(Generic[P]):
                 return True
             sibling = self._queued_sibling_locked(key, qpi.uid)
             where = self._join_group_locked(qpi, sibling)
-            self._incoming_locked(SCHEDULE_ATTEMPT_FAILURE, where)
+            # As upstream's addPodGroupMember: an UnscheduledPodAdd, and a new entity only
+            # when no sibling was queued.
+            self._record_locked(UNSCHEDULED_POD_ADD, qpi, where, sibling is None)
             self._notify_if(where)
             return True
 
@@ -597,20 +613,16 @@ class SchedulingQueue(Generic[P]):
         sibling = self._queued_sibling_locked(key, "")
         for qpi in late:
             where = self._join_group_locked(qpi, sibling)
-            self._incoming_locked(SCHEDULE_ATTEMPT_FAILURE, where)
+            self._record_locked(SCHEDULE_ATTEMPT_FAILURE, qpi, where, sibling is None)
             self._notify_if(where)
             sibling = sibling or qpi
 
     def _queued_sibling_locked(self, key: Hashable, uid: str) -> QueuedPodInfo[P] | None:
-        """A queued member of group ``key`` other than ``uid`` (a scan: binding failures
-        and members coming during their group's cycle are rare, and only group members
-        take this path)."""
-        queued = itertools.chain(self._active.values(), self._backoff.values(),
-                                 self._error_backoff.values(),
-                                 (e.qpi for e in self._pool.values()))
-        for other in queued:
-            if other.uid != uid and self._group_key(other.pod) == key:
-                return other
+        """A member of group ``key`` other than ``uid`` waiting in activeQ, backoffQ or the
+        pool (the first found: usually the first looked at)."""
+        for other in self._members.get(key, ()):
+            if other != uid and (queued := self._queued_locked(other)) is not None:
+                return queued
         return None
 
     def _join_group_locked(self, qpi: QueuedPodInfo[P], sibling: QueuedPodInfo[P] | None) -> str:
@@ -689,7 +701,9 @@ class SchedulingQueue(Generic[P]):
             return
         with self._lock:
             moved = [self._move_from_pool_locked(c, s) for c, s in decisions]
-            self._incoming_locked(str(event), *moved)
+            seen: set[tuple[Hashable, str]] = set()
+            for (c, s), where in zip(decisions, moved, strict=True):
+                self._record_locked(str(event), c.qpi, where, _moved(where, s), seen)
             self._notify_if(*moved)
 
     def activate(self, uids: Iterable[str]) -> None:
@@ -697,14 +711,15 @@ class SchedulingQueue(Generic[P]):
         scheduled gets a targeted ForceActivate event: it will not be parked when it fails."""
         with self._lock:
             moved = False
+            seen: set[tuple[Hashable, str]] = set()
             for uid in uids:
                 entry = self._pool.get(uid)
                 if entry is not None:
-                    moved |= self._forced_locked(entry.qpi, from_backoff=False)
+                    moved |= self._forced_locked(entry.qpi, seen, from_backoff=False)
                     continue
                 queued = self._backoff.get(uid) or self._error_backoff.get(uid)
                 if queued is not None:
-                    moved |= self._forced_locked(queued, from_backoff=True)
+                    moved |= self._forced_locked(queued, seen, from_backoff=True)
                     continue
                 record = self._in_flight.get(uid)
                 if record is not None:
@@ -718,11 +733,12 @@ class SchedulingQueue(Generic[P]):
         with self._lock:
             now = self._clock()
             moved = False
+            seen: set[tuple[Hashable, str]] = set()
             for heap in (self._backoff, self._error_backoff):
                 while (head := heap.peek()) is not None and not self.is_backing_off(head, now):
                     heap.pop()
                     moved |= self._move_to_active_locked(head, from_backoff=True)
-                    self._incoming_locked(BACKOFF_COMPLETE, ACTIVE)
+                    self._record_locked(BACKOFF_COMPLETE, head, ACTIVE, True, seen)
             if moved:
                 self._cond.notify_all()
 
@@ -741,10 +757,13 @@ class SchedulingQueue(Generic[P]):
                 return
             self._log_event_locked(UNSCHEDULABLE_TIMEOUT, None, None)
             moved: list[str] = []
+            seen: set[tuple[Hashable, str]] = set()
             for qpi in stale:
                 self._drop_from_pool_locked(qpi.uid)
-                moved.append(self._requeue_locked(qpi, Strategy.AFTER_BACKOFF))
-            self._incoming_locked(str(UNSCHEDULABLE_TIMEOUT), *moved)
+                where = self._requeue_locked(qpi, Strategy.AFTER_BACKOFF)
+                self._record_locked(str(UNSCHEDULABLE_TIMEOUT), qpi, where,
+                                    _moved(where, Strategy.AFTER_BACKOFF), seen)
+                moved.append(where)
             self._notify_if(*moved)
 
     def run_flushers(
@@ -909,11 +928,7 @@ class SchedulingQueue(Generic[P]):
     def get(self, uid: str) -> QueuedPodInfo[P] | None:
         """The queued pod ``uid`` (not while it is being scheduled)."""
         with self._lock:
-            entry = self._pool.get(uid)
-            if entry is not None:
-                return entry.qpi
-            return (self._active.get(uid) or self._backoff.get(uid)
-                    or self._error_backoff.get(uid) or self._pending.get(uid))
+            return self._queued_locked(uid) or self._pending.get(uid)
 
     def in_flight(self) -> list[str]:
         with self._lock:
@@ -1060,6 +1075,13 @@ class SchedulingQueue(Generic[P]):
             or uid in self._pending
         )
 
+    def _queued_locked(self, uid: str) -> QueuedPodInfo[P] | None:
+        """The pod ``uid`` in activeQ, backoffQ or the pool."""
+        entry = self._pool.get(uid)
+        if entry is not None:
+            return entry.qpi
+        return self._active.get(uid) or self._backoff.get(uid) or self._error_backoff.get(uid)
+
     def _group_key(self, pod: P) -> Hashable | None:
         """The key of the pod's group whose members wait as one (``group_of``), or None."""
         return None if self._group_of is None else self._group_of(pod)
@@ -1076,7 +1098,7 @@ class SchedulingQueue(Generic[P]):
                 if key is not None and self._held_by_group_locked(qpi, key):
                     continue
                 if heap is self._backoff:  # activeQ was empty (PopFromBackoffQ)
-                    self._incoming_locked(POP_FROM_BACKOFF_Q, ACTIVE)
+                    self._record_locked(POP_FROM_BACKOFF_Q, qpi, ACTIVE, True)
                 self._cycle_group = key
                 return qpi
         return None
@@ -1127,7 +1149,11 @@ class SchedulingQueue(Generic[P]):
     def _add_new_locked(self, pod: P) -> None:
         qpi: QueuedPodInfo[P] = QueuedPodInfo(pod=pod, timestamp=self._clock())
         active = self._move_to_active_locked(qpi, from_backoff=False)
-        self._incoming_locked(UNSCHEDULED_POD_ADD, ACTIVE if active else UNSCHEDULABLE)
+        # A member is a new entity unless a sibling waits (upstream would add it there).
+        key = self._member_of.get(pod.uid) if self._member_of else None
+        new_entity = key is None or self._queued_sibling_locked(key, pod.uid) is None
+        self._record_locked(UNSCHEDULED_POD_ADD, qpi, ACTIVE if active else UNSCHEDULABLE,
+                            new_entity)
         if active:
             self.nominator.add(pod)
             self._cond.notify_all()
@@ -1147,6 +1173,8 @@ class SchedulingQueue(Generic[P]):
         and one gated member gates the entity)."""
         key = self._group_key(qpi.pod)
         gate = self._own_gate_locked(qpi)
+        if key is not None:
+            self._note_member_locked(qpi.uid, key)
         self._note_member_gate_locked(qpi, gate, key)
         if not gate and key is not None:
             gate = self._group_gate_locked(qpi, key)
@@ -1177,6 +1205,20 @@ class SchedulingQueue(Generic[P]):
             self._gated_group[uid] = key
         elif uid in self._gated_group:
             self._forget_member_gate_locked(uid)
+
+    def _note_member_locked(self, uid: str, key: Hashable) -> None:
+        if self._member_of.get(uid) != key:
+            self._member_of[uid] = key
+            self._members.setdefault(key, set()).add(uid)
+
+    def _forget_member_locked(self, uid: str) -> None:
+        key = self._member_of.pop(uid, None)
+        if key is None:
+            return
+        members = self._members[key]
+        members.discard(uid)
+        if not members:
+            del self._members[key]
 
     def _forget_member_gate_locked(self, uid: str) -> None:
         key = self._gated_group.pop(uid, None)
@@ -1254,23 +1296,47 @@ class SchedulingQueue(Generic[P]):
         self._drop_from_pool_locked(c.qpi.uid)
         return self._requeue_locked(entry.qpi, strategy)
 
-    def _finish_requeue_locked(self, qpi: QueuedPodInfo[P], strategy: Strategy) -> bool:
+    def _finish_requeue_locked(
+        self, qpi: QueuedPodInfo[P], strategy: Strategy, hint: Strategy | None,
+        seen: set[tuple[Hashable, str]] | None = None,
+    ) -> bool:
+        """Requeue a popped pod by ``strategy``; ``hint`` is the queueing hint it came with
+        (upstream's previous strategy for the entity count), None when it is requeued as a
+        new entity, its group's once (``seen``)."""
         where = self._requeue_locked(qpi, strategy)
-        self._incoming_locked(SCHEDULE_ATTEMPT_FAILURE, where)
+        self._record_locked(SCHEDULE_ATTEMPT_FAILURE, qpi, where, _moved(where, hint), seen)
         self._done_locked(qpi.uid)
         self._notify_if(where)
         return True
 
-    def _forced_locked(self, qpi: QueuedPodInfo[P], *, from_backoff: bool) -> bool:
+    def _forced_locked(
+        self, qpi: QueuedPodInfo[P], seen: set[tuple[Hashable, str]], *, from_backoff: bool
+    ) -> bool:
         moved = self._move_to_active_locked(qpi, from_backoff=from_backoff)
         if moved:
-            self._incoming_locked(str(FORCE_ACTIVATE), ACTIVE)
+            self._record_locked(str(FORCE_ACTIVATE), qpi, ACTIVE, True, seen)
         return moved
 
-    def _incoming_locked(self, event: str, *where: str | None) -> None:
-        for queue in where:
-            if queue is not None:
-                self._on_incoming(queue, event)
+    def _record_locked(
+        self, event: str, qpi: QueuedPodInfo[P], where: str | None, new_entity: bool,
+        seen: set[tuple[Hashable, str]] | None = None,
+    ) -> None:
+        """``qpi`` entered ``where`` (None: nowhere): upstream's recordIncomingEntitiesMetrics.
+        When ``new_entity``, it counts as an entity entering that queue: a pod of no group
+        always, a group member once per group and queue among the entries that share
+        ``seen`` (the members a call moves together)."""
+        if where is None:
+            return
+        entity = ""
+        if new_entity:
+            key = self._member_of.get(qpi.uid) if self._member_of else None
+            if key is None:
+                entity = POD_ENTITY
+            elif seen is None or (key, where) not in seen:
+                entity = POD_GROUP_ENTITY
+                if seen is not None:
+                    seen.add((key, where))
+        self._on_incoming(where, event, entity)
 
     def _notify_if(self, *where: str | None) -> None:
         # A pod in backoffQ can be popped too (PopFromBackoffQ), so both wake the worker.
@@ -1278,5 +1344,18 @@ class SchedulingQueue(Generic[P]):
             self._cond.notify_all()
 
 
-def _ignore_incoming(queue: str, event: str) -> None:
+def _ignore_incoming(queue: str, event: str, entity: str) -> None:
     return None
+
+
+# Where upstream's recordIncomingEntitiesMetrics takes an entity requeued by a strategy to be.
+_STRATEGY_QUEUE = {
+    Strategy.IMMEDIATELY: ACTIVE, Strategy.AFTER_BACKOFF: BACKOFF, Strategy.SKIP: UNSCHEDULABLE,
+}
+
+
+def _moved(where: str | None, previous: Strategy | None) -> bool:
+    """Whether an entity requeued with the ``previous`` strategy counts as entering ``where``
+    (upstream's recordIncomingEntitiesMetrics): a new one (None), or one that went to another
+    queue than its strategy's."""
+    return previous is None or where != _STRATEGY_QUEUE[previous]
