@@ -1147,16 +1147,26 @@ class SchedulingQueue(Generic[P]):
             self._events.popleft()
 
     def _add_new_locked(self, pod: P) -> None:
+        """A new pod to activeQ (the pool while PreEnqueue holds it). A member whose group
+        waits in backoffQ or the pool, not held, joins it there, as upstream's
+        addToPodGroupIfExists adds it to the queued entity: its pop would take the others
+        out early. A held group is not joined: the newcomer may be what held it (its
+        scheduling gates, kept out of the queue), and its pop takes the others once their
+        checks pass."""
         qpi: QueuedPodInfo[P] = QueuedPodInfo(pod=pod, timestamp=self._clock())
         active = self._move_to_active_locked(qpi, from_backoff=False)
-        # A member is a new entity unless a sibling waits (upstream would add it there).
+        where = ACTIVE if active else UNSCHEDULABLE
         key = self._member_of.get(pod.uid) if self._member_of else None
-        new_entity = key is None or self._queued_sibling_locked(key, pod.uid) is None
-        self._record_locked(UNSCHEDULED_POD_ADD, qpi, ACTIVE if active else UNSCHEDULABLE,
-                            new_entity)
-        if active:
+        sibling = None if key is None else self._queued_sibling_locked(key, pod.uid)
+        if (active and sibling is not None and not sibling.gated
+                and sibling.uid not in self._active):
+            self._active.delete(pod.uid)
+            where = self._join_group_locked(qpi, sibling)
+        # A member is a new entity unless a sibling waits.
+        self._record_locked(UNSCHEDULED_POD_ADD, qpi, where, sibling is None)
+        if not qpi.gated:
             self.nominator.add(pod)
-            self._cond.notify_all()
+        self._notify_if(where)
 
     def _add_to_pool_locked(self, qpi: QueuedPodInfo[P]) -> None:
         self._pool[qpi.uid] = _PoolEntry(qpi, next(self._pool_tokens))

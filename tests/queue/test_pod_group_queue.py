@@ -823,6 +823,58 @@ def test_add_pod_group_member_while_its_group_is_in_flight(gated: bool) -> None:
     assert queue.queued_entities()[(ACTIVE, POD_GROUP_ENTITY)] == 1
 
 
+@pytest.mark.parametrize(
+    ("place", "gated", "expected"),
+    [
+        pytest.param(BACKOFF, False, BACKOFF, id=(
+            "existing pod group in backoffQ (ungated addition), stays in backoffQ")),
+        pytest.param(BACKOFF, True, UNSCHEDULABLE, id=(
+            "existing pod group in backoffQ (gated addition), becomes gated and moves to "
+            "unschedulableEntities")),
+        pytest.param(UNSCHEDULABLE, False, UNSCHEDULABLE, id=(
+            "existing pod group in unschedulableEntities (ungated addition), stays in "
+            "unschedulableEntities as ungated")),
+        pytest.param(ACTIVE, False, ACTIVE, id=(
+            "existing pod group in activeQ (ungated addition), stays in activeQ")),
+    ],
+)
+def test_add_pod_group_member_to_its_queued_group(
+    place: str, gated: bool, expected: str
+) -> None:
+    """TestAddPodGroupMember: a new member joins its group where it waits, with its counts
+    and times; it is not queued in activeQ alone, where its pop would take the others out
+    of their backoff or the pool before anything helped them. One held by PreEnqueue holds
+    the group: nothing is popped (PopFromBackoffQ still takes a group in backoffQ when
+    activeQ is empty)."""
+    clock = FakeClock()
+    gates = _Gates()
+    queue = make_queue(clock, pre_enqueue=gates.pre_enqueue, group_of=_Gates.group_of)
+    a = grouped("a")
+    queue.add(a)
+    if place != ACTIVE:
+        popped = pop_now(queue)
+        popped.unschedulable_plugins.add(NODE_RESOURCES_FIT)
+        if place == BACKOFF:
+            queue.add_failed_group([popped], error=False)
+        else:
+            queue.add_unschedulable_if_not_present(popped)
+            assert queue.pop(timeout=0) is None  # the cycle is over
+    assert where(queue, a) == place
+    clock.advance(0.5)
+    b = grouped("b")
+    if gated:
+        gates.gated.add("b")
+    queue.add(b)
+    assert where(queue, b) == expected
+    joined, sibling = queue.get(b.uid), queue.get(a.uid)
+    assert joined is not None and sibling is not None
+    if place != ACTIVE and not gated:
+        assert (joined.unschedulable_count, joined.timestamp, joined.unschedulable_plugins) == (
+            sibling.unschedulable_count, sibling.timestamp, {NODE_RESOURCES_FIT})
+    if expected == UNSCHEDULABLE:
+        assert queue.pop(timeout=0) is None
+
+
 def test_a_pod_of_no_group_whose_binding_failed_takes_the_pods_failure_path() -> None:
     queue = make_queue(group_of=_Gates.group_of)
     p = make_pod("p")
