@@ -522,7 +522,7 @@ class SchedulingQueue(Generic[P]):
         with self._lock:
             live = [qpi for qpi in members if self._still_pending_locked(qpi)]
             seen: set[tuple[Hashable, str]] = set()
-            for qpi in live:
+            for qpi in self._held_first_locked(live):
                 qpi.unschedulable_count = 0
                 qpi.consecutive_errors = 0
                 qpi.backoff_expiration = None
@@ -565,7 +565,7 @@ class SchedulingQueue(Generic[P]):
                     qpi.pending_plugins.clear()
             duration = self.backoff_duration(group[0], len(group))
             seen: set[tuple[Hashable, str]] = set()
-            for qpi in group:
+            for qpi in self._held_first_locked(group):
                 qpi.backoff_expiration = float(math.floor(now + duration))
                 self._finish_requeue_locked(qpi, Strategy.AFTER_BACKOFF, None, seen)
             return len(live)
@@ -600,6 +600,14 @@ class SchedulingQueue(Generic[P]):
             self._record_locked(UNSCHEDULED_POD_ADD, qpi, where, sibling is None)
             self._notify_if(where)
             return True
+
+    def _held_first_locked(self, members: Sequence[QueuedPodInfo[P]]) -> list[QueuedPodInfo[P]]:
+        """A group's members to requeue, those a PreEnqueue check of their own holds first:
+        the others then find the group held and wait in the pool with them, as upstream's
+        entity goes there whole when one member is gated."""
+        if self._pre_enqueue is None or len(members) < 2:
+            return list(members)
+        return sorted(members, key=lambda qpi: self._own_gate_locked(qpi) is None)
 
     def _end_group_cycle_locked(self) -> None:
         """The cycle of the group last popped is over: the members that came meanwhile join

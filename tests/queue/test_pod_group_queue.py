@@ -596,6 +596,29 @@ def test_add_attempted_pod_group_if_needed_after_a_failed_cycle(
     assert queue.in_flight() == []
 
 
+@pytest.mark.parametrize("placed", [True, False])
+def test_a_group_requeued_with_one_member_held_waits_whole_in_the_pool(placed: bool) -> None:
+    """TestAddAttemptedPodGroupIfNeeded "... but blocked on PreEnqueue", one member held: the
+    entity is gated whole. Whatever the order the members come in, none waits in activeQ
+    or backoffQ while its sibling is held."""
+    gates = _Gates()
+    queue = queue_with(gates)
+    pods = [grouped(n) for n in "abc"]
+    for p in pods:
+        queue.add(p)
+    first = pop_now(queue)
+    members = [first, *queue.take(p.uid for p in pods if p.uid != first.uid)]
+    for qpi in members:
+        qpi.unschedulable_plugins.add(NODE_RESOURCES_FIT)
+    gates.gated.add(members[-1].pod.name)
+    if placed:
+        assert queue.add_placed_group_leftovers(members) == 3
+    else:
+        assert queue.add_failed_group(members, error=False) == 3
+    assert [where(queue, p) for p in pods] == [UNSCHEDULABLE] * 3
+    assert queue.pop(timeout=0) is None
+
+
 @pytest.mark.parametrize(
     ("count", "size", "expected"),
     [
@@ -789,16 +812,15 @@ def test_add_unschedulable_pod_if_not_present_pod_group_member_in_flight(
         pods[n].uid for n in ("a", "b", "c", "d") if n not in failing)
     cycle.unschedulable_plugins.add(NODE_RESOURCES_FIT)
     assert queue.add_failed_group([cycle], error=False) == 1
-    assert where(queue, pods["d"]) == BACKOFF
+    # c's PreEnqueue holds the group: all wait in the pool, gated.
+    expected = UNSCHEDULABLE if "c" in failing else BACKOFF
+    assert where(queue, pods["d"]) == expected
     for n in failing:
         got = queue.get(pods[n].uid)
         assert got is not None
         assert (got.unschedulable_count, got.timestamp) == (1, cycle.timestamp)
-        assert where(queue, pods[n]) == (UNSCHEDULABLE if n == "c" else BACKOFF)
+        assert where(queue, pods[n]) == expected
     assert queue.pending_counts()[PENDING] == 0
-    if "c" in failing:  # c's PreEnqueue holds the group: d is not tried
-        assert queue.pop(timeout=0) is None
-        assert where(queue, pods["d"]) == UNSCHEDULABLE
 
 
 @pytest.mark.parametrize("gated", [
