@@ -269,6 +269,8 @@ class SchedulingQueue(Generic[P]):
         # for the cycle's end and then join the group where it is requeued.
         self._cycle_group: Hashable | None = None
         self._pending: dict[str, QueuedPodInfo[P]] = {}
+        # That group was popped from backoffQ (PopFromBackoffQ).
+        self._cycle_from_backoff = False
         # In the order the pods were popped, so by start_seq: the first is the oldest (as
         # upstream's inFlightPods list).
         self._in_flight: dict[str, _InFlight[P]] = {}
@@ -408,7 +410,9 @@ class SchedulingQueue(Generic[P]):
     def take(self, uids: Iterable[str]) -> list[QueuedPodInfo[P]]:
         """Pop these pods too, wherever they wait but in flight or gated (a member held only
         because of a sibling is taken once its PreEnqueue passes): the other members of a
-        pod group popped with the first (upstream queues a group as one entity)."""
+        pod group popped with the first (upstream queues a group as one entity). When the
+        first came from backoffQ, those taken from there enter activeQ as PopFromBackoffQ
+        too (upstream's entity counts its size)."""
         taken: list[QueuedPodInfo[P]] = []
         with self._lock:
             for uid in uids:
@@ -417,6 +421,8 @@ class SchedulingQueue(Generic[P]):
                 qpi = self._active.get(uid)
                 if qpi is None:
                     qpi = self._backoff.get(uid)
+                    if qpi is not None and self._cycle_from_backoff:
+                        self._record_locked(POP_FROM_BACKOFF_Q, qpi, ACTIVE, False)
                 entry = self._pool.get(uid) if qpi is None else None
                 if entry is not None and (
                     not entry.qpi.gated or self._passes_pre_enqueue_locked(entry.qpi)
@@ -546,6 +552,7 @@ class SchedulingQueue(Generic[P]):
             late = list(self._pending.values())
             self._pending.clear()
             self._cycle_group = None
+            self._cycle_from_backoff = False
             group = live + late
             if not group:
                 return 0
@@ -614,6 +621,7 @@ class SchedulingQueue(Generic[P]):
         it where it was requeued, or go to activeQ as a new entity (upstream's
         AddAttemptedPodGroupIfNeeded with the pending pods)."""
         key, self._cycle_group = self._cycle_group, None
+        self._cycle_from_backoff = False
         if not self._pending or key is None:
             return
         late = list(self._pending.values())
@@ -1107,6 +1115,7 @@ class SchedulingQueue(Generic[P]):
                     continue
                 if heap is self._backoff:  # activeQ was empty (PopFromBackoffQ)
                     self._record_locked(POP_FROM_BACKOFF_Q, qpi, ACTIVE, True)
+                    self._cycle_from_backoff = key is not None
                 self._cycle_group = key
                 return qpi
         return None

@@ -206,3 +206,25 @@ def test_incoming_entities_a_group_moved_or_flushed_together_is_one_entity() -> 
     queue.flush_backoff_completed()
     assert _entities(seen) == {(ACTIVE, "BackoffComplete", POD_GROUP_ENTITY): 1}
     assert len(seen) == 2
+
+
+def test_a_group_popped_from_backoffq_enters_activeq_with_all_its_members() -> None:
+    """upstream's activeQueue pop from backoffQ records the entity's size as incoming pods
+    (PopFromBackoffQ) and the entity once: here the members taken along count too."""
+    clock = FakeClock()
+    seen: list[tuple[str, str, str]] = []
+    queue = make_queue(clock, group_of=_group,
+                       on_incoming=lambda q, event, entity: seen.append((q, event, entity)))
+    pods = [make_pod(name, labels={"group": "g"}) for name in ("a", "b", "c")]
+    for p in pods:
+        queue.add(p)
+    first = pop_now(queue)
+    members = [first, *queue.take(p.uid for p in pods if p.uid != first.uid)]
+    for qpi in members:
+        qpi.unschedulable_plugins.add(NODE_RESOURCES_FIT)
+    queue.add_failed_group(members, error=False)
+    seen.clear()
+    first = pop_now(queue)  # activeQ is empty: the group comes from backoffQ
+    assert len(queue.take(p.uid for p in pods if p.uid != first.uid)) == 2
+    assert seen == [(ACTIVE, "PopFromBackoffQ", POD_GROUP_ENTITY),
+                    (ACTIVE, "PopFromBackoffQ", ""), (ACTIVE, "PopFromBackoffQ", "")]
