@@ -711,7 +711,7 @@ def extenders_binding(s: CycleHost, pod: PodInfo, node: str) -> Status | None:
 
 
 # How a failed attempt's pod goes back to the queue (handle_scheduling_failure).
-Requeue = Literal["pod", "leftover_of_placed_group", "with_its_group", "group_member"]
+Requeue = Literal["pod", "with_its_group", "group_member"]
 
 
 def handle_scheduling_failure(
@@ -722,10 +722,8 @@ def handle_scheduling_failure(
 
     As upstream, the watch's newest version of the pod decides: a pod deleted, terminating or
     bound since the cycle began is not requeued, gets no nomination and no status write.
-    ``requeue``: ``pod``, the pod's own failure path; ``leftover_of_placed_group``, a
-    member left over by a cycle that placed its group, to activeQ at once (upstream's
-    AddAttemptedPodGroupIfNeeded with Success); ``with_its_group``, a member of a group whose
-    cycle failed, already requeued with the group (``_requeue_failed_group``);
+    ``requeue``: ``pod``, the pod's own failure path; ``with_its_group``, a member of a
+    group whose cycle ended, already requeued with the group (``_requeue_group``);
     ``group_member``, its binding cycle failed, and a member of a pod group joins its group
     in the queue (upstream's addPodGroupMember).
     """
@@ -735,8 +733,6 @@ def handle_scheduling_failure(
     is_error = not failure.status.is_rejected()
     if requeue == "pod":
         s.queue.add_unschedulable_if_not_present(qpi, error=is_error)
-    elif requeue == "leftover_of_placed_group":
-        s.queue.add_leftover_of_placed_group(qpi)
     elif requeue == "group_member":
         s.queue.add_unschedulable_group_member(qpi, error=is_error)
     reason, message, nominated_node = failure.reason, failure.message(), failure.nominated_node
@@ -847,17 +843,14 @@ def schedule_pod_group(s: CycleHost, first: Attempt) -> None:
     s.pod_groups.record_cycle(first.pod, _cycle_summary(outcome, len(attempts)))
     waiting = False
     if outcome.status.is_success():
-        _bind_placed(s, outcome.placed)
+        outcome.failed.extend(_bind_placed(s, outcome.placed))
     else:
         _undo_placed(s, outcome)
         nominations = _post_filter_pod_group(s, first.framework, group,
                                              state.scheduled_count(), attempts, outcome)
         _fail_placed(outcome, nominations)
         waiting = nominations is not None
-    requeue: Requeue = "leftover_of_placed_group" if outcome.status.is_success() else "pod"
-    if requeue == "pod" and group.source == WORKLOAD_API:
-        _requeue_failed_group(s, outcome)
-        requeue = "with_its_group"
+    requeue = _requeue_group(s, group, outcome)
     for attempt, failure in outcome.failed:
         handle_scheduling_failure(s, attempt, failure, requeue=requeue)
     result = WAITING_ON_PREEMPTION if waiting else _attempt_result(outcome.status)
@@ -986,9 +979,12 @@ def _undo(s: CycleHost, attempt: Attempt, node: str) -> None:
         s.pod_groups.forget(attempt.pod)
 
 
-def _bind_placed(s: CycleHost, placed: list[_Placed]) -> None:
+def _bind_placed(s: CycleHost, placed: list[_Placed]) -> list[tuple[Attempt, Failure]]:
     """The group holds: each placed member runs Permit (GangScheduling allows them all once
-    the last is assumed) and goes to its binding cycle."""
+    the last is assumed) and goes to its binding cycle. Returns the members a Permit plugin
+    rejected (or failed), unreserved and forgotten: upstream's prepareForBindingCycle hands
+    them to the FailureHandler, and they are requeued with the group's leftovers."""
+    rejected: list[tuple[Attempt, Failure]] = []
     for p in placed:
         s.metrics.algorithm_duration.observe(time.perf_counter() - p.attempt.start)
         s.queue.nominator.delete(p.attempt.pod.uid)
@@ -1002,13 +998,11 @@ def _bind_placed(s: CycleHost, placed: list[_Placed]) -> None:
             s.waiting.add(p.assumed, decision.waiting)
         elif not status.is_success():
             _undo(s, p.attempt, p.result.node)
-            failure = Failure(status, _fit_error_on_one_node(status) if status.is_rejected()
-                              else None)
-            # Not requeued at once as upstream does (AddAttemptedPodGroupIfNeeded): a Permit
-            # plugin that keeps rejecting this member would have it retried without pause.
-            handle_scheduling_failure(s, p.attempt, failure)
+            rejected.append((p.attempt, Failure(
+                status, _fit_error_on_one_node(status) if status.is_rejected() else None)))
             continue
         s.submit_binding(run_binding_cycle, s, p.attempt, p.result)
+    return rejected
 
 
 def _undo_placed(s: CycleHost, outcome: _GroupOutcome) -> None:
@@ -1041,15 +1035,25 @@ def _fail_placed(outcome: _GroupOutcome, nominations: Mapping[str, str] | None) 
         ]
 
 
-def _requeue_failed_group(s: CycleHost, outcome: _GroupOutcome) -> None:
-    """A Workload-API group's members go back together, after the group's backoff whatever
-    the events (upstream's AddAttemptedPodGroupIfNeeded for a failed pod-group cycle); an
-    error of the group's counts as one. A Coscheduling group's members take the pod's
-    failure path, as scheduler-plugins queues them one by one."""
+def _requeue_group(s: CycleHost, group: PodGroup, outcome: _GroupOutcome) -> Requeue:
+    """Requeue the members the cycle did not bind (upstream's AddAttemptedPodGroupIfNeeded
+    at the end of every pod-group cycle), and say how their failure path is to requeue them.
+    A group that was placed: its leftovers (not fitted, failed, rejected at Permit) to
+    activeQ at once. A Workload-API group that was not: its members together, after the
+    group's backoff whatever the events; an error of the group's counts as one. A
+    Coscheduling group's members then take the pod's failure path, as scheduler-plugins
+    queues them one by one."""
+    placed = outcome.status.is_success()
+    if not placed and group.source != WORKLOAD_API:
+        return "pod"
     for attempt, failure in outcome.failed:
         _note_rejectors(attempt.qpi, failure)
-    s.queue.add_failed_group([attempt.qpi for attempt, _ in outcome.failed],
-                             error=not outcome.status.is_rejected())
+    members = [attempt.qpi for attempt, _ in outcome.failed]
+    if placed:
+        s.queue.add_placed_group_leftovers(members)
+    else:
+        s.queue.add_failed_group(members, error=not outcome.status.is_rejected())
+    return "with_its_group"
 
 
 # -- pod-group preemption: the cycle's side -----------------------------------------------------

@@ -247,7 +247,8 @@ class _Sources(Collector):
                 "means number of pods in unschedulableEntities that the scheduler attempted to "
                 "schedule and failed; 'gated' is the number of unschedulable pods that the "
                 "scheduler never attempted to schedule because they are gated; 'incomplete' "
-                "means number of pods in incompletePodGroupPods.",
+                "means number of pods in incompletePodGroupPods; 'pending' means number of "
+                "pods in pendingPodGroupPods.",
                 labels=["queue"],
             )
             for queue, count in self.pending().items():
@@ -386,6 +387,11 @@ class Metrics:
         self.queue_incoming = CounterVec(
             "scheduler_queue_incoming_pods", "[STABLE] Number of pods added to scheduling "
             "queues by event and queue type.", ["queue", "event"], registry=reg)
+        self.queue_incoming_entities = CounterVec(
+            "scheduler_queue_incoming_entities", "[ALPHA] Number of scheduling entities added "
+            "to scheduling queues by event, queue type, and entity type. Entity types are "
+            "either 'pod' (for individual pods that are not members of any podgroup) or "
+            "'podgroup'.", ["queue", "event", "type"], registry=reg)
         self.extension_point_duration = HistogramVec(
             "scheduler_framework_extension_point_duration_seconds", "[STABLE] Latency for "
             "running all plugins of a specific extension point.",
@@ -523,8 +529,12 @@ class Metrics:
         self._sources.cache_sizes = sizes
 
     # -- recorders ------------------------------------------------------------------------
-    def queue_incoming_pod(self, queue: str, event: str) -> None:
+    def queue_incoming_pod(self, queue: str, event: str, entity: str = "") -> None:
+        """A pod entered ``queue``; ``entity`` (``pod``, ``podgroup``) when that counts as an
+        entity entering it too."""
         self.queue_incoming.labels(queue, event).inc()
+        if entity:
+            self.queue_incoming_entities.labels(queue, event, entity).inc()
 
     def scheduled(self, attempts: int, sli_seconds: float | None) -> None:
         """A pod was bound after ``attempts`` attempts, ``sli_seconds`` after it was queued."""

@@ -473,6 +473,30 @@ def test_queue_metrics_count_unobserved_groups_members_as_incomplete_and_groups_
     assert (entities("backoff", "podgroup"), entities("unschedulable", "pod")) == (1, 1)
 
 
+def test_queue_metrics_count_a_group_entering_a_queue_as_one_entity_and_pending_members(
+) -> None:
+    """Upstream's scheduler_queue_incoming_entities_total{queue,event,type} (a group entering
+    a queue is one podgroup entity, its members that many incoming pods) and
+    scheduler_pending_pods{queue="pending"} (members waiting for their group's cycle)."""
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="1"))
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, pod_group("pg", 2))
+    h.add(member("a"), member("b"), pod("single", uid="single", cpu="2"))
+    drain_active(h)
+    registry = h.s.metrics.registry
+
+    def entities(queue: str, event: str, kind: str) -> float | None:
+        return registry.get_sample_value("scheduler_queue_incoming_entities_total",
+                                         {"queue": queue, "event": event, "type": kind})
+
+    assert entities("active", "UnscheduledPodAdd", "podgroup") == 1
+    assert entities("active", "UnscheduledPodAdd", "pod") == 1
+    assert entities("backoff", "ScheduleAttemptFailure", "podgroup") == 1
+    assert registry.get_sample_value("scheduler_queue_incoming_pods_total", {
+        "queue": "backoff", "event": "ScheduleAttemptFailure"}) == 2
+    assert registry.get_sample_value("scheduler_pending_pods", {"queue": "pending"}) == 0
+
+
 # -- Coscheduling's PostFilter (scheduler-plugins pkg/coscheduling/coscheduling.go) ----------
 def _coscheduling_gang(h: Harness, name: str, min_member: int, members: int) -> list[str]:
     from scheduler.cache.pod_groups import COSCHEDULING_POD_GROUPS

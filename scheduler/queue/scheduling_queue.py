@@ -92,6 +92,8 @@ POP_FROM_BACKOFF_Q = "PopFromBackoffQ"
 GATED = "gated"
 # Members of a Workload-API group not observed yet (upstream's incompletePodGroupPods).
 INCOMPLETE = "incomplete"
+# Members waiting for their group's cycle to end (upstream's pendingPodGroupPods).
+PENDING = "pending"
 # scheduler_queued_entities' types: a pod of no group, or a group's members in one queue.
 POD_ENTITY = "pod"
 POD_GROUP_ENTITY = "podgroup"
@@ -175,7 +177,7 @@ class SchedulingQueue(Generic[P]):
         profile_of: Callable[[P], str] | None = None,
         pre_enqueue: Callable[[P], str | None] | None = None,
         lookup: Callable[[str], P | None] | None = None,
-        on_incoming: Callable[[str, str], None] | None = None,
+        on_incoming: Callable[[str, str, str], None] | None = None,
         group_of: Callable[[P], Hashable | None] | None = None,
         group_gate: Callable[[P], str | None] | None = None,
     ) -> None:
@@ -194,8 +196,11 @@ class SchedulingQueue(Generic[P]):
         ``pre_enqueue(pod)`` returns the name of the plugin that gates the pod, or ``None``.
         ``lookup(uid)`` is the newest version of a pod the watch delivered (``None`` once
         deleted); the nominator uses it, as upstream's uses the pod lister.
-        ``on_incoming(queue, event)`` hears every pod entering a queue (called with the lock
-        held: it must only count).
+        ``on_incoming(queue, event, entity)`` hears every pod entering a queue (called with
+        the lock held: it must only count); ``entity`` is ``pod`` or ``podgroup`` when the
+        entry counts as an entity entering that queue, as upstream's
+        recordIncomingEntitiesMetrics counts them (a pod of no group, or one group
+        entering a queue), else ``""``.
         ``group_of(pod)`` is the key of the pod group whose members wait as one, or
         ``None``: upstream queues a Workload-API group as one entity, and one member held
         by PreEnqueue holds the entity. Here a member whose sibling is held is held too, as
@@ -255,6 +260,17 @@ class SchedulingQueue(Generic[P]):
         # The group members their own PreEnqueue check holds: group -> uid -> gating plugin.
         self._gated_members: dict[Hashable, dict[str, str]] = {}
         self._gated_group: dict[str, Hashable] = {}
+        # The group members seen by a PreEnqueue check or waiting for their group's cycle:
+        # group -> uids and uid -> group, until deleted (to find a queued sibling).
+        self._members: dict[Hashable, set[str]] = {}
+        self._member_of: dict[str, Hashable] = {}
+        # The group of the pod last popped (upstream's lastPoppedEntityKey) while its cycle
+        # runs, and its members that came meanwhile (a new pod, a failed binding): they wait
+        # for the cycle's end and then join the group where it is requeued.
+        self._cycle_group: Hashable | None = None
+        self._pending: dict[str, QueuedPodInfo[P]] = {}
+        # That group was popped from backoffQ (PopFromBackoffQ).
+        self._cycle_from_backoff = False
         # In the order the pods were popped, so by start_seq: the first is the oldest (as
         # upstream's inFlightPods list).
         self._in_flight: dict[str, _InFlight[P]] = {}
@@ -275,6 +291,11 @@ class SchedulingQueue(Generic[P]):
             if uid in self._in_flight or self._is_queued_locked(uid):
                 return
             self._tombstones.pop(uid, None)
+            if self._cycle_group is not None and self._group_key(pod) == self._cycle_group:
+                self._pending[uid] = QueuedPodInfo(pod=pod, timestamp=self._clock())
+                self._note_member_locked(uid, self._cycle_group)
+                self.nominator.add(pod)
+                return
             self._add_new_locked(pod)
 
     def update(self, old: P, new: P) -> None:
@@ -307,6 +328,11 @@ class SchedulingQueue(Generic[P]):
                     heap.add_or_update(queued)
                     self.nominator.update(old, new)
                     return
+            pending = self._pending.get(uid)
+            if pending is not None:
+                pending.pod = new
+                self.nominator.update(old, new)
+                return
             entry = self._pool.get(uid)
             if entry is None:
                 if uid not in self._tombstones:
@@ -328,7 +354,7 @@ class SchedulingQueue(Generic[P]):
             return
         with self._lock:
             where = self._move_from_pool_locked(candidate, strategy)
-            self._incoming_locked(str(event), where)
+            self._record_locked(str(event), candidate.qpi, where, _moved(where, strategy))
             self._notify_if(where)
 
     def delete(self, uid: str) -> None:
@@ -340,7 +366,10 @@ class SchedulingQueue(Generic[P]):
             self._backoff.delete(uid)
             self._error_backoff.delete(uid)
             self._drop_from_pool_locked(uid)
+            self._pending.pop(uid, None)
             self._forget_member_gate_locked(uid)
+            if self._member_of:
+                self._forget_member_locked(uid)
             record = self._in_flight.get(uid)
             if record is not None:
                 record.deleted = True
@@ -355,6 +384,10 @@ class SchedulingQueue(Generic[P]):
         passes or the queue is closed (then ``None``)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
+            # The previous cycle is over: its group's late members are not left waiting even
+            # when that cycle requeued nothing (a group gone since its pop, a skipped pod).
+            if self._cycle_group is not None:
+                self._end_group_cycle_locked()
             while True:
                 if self._closed:
                     return None
@@ -377,7 +410,9 @@ class SchedulingQueue(Generic[P]):
     def take(self, uids: Iterable[str]) -> list[QueuedPodInfo[P]]:
         """Pop these pods too, wherever they wait but in flight or gated (a member held only
         because of a sibling is taken once its PreEnqueue passes): the other members of a
-        pod group popped with the first (upstream queues a group as one entity)."""
+        pod group popped with the first (upstream queues a group as one entity). When the
+        first came from backoffQ, those taken from there enter activeQ as PopFromBackoffQ
+        too (upstream's entity counts its size)."""
         taken: list[QueuedPodInfo[P]] = []
         with self._lock:
             for uid in uids:
@@ -386,6 +421,8 @@ class SchedulingQueue(Generic[P]):
                 qpi = self._active.get(uid)
                 if qpi is None:
                     qpi = self._backoff.get(uid)
+                    if qpi is not None and self._cycle_from_backoff:
+                        self._record_locked(POP_FROM_BACKOFF_Q, qpi, ACTIVE, False)
                 entry = self._pool.get(uid) if qpi is None else None
                 if entry is not None and (
                     not entry.qpi.gated or self._passes_pre_enqueue_locked(entry.qpi)
@@ -449,7 +486,8 @@ class SchedulingQueue(Generic[P]):
             if record is None or (not qpi.unschedulable_plugins and not qpi.pending_plugins):
                 # An error is retried after its backoff; so is an attempt we did not track
                 # (upstream: no in-flight record means queueAfterBackoff).
-                return self._finish_requeue_locked(qpi, Strategy.AFTER_BACKOFF)
+                return self._finish_requeue_locked(qpi, Strategy.AFTER_BACKOFF,
+                                                   Strategy.AFTER_BACKOFF)
             candidate = _Candidate(
                 qpi=qpi,
                 token=-1,
@@ -472,68 +510,85 @@ class SchedulingQueue(Generic[P]):
                 )
                 if settled or self._next_seq == seen or self._in_flight.get(uid) is not record:
                     qpi.pod = record.pod
-                    return self._finish_requeue_locked(qpi, strategy)
+                    return self._finish_requeue_locked(qpi, strategy, strategy)
                 events = self._events_since_locked(seen)
                 seen = self._next_seq
 
-    def add_leftover_of_placed_group(self, qpi: QueuedPodInfo[P]) -> bool:
-        """The failure path of a pod-group member that did not fit (or failed) in a cycle
-        that placed its group: upstream's AddAttemptedPodGroupIfNeeded after a successful
-        pod-group cycle. The member goes to activeQ at once, not after a backoff nor an
-        event, with the timestamp it was queued with and its counts reset, so that its
-        next cycle (and its group's preemption) comes first among its equals; PreEnqueue
-        may still hold it. ``done`` included; False when it was deleted or bound meanwhile,
-        or is already queued."""
-        with self._lock:
-            if not self._still_pending_locked(qpi):
-                return False
-            qpi.unschedulable_count = 0
-            qpi.consecutive_errors = 0
-            qpi.backoff_expiration = None
-            return self._finish_requeue_locked(qpi, Strategy.IMMEDIATELY)
-
-    def add_failed_group(self, members: Sequence[QueuedPodInfo[P]], *, error: bool) -> int:
-        """The failure path of a pod group whose cycle failed: upstream's
-        AddAttemptedPodGroupIfNeeded without success, which requeues the group entity to its
-        backoffQ whatever the events of the cycle (to activeQ when backoff is off; to the
-        pool, gated, when a PreEnqueue check holds it). Here the members go together: one
-        timestamp, one count, one expiry, with the group's backoff (its cap times the square
-        root of the members requeued). The group's counts live on its members: each gets the
-        highest a member has, plus this failure (``error``: the consecutive errors, else the
-        unschedulable count, the errors then reset). ``done`` included; returns how many
-        were requeued (not those deleted or bound meanwhile, nor already queued)."""
+    def add_placed_group_leftovers(self, members: Sequence[QueuedPodInfo[P]]) -> int:
+        """The end of a pod-group cycle that placed its group: upstream's
+        AddAttemptedPodGroupIfNeeded with Success. ``members`` are the ones that did not
+        fit, failed, or that a Permit plugin rejected: they go to activeQ at once, not after
+        a backoff nor an event, with the timestamp they were queued with and their counts
+        reset, so that their next cycle (and their group's preemption) comes first among its
+        equals; PreEnqueue may still hold them. As upstream, a member a Permit plugin keeps
+        rejecting is thus retried without pause. The members that came during the cycle
+        join them (or go to activeQ with a new timestamp when none is left over). ``done``
+        included; returns how many of ``members`` were requeued (not those deleted or bound
+        meanwhile, nor already queued)."""
         with self._lock:
             live = [qpi for qpi in members if self._still_pending_locked(qpi)]
-            if not live:
+            seen: set[tuple[Hashable, str]] = set()
+            for qpi in self._held_first_locked(live):
+                qpi.unschedulable_count = 0
+                qpi.consecutive_errors = 0
+                qpi.backoff_expiration = None
+                self._finish_requeue_locked(qpi, Strategy.IMMEDIATELY, None, seen)
+            self._end_group_cycle_locked()
+            return len(live)
+
+    def add_failed_group(self, members: Sequence[QueuedPodInfo[P]], *, error: bool) -> int:
+        """The end of a pod-group cycle that failed: upstream's AddAttemptedPodGroupIfNeeded
+        without success, which requeues the group entity to its backoffQ whatever the events
+        of the cycle (to activeQ when backoff is off; to the pool, gated, when a PreEnqueue
+        check holds it). Here the members go together: one timestamp, one count, one
+        expiry, with the group's backoff (its cap times the square root of the members
+        requeued), the members that came during the cycle with them. The group's counts
+        live on its members: each gets the highest a member of the cycle has, plus this
+        failure (``error``: the consecutive errors, else the unschedulable count, the errors
+        then reset). ``done`` included; returns how many of ``members`` were requeued (not
+        those deleted or bound meanwhile, nor already queued)."""
+        with self._lock:
+            live = [qpi for qpi in members if self._still_pending_locked(qpi)]
+            late = list(self._pending.values())
+            self._pending.clear()
+            self._cycle_group = None
+            self._cycle_from_backoff = False
+            group = live + late
+            if not group:
                 return 0
-            unschedulable = max(qpi.unschedulable_count for qpi in live)
-            errors = max(qpi.consecutive_errors for qpi in live) + 1 if error else 0
+            unschedulable = max(qpi.unschedulable_count for qpi in live or late)
+            errors = max(qpi.consecutive_errors for qpi in live or late) + 1 if error else 0
             if not error:
                 unschedulable += 1
             now = self._clock()
-            for qpi in live:
+            for qpi in late:  # the group's rejectors, as upstream's entity has them
+                qpi.unschedulable_plugins = set().union(*(q.unschedulable_plugins for q in live))
+                qpi.pending_plugins = set().union(*(q.pending_plugins for q in live))
+            for qpi in group:
                 qpi.unschedulable_count, qpi.consecutive_errors = unschedulable, errors
                 qpi.timestamp = now
                 if error:
                     qpi.unschedulable_plugins.clear()
                     qpi.pending_plugins.clear()
-            duration = self.backoff_duration(live[0], len(live))
-            for qpi in live:
+            duration = self.backoff_duration(group[0], len(group))
+            seen: set[tuple[Hashable, str]] = set()
+            for qpi in self._held_first_locked(group):
                 qpi.backoff_expiration = float(math.floor(now + duration))
-                self._finish_requeue_locked(qpi, Strategy.AFTER_BACKOFF)
+                self._finish_requeue_locked(qpi, Strategy.AFTER_BACKOFF, None, seen)
             return len(live)
 
     def add_unschedulable_group_member(self, qpi: QueuedPodInfo[P], *, error: bool) -> bool:
         """The failure path of a pod-group member whose binding cycle failed: upstream's
         AddUnschedulableIfNotPresent for a member (addPodGroupMember), without hints nor a
-        backoff of its own. It joins its group where a sibling is queued, taking the
-        group's counts, time and expiry (upstream adds it to the queued entity), else goes
-        to activeQ with the counts of a new entity (the pool, gated, when PreEnqueue holds
-        it). A pod of no group (``group_of``) takes the pod's path. ``done`` included;
-        False when it was deleted or bound meanwhile, or is already queued."""
-        group_of = self._group_of
-        key = None if group_of is None else group_of(qpi.pod)
-        if group_of is None or key is None:
+        backoff of its own. While its group's cycle runs it waits for the cycle's end and
+        is requeued with the group (upstream's pendingPodGroupPods); otherwise it joins its
+        group where a sibling is queued, taking the group's counts, time and expiry
+        (upstream adds it to the queued entity), else goes to activeQ with the counts of a
+        new entity (the pool, gated, when PreEnqueue holds it). A pod of no group
+        (``group_of``) takes the pod's path. ``done`` included; False when it was deleted or
+        bound meanwhile, or is already queued."""
+        key = self._group_key(qpi.pod)
+        if key is None:
             return self.add_unschedulable_if_not_present(qpi, error=error)
         with self._lock:
             if not self._still_pending_locked(qpi):
@@ -541,35 +596,64 @@ class SchedulingQueue(Generic[P]):
             if error:
                 qpi.unschedulable_plugins.clear()
                 qpi.pending_plugins.clear()
-            sibling = self._queued_sibling_locked(group_of, key, qpi.uid)
-            where = self._join_group_locked(qpi, sibling)
-            self._incoming_locked(SCHEDULE_ATTEMPT_FAILURE, where)
             self._done_locked(qpi.uid)
+            if key == self._cycle_group:
+                self._pending[qpi.uid] = qpi
+                return True
+            sibling = self._queued_sibling_locked(key, qpi.uid)
+            where = self._join_group_locked(qpi, sibling)
+            # As upstream's addPodGroupMember: an UnscheduledPodAdd, and a new entity only
+            # when no sibling was queued.
+            self._record_locked(UNSCHEDULED_POD_ADD, qpi, where, sibling is None)
             self._notify_if(where)
             return True
 
-    def _queued_sibling_locked(
-        self, group_of: Callable[[P], Hashable | None], key: Hashable, uid: str
-    ) -> QueuedPodInfo[P] | None:
-        """A queued member of group ``key`` other than ``uid`` (a scan: binding failures
-        are rare, and only group members take this path)."""
-        queued = itertools.chain(self._active.values(), self._backoff.values(),
-                                 self._error_backoff.values(),
-                                 (e.qpi for e in self._pool.values()))
-        for other in queued:
-            if other.uid != uid and group_of(other.pod) == key:
-                return other
+    def _held_first_locked(self, members: Sequence[QueuedPodInfo[P]]) -> list[QueuedPodInfo[P]]:
+        """A group's members to requeue, those a PreEnqueue check of their own holds first:
+        the others then find the group held and wait in the pool with them, as upstream's
+        entity goes there whole when one member is gated."""
+        if self._pre_enqueue is None or len(members) < 2:
+            return list(members)
+        return sorted(members, key=lambda qpi: self._own_gate_locked(qpi) is None)
+
+    def _end_group_cycle_locked(self) -> None:
+        """The cycle of the group last popped is over: the members that came meanwhile join
+        it where it was requeued, or go to activeQ as a new entity (upstream's
+        AddAttemptedPodGroupIfNeeded with the pending pods)."""
+        key, self._cycle_group = self._cycle_group, None
+        self._cycle_from_backoff = False
+        if not self._pending or key is None:
+            return
+        late = list(self._pending.values())
+        self._pending.clear()
+        sibling = self._queued_sibling_locked(key, "")
+        for qpi in late:
+            where = self._join_group_locked(qpi, sibling)
+            self._record_locked(SCHEDULE_ATTEMPT_FAILURE, qpi, where, sibling is None)
+            self._notify_if(where)
+            sibling = sibling or qpi
+
+    def _queued_sibling_locked(self, key: Hashable, uid: str) -> QueuedPodInfo[P] | None:
+        """A member of group ``key`` other than ``uid`` waiting in activeQ, backoffQ or the
+        pool (the first found: usually the first looked at)."""
+        for other in self._members.get(key, ()):
+            if other != uid and (queued := self._queued_locked(other)) is not None:
+                return queued
         return None
 
     def _join_group_locked(self, qpi: QueuedPodInfo[P], sibling: QueuedPodInfo[P] | None) -> str:
         """Queue ``qpi`` where ``sibling`` waits, with its group's counts and times; to
-        activeQ with fresh counts when no sibling waits."""
+        activeQ as a new entity when no sibling waits: fresh counts, the time it is queued
+        (upstream's entity takes the member's timestamp, refreshed by its failure)."""
         if sibling is None:
             qpi.unschedulable_count = qpi.consecutive_errors = 0
+            qpi.timestamp = self._clock()
             qpi.backoff_expiration = None
             return self._requeue_locked(qpi, Strategy.IMMEDIATELY)
         qpi.unschedulable_count = sibling.unschedulable_count
         qpi.consecutive_errors = sibling.consecutive_errors
+        qpi.unschedulable_plugins = set(sibling.unschedulable_plugins)
+        qpi.pending_plugins = set(sibling.pending_plugins)
         qpi.timestamp = sibling.timestamp
         qpi.backoff_expiration = sibling.backoff_expiration
         if sibling.uid in self._active:
@@ -633,7 +717,9 @@ class SchedulingQueue(Generic[P]):
             return
         with self._lock:
             moved = [self._move_from_pool_locked(c, s) for c, s in decisions]
-            self._incoming_locked(str(event), *moved)
+            seen: set[tuple[Hashable, str]] = set()
+            for (c, s), where in zip(decisions, moved, strict=True):
+                self._record_locked(str(event), c.qpi, where, _moved(where, s), seen)
             self._notify_if(*moved)
 
     def activate(self, uids: Iterable[str]) -> None:
@@ -641,14 +727,15 @@ class SchedulingQueue(Generic[P]):
         scheduled gets a targeted ForceActivate event: it will not be parked when it fails."""
         with self._lock:
             moved = False
+            seen: set[tuple[Hashable, str]] = set()
             for uid in uids:
                 entry = self._pool.get(uid)
                 if entry is not None:
-                    moved |= self._forced_locked(entry.qpi, from_backoff=False)
+                    moved |= self._forced_locked(entry.qpi, seen, from_backoff=False)
                     continue
                 queued = self._backoff.get(uid) or self._error_backoff.get(uid)
                 if queued is not None:
-                    moved |= self._forced_locked(queued, from_backoff=True)
+                    moved |= self._forced_locked(queued, seen, from_backoff=True)
                     continue
                 record = self._in_flight.get(uid)
                 if record is not None:
@@ -662,11 +749,12 @@ class SchedulingQueue(Generic[P]):
         with self._lock:
             now = self._clock()
             moved = False
+            seen: set[tuple[Hashable, str]] = set()
             for heap in (self._backoff, self._error_backoff):
                 while (head := heap.peek()) is not None and not self.is_backing_off(head, now):
                     heap.pop()
                     moved |= self._move_to_active_locked(head, from_backoff=True)
-                    self._incoming_locked(BACKOFF_COMPLETE, ACTIVE)
+                    self._record_locked(BACKOFF_COMPLETE, head, ACTIVE, True, seen)
             if moved:
                 self._cond.notify_all()
 
@@ -685,10 +773,13 @@ class SchedulingQueue(Generic[P]):
                 return
             self._log_event_locked(UNSCHEDULABLE_TIMEOUT, None, None)
             moved: list[str] = []
+            seen: set[tuple[Hashable, str]] = set()
             for qpi in stale:
                 self._drop_from_pool_locked(qpi.uid)
-                moved.append(self._requeue_locked(qpi, Strategy.AFTER_BACKOFF))
-            self._incoming_locked(str(UNSCHEDULABLE_TIMEOUT), *moved)
+                where = self._requeue_locked(qpi, Strategy.AFTER_BACKOFF)
+                self._record_locked(str(UNSCHEDULABLE_TIMEOUT), qpi, where,
+                                    _moved(where, Strategy.AFTER_BACKOFF), seen)
+                moved.append(where)
             self._notify_if(*moved)
 
     def run_flushers(
@@ -769,18 +860,23 @@ class SchedulingQueue(Generic[P]):
 
     # -- introspection ----------------------------------------------------------------------
     def pending_pods(self) -> dict[str, list[str]]:
-        """Pod keys per queue: activeQ and backoffQ in pop order, the pool sorted."""
+        """Pod keys per queue: activeQ and backoffQ in pop order, the pool sorted; with
+        ``group_of``, the members waiting for their group's cycle to end, sorted."""
         with self._lock:
-            return {
+            pods = {
                 ACTIVE: [q.key for q in self._active.ordered()],
                 BACKOFF: [q.key for q in self._backoff.ordered() + self._error_backoff.ordered()],
                 UNSCHEDULABLE: sorted(e.qpi.key for e in self._pool.values()),
             }
+            if self._group_of is not None:
+                pods[PENDING] = sorted(q.key for q in self._pending.values())
+            return pods
 
     def pending_counts(self, incomplete: Callable[[P], bool] | None = None) -> dict[str, int]:
         """How many pods each queue holds (``scheduler_pending_pods``); gated pods apart, and
         with ``incomplete`` (a held member's group is not observed yet) those members apart
-        from the gated ones, as upstream's incompletePodGroupPods."""
+        from the gated ones, as upstream's incompletePodGroupPods; with ``group_of``, the
+        members waiting for their group's cycle to end (upstream's pendingPodGroupPods)."""
         with self._lock:
             gated = [e.qpi for e in self._pool.values() if e.qpi.gated]
             counts = {
@@ -792,6 +888,8 @@ class SchedulingQueue(Generic[P]):
             if incomplete is not None:
                 counts[INCOMPLETE] = sum(1 for qpi in gated if incomplete(qpi.pod))
                 counts[GATED] -= counts[INCOMPLETE]
+            if self._group_of is not None:
+                counts[PENDING] = len(self._pending)
             return counts
 
     def queued_entities(
@@ -821,7 +919,7 @@ class SchedulingQueue(Generic[P]):
         pods = 0
         groups: set[Hashable] = set()
         for qpi in members:
-            key = None if self._group_of is None else self._group_of(qpi.pod)
+            key = self._group_key(qpi.pod)
             if key is None:
                 pods += 1
             else:
@@ -846,10 +944,7 @@ class SchedulingQueue(Generic[P]):
     def get(self, uid: str) -> QueuedPodInfo[P] | None:
         """The queued pod ``uid`` (not while it is being scheduled)."""
         with self._lock:
-            entry = self._pool.get(uid)
-            if entry is not None:
-                return entry.qpi
-            return self._active.get(uid) or self._backoff.get(uid) or self._error_backoff.get(uid)
+            return self._queued_locked(uid) or self._pending.get(uid)
 
     def in_flight(self) -> list[str]:
         with self._lock:
@@ -863,7 +958,8 @@ class SchedulingQueue(Generic[P]):
     def __len__(self) -> int:
         with self._lock:
             return (
-                len(self._active) + len(self._backoff) + len(self._error_backoff) + len(self._pool)
+                len(self._active) + len(self._backoff) + len(self._error_backoff)
+                + len(self._pool) + len(self._pending)
             )
 
     # -- internals: hints (called without the lock) -----------------------------------------
@@ -992,7 +1088,19 @@ class SchedulingQueue(Generic[P]):
             or uid in self._active
             or uid in self._backoff
             or uid in self._error_backoff
+            or uid in self._pending
         )
+
+    def _queued_locked(self, uid: str) -> QueuedPodInfo[P] | None:
+        """The pod ``uid`` in activeQ, backoffQ or the pool."""
+        entry = self._pool.get(uid)
+        if entry is not None:
+            return entry.qpi
+        return self._active.get(uid) or self._backoff.get(uid) or self._error_backoff.get(uid)
+
+    def _group_key(self, pod: P) -> Hashable | None:
+        """The key of the pod's group whose members wait as one (``group_of``), or None."""
+        return None if self._group_of is None else self._group_of(pod)
 
     def _take_next_locked(self) -> QueuedPodInfo[P] | None:
         for heap in (self._active, self._backoff):  # never the error backoffQ
@@ -1002,17 +1110,20 @@ class SchedulingQueue(Generic[P]):
                     log.error("Pod queued while being scheduled; dropping the copy",
                               pod=qpi.key)
                     continue
-                if self._held_by_group_locked(qpi):
+                key = None if self._group_of is None else self._group_of(qpi.pod)
+                if key is not None and self._held_by_group_locked(qpi, key):
                     continue
                 if heap is self._backoff:  # activeQ was empty (PopFromBackoffQ)
-                    self._incoming_locked(POP_FROM_BACKOFF_Q, ACTIVE)
+                    self._record_locked(POP_FROM_BACKOFF_Q, qpi, ACTIVE, True)
+                    self._cycle_from_backoff = key is not None
+                self._cycle_group = key
                 return qpi
         return None
 
-    def _held_by_group_locked(self, qpi: QueuedPodInfo[P]) -> bool:
+    def _held_by_group_locked(self, qpi: QueuedPodInfo[P], key: Hashable) -> bool:
         """A member queued before a sibling was held: it joins the held group in the pool
         (upstream's group entity moves to unschedulableEntities as gated)."""
-        gate = self._group_gate_locked(qpi)
+        gate = self._group_gate_locked(qpi, key)
         if not gate:
             return False
         qpi.gated = True
@@ -1053,12 +1164,26 @@ class SchedulingQueue(Generic[P]):
             self._events.popleft()
 
     def _add_new_locked(self, pod: P) -> None:
+        """A new pod to activeQ (the pool while PreEnqueue holds it). A member whose group
+        waits in backoffQ or the pool, not held, joins it there, as upstream's
+        addToPodGroupIfExists adds it to the queued entity: its pop would take the others
+        out early. A held group is not joined: the newcomer may be what held it (its
+        scheduling gates, kept out of the queue), and its pop takes the others once their
+        checks pass."""
         qpi: QueuedPodInfo[P] = QueuedPodInfo(pod=pod, timestamp=self._clock())
         active = self._move_to_active_locked(qpi, from_backoff=False)
-        self._incoming_locked(UNSCHEDULED_POD_ADD, ACTIVE if active else UNSCHEDULABLE)
-        if active:
+        where = ACTIVE if active else UNSCHEDULABLE
+        key = self._member_of.get(pod.uid) if self._member_of else None
+        sibling = None if key is None else self._queued_sibling_locked(key, pod.uid)
+        if (active and sibling is not None and not sibling.gated
+                and sibling.uid not in self._active):
+            self._active.delete(pod.uid)
+            where = self._join_group_locked(qpi, sibling)
+        # A member is a new entity unless a sibling waits.
+        self._record_locked(UNSCHEDULED_POD_ADD, qpi, where, sibling is None)
+        if not qpi.gated:
             self.nominator.add(pod)
-            self._cond.notify_all()
+        self._notify_if(where)
 
     def _add_to_pool_locked(self, qpi: QueuedPodInfo[P]) -> None:
         self._pool[qpi.uid] = _PoolEntry(qpi, next(self._pool_tokens))
@@ -1073,10 +1198,13 @@ class SchedulingQueue(Generic[P]):
         """The PreEnqueue checks; a pod-group member passes only when none of its group's
         members is held by one (upstream runs PreEnqueue per member of the group entity,
         and one gated member gates the entity)."""
+        key = self._group_key(qpi.pod)
         gate = self._own_gate_locked(qpi)
-        self._note_member_gate_locked(qpi, gate)
-        if not gate:
-            gate = self._group_gate_locked(qpi)
+        if key is not None:
+            self._note_member_locked(qpi.uid, key)
+        self._note_member_gate_locked(qpi, gate, key)
+        if not gate and key is not None:
+            gate = self._group_gate_locked(qpi, key)
         if gate:
             qpi.gated = True
             qpi.gating_plugin = gate
@@ -1095,14 +1223,29 @@ class SchedulingQueue(Generic[P]):
             log.exception("PreEnqueue failed; not gating the pod", pod=qpi.key)
             return None
 
-    def _note_member_gate_locked(self, qpi: QueuedPodInfo[P], gate: str | None) -> None:
+    def _note_member_gate_locked(
+        self, qpi: QueuedPodInfo[P], gate: str | None, key: Hashable | None
+    ) -> None:
         uid = qpi.uid
-        key = None if self._group_of is None else self._group_of(qpi.pod)
         if gate and key is not None:
             self._gated_members.setdefault(key, {})[uid] = gate
             self._gated_group[uid] = key
         elif uid in self._gated_group:
             self._forget_member_gate_locked(uid)
+
+    def _note_member_locked(self, uid: str, key: Hashable) -> None:
+        if self._member_of.get(uid) != key:
+            self._member_of[uid] = key
+            self._members.setdefault(key, set()).add(uid)
+
+    def _forget_member_locked(self, uid: str) -> None:
+        key = self._member_of.pop(uid, None)
+        if key is None:
+            return
+        members = self._members[key]
+        members.discard(uid)
+        if not members:
+            del self._members[key]
 
     def _forget_member_gate_locked(self, uid: str) -> None:
         key = self._gated_group.pop(uid, None)
@@ -1113,12 +1256,8 @@ class SchedulingQueue(Generic[P]):
         if not members:
             del self._gated_members[key]
 
-    def _group_gate_locked(self, qpi: QueuedPodInfo[P]) -> str | None:
-        """What holds another member of the pod's group, if anything does (nothing is asked
-        for a pod of no group: every pop runs this)."""
-        key = None if self._group_of is None else self._group_of(qpi.pod)
-        if key is None:
-            return None
+    def _group_gate_locked(self, qpi: QueuedPodInfo[P], key: Hashable) -> str | None:
+        """What holds another member of group ``key``, the pod's, if anything does."""
         if self._group_gate is not None and (outside := self._group_gate(qpi.pod)):
             return outside
         members = self._gated_members.get(key)
@@ -1184,23 +1323,47 @@ class SchedulingQueue(Generic[P]):
         self._drop_from_pool_locked(c.qpi.uid)
         return self._requeue_locked(entry.qpi, strategy)
 
-    def _finish_requeue_locked(self, qpi: QueuedPodInfo[P], strategy: Strategy) -> bool:
+    def _finish_requeue_locked(
+        self, qpi: QueuedPodInfo[P], strategy: Strategy, hint: Strategy | None,
+        seen: set[tuple[Hashable, str]] | None = None,
+    ) -> bool:
+        """Requeue a popped pod by ``strategy``; ``hint`` is the queueing hint it came with
+        (upstream's previous strategy for the entity count), None when it is requeued as a
+        new entity, its group's once (``seen``)."""
         where = self._requeue_locked(qpi, strategy)
-        self._incoming_locked(SCHEDULE_ATTEMPT_FAILURE, where)
+        self._record_locked(SCHEDULE_ATTEMPT_FAILURE, qpi, where, _moved(where, hint), seen)
         self._done_locked(qpi.uid)
         self._notify_if(where)
         return True
 
-    def _forced_locked(self, qpi: QueuedPodInfo[P], *, from_backoff: bool) -> bool:
+    def _forced_locked(
+        self, qpi: QueuedPodInfo[P], seen: set[tuple[Hashable, str]], *, from_backoff: bool
+    ) -> bool:
         moved = self._move_to_active_locked(qpi, from_backoff=from_backoff)
         if moved:
-            self._incoming_locked(str(FORCE_ACTIVATE), ACTIVE)
+            self._record_locked(str(FORCE_ACTIVATE), qpi, ACTIVE, True, seen)
         return moved
 
-    def _incoming_locked(self, event: str, *where: str | None) -> None:
-        for queue in where:
-            if queue is not None:
-                self._on_incoming(queue, event)
+    def _record_locked(
+        self, event: str, qpi: QueuedPodInfo[P], where: str | None, new_entity: bool,
+        seen: set[tuple[Hashable, str]] | None = None,
+    ) -> None:
+        """``qpi`` entered ``where`` (None: nowhere): upstream's recordIncomingEntitiesMetrics.
+        When ``new_entity``, it counts as an entity entering that queue: a pod of no group
+        always, a group member once per group and queue among the entries that share
+        ``seen`` (the members a call moves together)."""
+        if where is None:
+            return
+        entity = ""
+        if new_entity:
+            key = self._member_of.get(qpi.uid) if self._member_of else None
+            if key is None:
+                entity = POD_ENTITY
+            elif seen is None or (key, where) not in seen:
+                entity = POD_GROUP_ENTITY
+                if seen is not None:
+                    seen.add((key, where))
+        self._on_incoming(where, event, entity)
 
     def _notify_if(self, *where: str | None) -> None:
         # A pod in backoffQ can be popped too (PopFromBackoffQ), so both wake the worker.
@@ -1208,5 +1371,18 @@ class SchedulingQueue(Generic[P]):
             self._cond.notify_all()
 
 
-def _ignore_incoming(queue: str, event: str) -> None:
+def _ignore_incoming(queue: str, event: str, entity: str) -> None:
     return None
+
+
+# Where upstream's recordIncomingEntitiesMetrics takes an entity requeued by a strategy to be.
+_STRATEGY_QUEUE = {
+    Strategy.IMMEDIATELY: ACTIVE, Strategy.AFTER_BACKOFF: BACKOFF, Strategy.SKIP: UNSCHEDULABLE,
+}
+
+
+def _moved(where: str | None, previous: Strategy | None) -> bool:
+    """Whether an entity requeued with the ``previous`` strategy counts as entering ``where``
+    (upstream's recordIncomingEntitiesMetrics): a new one (None), or one that went to another
+    queue than its strategy's."""
+    return previous is None or where != _STRATEGY_QUEUE[previous]

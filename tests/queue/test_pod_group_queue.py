@@ -17,6 +17,7 @@ CompositePodGroups) have no counterpart here.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -27,7 +28,13 @@ from scheduler.framework.interface import SUCCESS, PermitDecision, Status
 from scheduler.framework.ports import BindOutcome
 from scheduler.intake import ADDED, DELETED
 from scheduler.queue.queued_pod import QueuedPodInfo
-from scheduler.queue.scheduling_queue import ACTIVE, BACKOFF, UNSCHEDULABLE
+from scheduler.queue.scheduling_queue import (
+    ACTIVE,
+    BACKOFF,
+    PENDING,
+    POD_GROUP_ENTITY,
+    UNSCHEDULABLE,
+)
 from scheduler.testing import node, pod
 from tests.plugins.test_default_preemption import FakeEvictor
 from tests.queue.fakes import (
@@ -339,22 +346,107 @@ def test_add_attempted_new_pods_only_group_scheduled_requeue_to_active_queue_new
 ) -> None:
     """TestAddAttemptedPodGroupIfNeeded "New pods only are present and pod group scheduling
     was successful, requeue to active queue directly with new timestamp": a member that
-    arrives while its group's cycle runs is queued on its own, in activeQ, with the time it
-    came."""
+    arrives while its group's cycle runs waits for the cycle's end (upstream's
+    pendingPodGroupPods, scheduler_pending_pods{queue="pending"}), then goes to activeQ with
+    the time of the requeue."""
+    clock = FakeClock()
+    queue = make_queue(clock, group_of=_Gates.group_of)
+    a = grouped("a")
+    queue.add(a)
+    pop_now(queue)
+    clock.advance(1)
+    b = grouped("b")
+    queue.add(b)
+    assert where(queue, b) == PENDING
+    assert queue.pending_counts()[PENDING] == 1
+    clock.advance(1)
+    assert queue.add_placed_group_leftovers([]) == 0
+    assert where(queue, b) == ACTIVE
+    assert queue.pending_counts()[PENDING] == 0
+    got_b = queue.get(b.uid)
+    assert got_b is not None and got_b.timestamp == START + 2
+
+
+def test_add_attempted_a_member_arriving_during_a_placed_cycle_joins_the_leftovers() -> None:
+    """TestAddAttemptedPodGroupIfNeeded "Unschedulable pods are present but pod group
+    scheduling was successful, requeue to active queue directly and preserve timestamp",
+    with a new pod among the pending ones: it joins the leftover in activeQ with the
+    group's preserved timestamp and counts."""
     clock = FakeClock()
     queue = make_queue(clock, group_of=_Gates.group_of)
     a = grouped("a")
     queue.add(a)
     popped = pop_now(queue)
+    popped.unschedulable_count = 2
     clock.advance(1)
     b = grouped("b")
     queue.add(b)
     popped.unschedulable_plugins.add(NODE_RESOURCES_FIT)
-    assert queue.add_leftover_of_placed_group(popped)
+    assert queue.add_placed_group_leftovers([popped]) == 1
     assert (where(queue, a), where(queue, b)) == (ACTIVE, ACTIVE)
-    got_a, got_b = queue.get(a.uid), queue.get(b.uid)
-    assert got_a is not None and got_b is not None
-    assert (got_a.timestamp, got_b.timestamp) == (START, START + 1)
+    got_b = queue.get(b.uid)
+    assert got_b is not None
+    assert (got_b.timestamp, got_b.unschedulable_count) == (START, 0)
+
+
+def test_a_member_arriving_during_a_failed_cycle_is_requeued_with_the_group() -> None:
+    """TestAddAttemptedPodGroupIfNeeded's failed cycles with a pending pod: it goes to the
+    group's backoffQ with the group's counts, timestamp and expiry, not to activeQ alone
+    (where its pop would take its siblings out of their backoff)."""
+    clock = FakeClock()
+    queue = make_queue(clock, group_of=_Gates.group_of)
+    a = grouped("a")
+    queue.add(a)
+    popped = pop_now(queue)
+    popped.unschedulable_plugins.add(NODE_RESOURCES_FIT)
+    b = grouped("b")
+    queue.add(b)
+    assert where(queue, b) == PENDING
+    assert queue.add_failed_group([popped], error=False) == 1
+    assert (where(queue, a), where(queue, b)) == (BACKOFF, BACKOFF)
+    got_b = queue.get(b.uid)
+    assert got_b is not None
+    assert (got_b.unschedulable_count, got_b.timestamp, got_b.backoff_expiration) == (
+        popped.unschedulable_count, popped.timestamp, popped.backoff_expiration)
+    assert got_b.unschedulable_plugins == {NODE_RESOURCES_FIT}
+    # The group's backoff counts both (10 s x sqrt(2) cap; 1 s at the first failure).
+    assert popped.backoff_expiration == START + 1
+    assert queue.pop(timeout=0) is not None  # PopFromBackoffQ takes the group
+
+
+def test_a_pending_member_deleted_or_updated_during_the_cycle() -> None:
+    queue = make_queue(group_of=_Gates.group_of)
+    a, b, c = grouped("a"), grouped("b"), grouped("c")
+    queue.add(a)
+    popped = pop_now(queue)
+    queue.add(b)
+    queue.add(c)
+    queue.add(c)  # a duplicate add is ignored
+    newer = dataclasses.replace(c, resource_version="2")
+    queue.update(c, newer)
+    queue.delete(b.uid)
+    assert len(queue) == 1
+    assert queue.add_placed_group_leftovers([popped]) == 1
+    assert (where(queue, b), where(queue, c)) == (None, ACTIVE)
+    got_c = queue.get(c.uid)
+    assert got_c is not None and got_c.pod is newer
+
+
+def test_pending_members_are_released_by_the_next_pop_when_the_cycle_requeued_nothing(
+) -> None:
+    """A group gone since its pop is tried as a pod alone and requeued by the pod's path:
+    the members that came meanwhile are not left waiting; the next pop releases them, to
+    where their group waits."""
+    queue = make_queue(group_of=_Gates.group_of)
+    a, b = grouped("a"), grouped("b")
+    queue.add(a)
+    popped = pop_now(queue)
+    queue.add(b)
+    popped.unschedulable_plugins.add(NODE_RESOURCES_FIT)
+    queue.add_unschedulable_if_not_present(popped)
+    assert where(queue, b) == PENDING
+    assert queue.pop(timeout=0) is None
+    assert (where(queue, a), where(queue, b)) == (UNSCHEDULABLE, UNSCHEDULABLE)
 
 
 def test_a_leftover_member_held_by_pre_enqueue_waits_gated() -> None:
@@ -367,7 +459,7 @@ def test_a_leftover_member_held_by_pre_enqueue_waits_gated() -> None:
     queue.add(a)
     popped = pop_now(queue)
     gates.gated.add("a")
-    assert queue.add_leftover_of_placed_group(popped)
+    assert queue.add_placed_group_leftovers([popped])
     assert where(queue, a) == UNSCHEDULABLE
     held = queue.get(a.uid)
     assert held is not None and held.gated and held.gating_plugin == DYNAMIC_RESOURCES
@@ -379,7 +471,7 @@ def test_a_leftover_member_deleted_during_the_cycle_is_not_requeued() -> None:
     queue.add(a)
     popped = pop_now(queue)
     queue.delete(a.uid)
-    assert not queue.add_leftover_of_placed_group(popped)
+    assert not queue.add_placed_group_leftovers([popped])
     assert where(queue, a) is None and queue.in_flight() == []
 
 
@@ -420,11 +512,13 @@ class _RejectAtPermit:
                               else SUCCESS)
 
 
-def test_a_member_a_permit_plugin_rejects_in_a_placed_group_is_not_retried_without_pause(
+def test_a_member_a_permit_plugin_rejects_in_a_placed_group_is_requeued_to_activeq_at_once(
 ) -> None:
-    """Beyond upstream, which requeues it at once as a member that did not fit: a Permit
-    plugin that keeps rejecting it would have it retried in a loop. It goes through the
-    failure path, as any pod a Permit plugin rejects."""
+    """upstream's prepareForBindingCycle hands a member a Permit plugin rejects to the
+    FailureHandler, which adds it to its group's pending pods, and
+    AddAttemptedPodGroupIfNeeded with Success requeues it to activeQ at once, counts reset
+    and timestamp preserved, as a member that did not fit. As upstream, a plugin that
+    keeps rejecting it has it retried without pause, one cycle after another."""
     config = {**WITH_GANGS, "profiles": [{
         "schedulerName": "secondary-scheduler", "plugins": {"multiPoint": {"enabled": [
             {"name": "GangScheduling"}, {"name": _RejectAtPermit.name}]}}}]}
@@ -432,10 +526,20 @@ def test_a_member_a_permit_plugin_rejects_in_a_placed_group_is_not_retried_witho
     h.nodes(node("n1", cpu="8"))
     h.intake.on_pod_group_object(POD_GROUPS, ADDED, pod_group("pg", 2))
     h.add(member("a"), member("b"), member("c"))
+    queued_at = h.s.queue.get(h.uid("c"))
+    assert queued_at is not None
+    h.clock.advance(5)
     assert h.cycle()
     assert bound(h) == ["a", "b"]
-    assert h.where("c") == UNSCHEDULABLE
-    assert not h.cycle()
+    assert h.ports.failures_of("c") != []
+    assert h.where("c") == ACTIVE
+    left = h.s.queue.get(h.uid("c"))
+    assert left is not None
+    assert (left.timestamp, left.unschedulable_count, left.consecutive_errors) == (
+        queued_at.timestamp, 0, 0)
+    for _ in range(3):  # the loop upstream has too
+        assert h.cycle()
+        assert h.where("c") == ACTIVE
 
 
 # -- AddAttemptedPodGroupIfNeeded after a cycle that did not place the group -----------------
@@ -490,6 +594,29 @@ def test_add_attempted_pod_group_if_needed_after_a_failed_cycle(
         assert (qpi.unschedulable_count, qpi.consecutive_errors) == expected_counts
         assert qpi.timestamp == START + 1
     assert queue.in_flight() == []
+
+
+@pytest.mark.parametrize("placed", [True, False])
+def test_a_group_requeued_with_one_member_held_waits_whole_in_the_pool(placed: bool) -> None:
+    """TestAddAttemptedPodGroupIfNeeded "... but blocked on PreEnqueue", one member held: the
+    entity is gated whole. Whatever the order the members come in, none waits in activeQ
+    or backoffQ while its sibling is held."""
+    gates = _Gates()
+    queue = queue_with(gates)
+    pods = [grouped(n) for n in "abc"]
+    for p in pods:
+        queue.add(p)
+    first = pop_now(queue)
+    members = [first, *queue.take(p.uid for p in pods if p.uid != first.uid)]
+    for qpi in members:
+        qpi.unschedulable_plugins.add(NODE_RESOURCES_FIT)
+    gates.gated.add(members[-1].pod.name)
+    if placed:
+        assert queue.add_placed_group_leftovers(members) == 3
+    else:
+        assert queue.add_failed_group(members, error=False) == 3
+    assert [where(queue, p) for p in pods] == [UNSCHEDULABLE] * 3
+    assert queue.pop(timeout=0) is None
 
 
 @pytest.mark.parametrize(
@@ -590,6 +717,7 @@ def _sibling_in(queue: Queue, gates: _Gates, place: str) -> FakePod:
             queue.add_failed_group([popped], error=False)
         else:
             queue.add_unschedulable_if_not_present(popped)
+            assert queue.pop(timeout=0) is None  # the cycle is over
     return b
 
 
@@ -623,6 +751,7 @@ def test_add_unschedulable_pod_if_not_present_pod_group_member(
     a = grouped("a")
     queue.add(a)
     failed = pop_now(queue)
+    queue.add_placed_group_leftovers([])  # the group was placed: a's binding runs
     failed.unschedulable_count, failed.consecutive_errors = 3, 0
     clock.advance(1)
     b = _sibling_in(queue, gates, place) if place is not None else None
@@ -638,6 +767,133 @@ def test_add_unschedulable_pod_if_not_present_pod_group_member(
         assert (failed.unschedulable_count, failed.timestamp, failed.backoff_expiration) == (
             sibling.unschedulable_count, sibling.timestamp, sibling.backoff_expiration)
     if place == "gated":
+        assert queue.pop(timeout=0) is None
+
+
+@pytest.mark.parametrize(
+    ("failing", "error"),
+    [
+        pytest.param(["a"], False, id=(
+            "single pod group member added with plugin to pending when group is in flight")),
+        pytest.param(["a"], True, id=(
+            "single pod group member added with no plugins (consecutive error) to pending")),
+        pytest.param(["a", "b", "c"], False, id=(
+            "multiple pod group members, including gated added with plugins sequentially to "
+            "pending when group is in flight")),
+    ],
+)
+def test_add_unschedulable_pod_if_not_present_pod_group_member_in_flight(
+    failing: list[str], error: bool
+) -> None:
+    """TestAddUnschedulablePodIfNotPresentPodGroupMember, the group in flight (last
+    popped): a member whose binding cycle fails while its group's cycle runs waits for the
+    cycle's end (pendingPodGroupPods), gated or not, and is then requeued with the group:
+    here the cycle fails and they all go to the group's backoff together."""
+    clock = FakeClock()
+    gates = _Gates()
+    queue = make_queue(clock, pre_enqueue=gates.pre_enqueue, group_of=_Gates.group_of)
+    pods = {n: grouped(n) for n in ("a", "b", "c", "d")}
+    for n in ("a", "b", "c"):
+        queue.add(pods[n])
+    first = pop_now(queue)
+    binding = [first, *queue.take(pods[n].uid for n in ("b", "c"))]
+    queue.add_placed_group_leftovers([])  # placed: their binding cycles run
+    queue.add(pods["d"])
+    cycle = pop_now(queue)  # d's cycle: the group is in flight again
+    assert cycle.pod.name == "d"
+    gates.gated.add("c")
+    for qpi in binding:
+        if qpi.pod.name in failing:
+            qpi.unschedulable_plugins.add(NODE_RESOURCES_FIT)
+            assert queue.add_unschedulable_group_member(qpi, error=error)
+    assert [where(queue, pods[n]) for n in failing] == [PENDING] * len(failing)
+    assert queue.pending_counts()[PENDING] == len(failing)
+    assert sorted(queue.in_flight()) == sorted(
+        pods[n].uid for n in ("a", "b", "c", "d") if n not in failing)
+    cycle.unschedulable_plugins.add(NODE_RESOURCES_FIT)
+    assert queue.add_failed_group([cycle], error=False) == 1
+    # c's PreEnqueue holds the group: all wait in the pool, gated.
+    expected = UNSCHEDULABLE if "c" in failing else BACKOFF
+    assert where(queue, pods["d"]) == expected
+    for n in failing:
+        got = queue.get(pods[n].uid)
+        assert got is not None
+        assert (got.unschedulable_count, got.timestamp) == (1, cycle.timestamp)
+        assert where(queue, pods[n]) == expected
+    assert queue.pending_counts()[PENDING] == 0
+
+
+@pytest.mark.parametrize("gated", [
+    pytest.param(False, id=(
+        "matching pod group is currently in flight (last popped), pod (ungated) goes to "
+        "pendingPodGroupPods")),
+    pytest.param(True, id=(
+        "matching pod group is currently in flight (last popped), pod (gated) goes to "
+        "pendingPodGroupPods")),
+])
+def test_add_pod_group_member_while_its_group_is_in_flight(gated: bool) -> None:
+    """TestAddPodGroupMember: a new member of the group being scheduled waits for the
+    cycle's end; a pod of another group does not."""
+    gates = _Gates("b") if gated else _Gates()
+    queue = queue_with(gates)
+    a, b, other = grouped("a"), grouped("b"), grouped("x", "other")
+    queue.add(a)
+    pop_now(queue)
+    queue.add(b)
+    queue.add(other)
+    assert (where(queue, b), where(queue, other)) == (PENDING, ACTIVE)
+    assert queue.queued_entities()[(ACTIVE, POD_GROUP_ENTITY)] == 1
+
+
+@pytest.mark.parametrize(
+    ("place", "gated", "expected"),
+    [
+        pytest.param(BACKOFF, False, BACKOFF, id=(
+            "existing pod group in backoffQ (ungated addition), stays in backoffQ")),
+        pytest.param(BACKOFF, True, UNSCHEDULABLE, id=(
+            "existing pod group in backoffQ (gated addition), becomes gated and moves to "
+            "unschedulableEntities")),
+        pytest.param(UNSCHEDULABLE, False, UNSCHEDULABLE, id=(
+            "existing pod group in unschedulableEntities (ungated addition), stays in "
+            "unschedulableEntities as ungated")),
+        pytest.param(ACTIVE, False, ACTIVE, id=(
+            "existing pod group in activeQ (ungated addition), stays in activeQ")),
+    ],
+)
+def test_add_pod_group_member_to_its_queued_group(
+    place: str, gated: bool, expected: str
+) -> None:
+    """TestAddPodGroupMember: a new member joins its group where it waits, with its counts
+    and times; it is not queued in activeQ alone, where its pop would take the others out
+    of their backoff or the pool before anything helped them. One held by PreEnqueue holds
+    the group: nothing is popped (PopFromBackoffQ still takes a group in backoffQ when
+    activeQ is empty)."""
+    clock = FakeClock()
+    gates = _Gates()
+    queue = make_queue(clock, pre_enqueue=gates.pre_enqueue, group_of=_Gates.group_of)
+    a = grouped("a")
+    queue.add(a)
+    if place != ACTIVE:
+        popped = pop_now(queue)
+        popped.unschedulable_plugins.add(NODE_RESOURCES_FIT)
+        if place == BACKOFF:
+            queue.add_failed_group([popped], error=False)
+        else:
+            queue.add_unschedulable_if_not_present(popped)
+            assert queue.pop(timeout=0) is None  # the cycle is over
+    assert where(queue, a) == place
+    clock.advance(0.5)
+    b = grouped("b")
+    if gated:
+        gates.gated.add("b")
+    queue.add(b)
+    assert where(queue, b) == expected
+    joined, sibling = queue.get(b.uid), queue.get(a.uid)
+    assert joined is not None and sibling is not None
+    if place != ACTIVE and not gated:
+        assert (joined.unschedulable_count, joined.timestamp, joined.unschedulable_plugins) == (
+            sibling.unschedulable_count, sibling.timestamp, {NODE_RESOURCES_FIT})
+    if expected == UNSCHEDULABLE:
         assert queue.pop(timeout=0) is None
 
 

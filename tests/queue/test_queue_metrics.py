@@ -1,6 +1,6 @@
 """What the queue reports for ``scheduler_pending_pods``, ``scheduler_queued_entities``,
-``scheduler_unschedulable_pods`` and ``scheduler_queue_incoming_pods_total`` (upstream's
-queue/event/type labels)."""
+``scheduler_unschedulable_pods``, ``scheduler_queue_incoming_pods_total`` and
+``scheduler_queue_incoming_entities_total`` (upstream's queue/event/type labels)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from scheduler.queue.scheduling_queue import (
     BACKOFF,
     GATED,
     INCOMPLETE,
+    PENDING,
     POD_ENTITY,
     POD_GROUP_ENTITY,
     UNSCHEDULABLE,
@@ -19,6 +20,7 @@ from tests.queue.fakes import (
     SCHEDULING_GATES,
     FakeClock,
     FakePod,
+    Queue,
     fail,
     make_pod,
     make_queue,
@@ -32,10 +34,14 @@ def _gates(pod: FakePod) -> str | None:
 
 
 def test_every_entry_is_reported_with_its_queue_and_event() -> None:
+    """Every pod entering a queue, and, as upstream's recordIncomingEntitiesMetrics, as an
+    entity when it is new to the queues (no previous strategy) or goes elsewhere than its
+    queueing hint's queue: a pod parked by its failure or sent to backoffQ by a Queue hint
+    is no new entity there."""
     clock = FakeClock()
-    seen: list[tuple[str, str]] = []
+    seen: list[tuple[str, str, str]] = []
     queue = make_queue(clock, pre_enqueue=_gates,
-                       on_incoming=lambda q, event: seen.append((q, event)))
+                       on_incoming=lambda q, event, entity: seen.append((q, event, entity)))
     queue.add(make_pod("gated", gates=["example.com/wait"]))
     park(queue, make_pod("big"), [NODE_RESOURCES_FIT])
     queue.add(make_pod("new"))
@@ -45,14 +51,14 @@ def test_every_entry_is_reported_with_its_queue_and_event() -> None:
     clock.advance(30)
     queue.flush_backoff_completed()
     assert seen == [
-        (UNSCHEDULABLE, "UnscheduledPodAdd"),  # gated
-        (ACTIVE, "UnscheduledPodAdd"),
-        (UNSCHEDULABLE, "ScheduleAttemptFailure"),
-        (ACTIVE, "UnscheduledPodAdd"),
-        (BACKOFF, "ScheduleAttemptFailure"),  # an error waits out its backoff
-        (BACKOFF, "NodeAdd"),  # NodeResourcesFit's pod, still backing off
-        (ACTIVE, "BackoffComplete"),
-        (ACTIVE, "BackoffComplete"),
+        (UNSCHEDULABLE, "UnscheduledPodAdd", POD_ENTITY),  # gated
+        (ACTIVE, "UnscheduledPodAdd", POD_ENTITY),
+        (UNSCHEDULABLE, "ScheduleAttemptFailure", ""),
+        (ACTIVE, "UnscheduledPodAdd", POD_ENTITY),
+        (BACKOFF, "ScheduleAttemptFailure", ""),  # an error waits out its backoff
+        (BACKOFF, "NodeAdd", ""),  # NodeResourcesFit's pod, still backing off
+        (ACTIVE, "BackoffComplete", POD_ENTITY),
+        (ACTIVE, "BackoffComplete", POD_ENTITY),
     ]
     queue.activate(["uid-gated"])  # gated: stays in the pool, nothing enters a queue
     assert len(seen) == 8
@@ -60,12 +66,13 @@ def test_every_entry_is_reported_with_its_queue_and_event() -> None:
 
 def test_a_pod_popped_from_backoff_enters_active_as_pop_from_backoffq() -> None:
     clock = FakeClock()
-    seen: list[tuple[str, str]] = []
-    queue = make_queue(clock, on_incoming=lambda q, event: seen.append((q, event)))
+    seen: list[tuple[str, str, str]] = []
+    queue = make_queue(clock,
+                       on_incoming=lambda q, event, entity: seen.append((q, event, entity)))
     park(queue, make_pod("big"), [NODE_RESOURCES_FIT])
     queue.move_all_to_active_or_backoff(NODE_ADD)
     assert pop_now(queue).pod.name == "big"  # activeQ is empty: taken from backoffQ
-    assert seen[-2:] == [(BACKOFF, "NodeAdd"), (ACTIVE, "PopFromBackoffQ")]
+    assert seen[-2:] == [(BACKOFF, "NodeAdd", ""), (ACTIVE, "PopFromBackoffQ", POD_ENTITY)]
 
 
 def test_pending_counts_and_rejections_per_plugin() -> None:
@@ -112,7 +119,7 @@ def test_pod_group_members_count_as_one_entity_and_incomplete_ones_apart() -> No
         return _group(pod) in unobserved
 
     assert queue.pending_counts(incomplete) == {
-        ACTIVE: 3, BACKOFF: 0, UNSCHEDULABLE: 1, GATED: 1, INCOMPLETE: 2}
+        ACTIVE: 3, BACKOFF: 0, UNSCHEDULABLE: 1, GATED: 1, INCOMPLETE: 2, PENDING: 0}
     assert queue.queued_entities(incomplete) == {
         (ACTIVE, POD_ENTITY): 1, (ACTIVE, POD_GROUP_ENTITY): 1,
         (BACKOFF, POD_ENTITY): 0, (BACKOFF, POD_GROUP_ENTITY): 0,
@@ -122,3 +129,102 @@ def test_pod_group_members_count_as_one_entity_and_incomplete_ones_apart() -> No
     # Without the question, the held members are all gated, each group one entity.
     assert queue.pending_counts()[GATED] == 3
     assert queue.queued_entities()[(GATED, POD_GROUP_ENTITY)] == 2
+
+
+def _entities(seen: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], int]:
+    """scheduler_queue_incoming_entities_total{queue,event,type} from the entries heard."""
+    counts: dict[tuple[str, str, str], int] = {}
+    for queue, event, entity in seen:
+        if entity:
+            counts[(queue, event, entity)] = counts.get((queue, event, entity), 0) + 1
+    return counts
+
+
+def _heard() -> tuple[list[tuple[str, str, str]], Queue]:
+    seen: list[tuple[str, str, str]] = []
+    queue = make_queue(group_of=_group,
+                       on_incoming=lambda q, event, entity: seen.append((q, event, entity)))
+    return seen, queue
+
+
+def test_incoming_entities_metrics_add_all_pods_to_active_queue() -> None:
+    """TestIncomingEntitiesMetrics "add all pods to active queue": a pod and a group of
+    three are two entities, the group's members three pods."""
+    seen, queue = _heard()
+    queue.add(make_pod("pod1"))
+    for name in ("pod2", "pod3", "pod4"):
+        queue.add(make_pod(name, labels={"group": "pg-1"}))
+    assert _entities(seen) == {
+        (ACTIVE, "UnscheduledPodAdd", POD_ENTITY): 1,
+        (ACTIVE, "UnscheduledPodAdd", POD_GROUP_ENTITY): 1,
+    }
+    assert len(seen) == 4
+
+
+def test_incoming_entities_metrics_podgroup_failure_requeued_to_backoff() -> None:
+    """TestIncomingEntitiesMetrics "add pods of a podgroup to active queue, simulate
+    scheduling failure attempt, and requeue podgroup to backoff queue"."""
+    seen, queue = _heard()
+    pods = [make_pod(name, labels={"group": "pg-1"}) for name in ("pod2", "pod3", "pod4")]
+    for p in pods:
+        queue.add(p)
+    first = pop_now(queue)
+    members = [first, *queue.take(p.uid for p in pods if p.uid != first.uid)]
+    for qpi in members:
+        qpi.unschedulable_plugins.add(NODE_RESOURCES_FIT)
+    assert queue.add_failed_group(members, error=False) == 3
+    assert _entities(seen) == {
+        (ACTIVE, "UnscheduledPodAdd", POD_GROUP_ENTITY): 1,
+        (BACKOFF, "ScheduleAttemptFailure", POD_GROUP_ENTITY): 1,
+    }
+    assert seen.count((BACKOFF, "ScheduleAttemptFailure", "")) == 2  # the pods, counted
+
+
+def test_incoming_entities_metrics_add_individual_pod_to_active_queue() -> None:
+    """TestIncomingEntitiesMetrics "add individual pod to active queue": its failure parks
+    it in the pool (Skip), which is no new entity there."""
+    seen, queue = _heard()
+    park(queue, make_pod("pod1"), ["unschedulable_plugin"])
+    assert _entities(seen) == {(ACTIVE, "UnscheduledPodAdd", POD_ENTITY): 1}
+
+
+def test_incoming_entities_a_group_moved_or_flushed_together_is_one_entity() -> None:
+    """A group's members moved by one call (an event, the backoff flush, an activation) are
+    one entity entering the queue, as upstream's entity moves whole."""
+    clock = FakeClock()
+    seen: list[tuple[str, str, str]] = []
+    queue = make_queue(clock, group_of=_group,
+                       on_incoming=lambda q, event, entity: seen.append((q, event, entity)))
+    pods = [make_pod(name, labels={"group": "g"}) for name in ("a", "b")]
+    for p in pods:
+        queue.add(p)
+    first = pop_now(queue)
+    members = [first, *queue.take(p.uid for p in pods if p.uid != first.uid)]
+    queue.add_failed_group(members, error=True)
+    seen.clear()
+    clock.advance(30)
+    queue.flush_backoff_completed()
+    assert _entities(seen) == {(ACTIVE, "BackoffComplete", POD_GROUP_ENTITY): 1}
+    assert len(seen) == 2
+
+
+def test_a_group_popped_from_backoffq_enters_activeq_with_all_its_members() -> None:
+    """upstream's activeQueue pop from backoffQ records the entity's size as incoming pods
+    (PopFromBackoffQ) and the entity once: here the members taken along count too."""
+    clock = FakeClock()
+    seen: list[tuple[str, str, str]] = []
+    queue = make_queue(clock, group_of=_group,
+                       on_incoming=lambda q, event, entity: seen.append((q, event, entity)))
+    pods = [make_pod(name, labels={"group": "g"}) for name in ("a", "b", "c")]
+    for p in pods:
+        queue.add(p)
+    first = pop_now(queue)
+    members = [first, *queue.take(p.uid for p in pods if p.uid != first.uid)]
+    for qpi in members:
+        qpi.unschedulable_plugins.add(NODE_RESOURCES_FIT)
+    queue.add_failed_group(members, error=False)
+    seen.clear()
+    first = pop_now(queue)  # activeQ is empty: the group comes from backoffQ
+    assert len(queue.take(p.uid for p in pods if p.uid != first.uid)) == 2
+    assert seen == [(ACTIVE, "PopFromBackoffQ", POD_GROUP_ENTITY),
+                    (ACTIVE, "PopFromBackoffQ", ""), (ACTIVE, "PopFromBackoffQ", "")]
