@@ -157,6 +157,39 @@ def test_the_batch_holds_bindings_only_while_more_pods_are_ready(
     assert ran == list(range(want_released))
 
 
+def _never_run(*_: Any) -> None:
+    """A binding cycle of a test whose threads never start."""
+
+
+def test_slow_cycles_bind_at_once_though_more_pods_are_ready() -> None:
+    """Cycles further apart than the hold (DRA at 500 nodes): a held pod would only wait for
+    the next cycle, so it leaves at once, as upstream's binding goroutine starts at once."""
+    now = [0.0]
+    workers = BindingWorkers(4, start_thread=Starts())
+    batch = BindingBatch(workers, clock=lambda: now[0], more_ready=lambda: True)
+    batch.submit(_never_run, "first")
+    assert workers.in_flight() == 0, "one submission alone says nothing of the cycles"
+    now[0] += 3 * BINDING_HOLD_SECONDS
+    batch.release()  # the loop turns after the slow cycle: the old batch leaves
+    assert workers.in_flight() == 1
+    now[0] += 3 * BINDING_HOLD_SECONDS
+    batch.submit(_never_run, "after a slow cycle")
+    assert workers.in_flight() == 2, "handed to the binding threads, not held"
+
+
+def test_quick_cycles_are_held_again_after_slow_ones() -> None:
+    now = [0.0]
+    workers = BindingWorkers(4, start_thread=Starts())
+    batch = BindingBatch(workers, clock=lambda: now[0], more_ready=lambda: True)
+    batch.submit(_never_run, "first")
+    now[0] += 3 * BINDING_HOLD_SECONDS
+    batch.submit(_never_run, "slow")
+    assert workers.in_flight() == 2
+    now[0] += BINDING_HOLD_SECONDS / 10
+    batch.submit(_never_run, "quick")
+    assert workers.in_flight() == 2 and batch.in_flight() == 3, "held"
+
+
 def test_release_now_hands_over_what_is_held() -> None:
     starts = Starts()
     batch = BindingBatch(BindingWorkers(4, start_thread=starts), clock=lambda: 0.0,
