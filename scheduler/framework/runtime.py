@@ -105,6 +105,9 @@ _SUCCESS_CODE, _SKIP_CODE = Code.SUCCESS, Code.SKIP
 
 _NONE_IDLE: frozenset[str] = frozenset()
 
+# Read at every extension point of every cycle: one global, not time's attribute.
+_now = time.perf_counter
+
 # Every plugin allowed the pod (nearly every cycle): one decision for all, it is frozen.
 _ALLOWED = PermitDecision(SUCCESS)
 
@@ -135,9 +138,9 @@ def _timed_point(
             metrics = self.metrics
             if metrics is None:
                 return run(self, *args, **kwargs)
-            start = time.perf_counter()
+            start = _now()
             out = run(self, *args, **kwargs)
-            seconds = time.perf_counter() - start
+            seconds = _now() - start
             # The histogram child by (point, code), resolved once: ten points a cycle.
             code = status_of(out)
             children = self._point_children
@@ -153,6 +156,14 @@ def _timed_point(
     return wrap
 
 
+# A Score plugin, its weight, and its normalize (upstream: ScoreExtensions may be nil).
+Scorer = tuple[ScorePlugin, int, Callable[[CycleState, "PodInfo", IntArray], IntArray] | None]
+
+
+def scorers(score: Sequence[tuple[ScorePlugin, int]]) -> tuple[Scorer, ...]:
+    return tuple((plugin, w, getattr(plugin, "normalize", None)) for plugin, w in score)
+
+
 @dataclass(frozen=True, slots=True)
 class CyclePlugins:
     """The plugins the rest of a cycle runs once PreFilter has said which of them Skip: the
@@ -163,7 +174,8 @@ class CyclePlugins:
 
     filter: tuple[FilterPlugin, ...]
     pre_score: tuple[PreScorePlugin, ...]
-    score: tuple[tuple[ScorePlugin, int], ...]
+    # With each its weight and its normalize, if it has one.
+    score: tuple[Scorer, ...]
     reserve: tuple[ReservePlugin, ...]
     pre_bind: tuple[PreBindPlugin, ...]
 
@@ -180,7 +192,7 @@ class CyclePlugins:
         return cls(
             filter=tuple(p for p in sets.filter if p.name not in skipped),
             pre_score=tuple(p for p in sets.pre_score if kept("preScore", p)),
-            score=tuple((p, w) for p, w in sets.score if kept("preScore", p)),
+            score=scorers([(p, w) for p, w in sets.score if kept("preScore", p)]),
             reserve=tuple(p for p in sets.reserve if kept("reserve", p)),
             pre_bind=tuple(p for p in sets.pre_bind if kept("preBind", p)),
         )
@@ -502,8 +514,11 @@ class Framework:
         names: list[str] = []
         weights: list[int] = []
         scored: list[IntArray] = []
-        for plugin, weight in (state.after_pre_filter or self._plugins_for(state)).score:
-            if plugin.name in state.skip_score:
+        chosen: CyclePlugins | None = state.after_pre_filter
+        skipped = state.skip_score
+        for plugin, weight, normalize in (
+                scorers(self._plugins_for(state).score) if chosen is None else chosen.score):
+            if plugin.name in skipped:
                 continue
             names.append(plugin.name)
             weights.append(weight)
@@ -511,9 +526,7 @@ class Framework:
                 raw = plugin.score(state, pod, view)
             except Exception as exc:
                 raise PluginError("Score", plugin.name, exc) from exc
-            # Optional (upstream: ScoreExtensions may be nil): the raw scores then stand.
-            normalize = getattr(plugin, "normalize", None)
-            if normalize is None:
+            if normalize is None:  # the raw scores stand
                 scored.append(raw)
                 continue
             try:
@@ -719,9 +732,9 @@ def _timer(metrics: ProfileMetrics) -> Wrap:
         children: dict[Code, Observations] = {}
 
         def timed(*args: Any) -> Any:
-            start = time.perf_counter()
+            start = _now()
             out = method(*args)
-            seconds = time.perf_counter() - start
+            seconds = _now() - start
             code = status_of(out)
             child = children.get(code)
             if child is None:
