@@ -39,6 +39,8 @@ pending pods under an event's keys.
 2.7 added ``NodeView.removed_elsewhere`` and ``NodeView.delta_rows_across_nodes``: pods a
 preemption dry run removes on other nodes than a row's (a pod group's), for plugins that count
 pods over several nodes.
+2.8 added the optional :class:`IdleWhenPreFilterSkipsHook` of PreFilter plugins: the points a
+plugin has nothing to do at for a pod its PreFilter skipped, which the runtime leaves it out of.
 ``tests/test_plugin_api.py`` records the names, so such a change cannot go unnoticed.
 
 What is here, by topic:
@@ -95,6 +97,7 @@ from scheduler.framework.interface import (
     FilterPlugin,
     FilterPodListsHook,
     FilterResult,
+    IdleWhenPreFilterSkipsHook,
     IntArray,
     NodeView,
     PermitDecision,
@@ -202,7 +205,7 @@ from scheduler.model.volumes import (
     VolumeInfo,
 )
 
-API_VERSION = "2.7"
+API_VERSION = "2.8"
 
 __all__ = [
     "ALL",
@@ -275,6 +278,7 @@ __all__ = [
     "Handle",
     "HintIndex",
     "HostPort",
+    "IdleWhenPreFilterSkipsHook",
     "IntArray",
     "InvalidSpecError",
     "LabelSelector",

@@ -66,16 +66,18 @@ API_2_5 = {"PodGroupPostFilterHook", "PodGroupPostFilterResult", "PodGroupSimula
            "ProposedAssignment"}
 # 2.6: a queueing hint's index of pending pods (DynamicResources' claim names).
 API_2_6 = {"HintIndex"}
+# 2.8: DynamicResources left out of the later points of a pod without claims.
+API_2_8 = {"IdleWhenPreFilterSkipsHook"}
 
 
 def test_the_api_keeps_every_name_of_its_major_version() -> None:
     assert plugin_api.API_VERSION.split(".")[0] == "2"
     exported = set(plugin_api.__all__)
     recorded = (API_2 | API_2_VOLUMES | API_2_PROTOCOLS | API_2_DRA | API_2_1 | API_2_2
-                | API_2_3 | API_2_4 | API_2_5 | API_2_6)
+                | API_2_3 | API_2_4 | API_2_5 | API_2_6 | API_2_8)
     assert recorded - exported == set(), "names removed: a new major version"
     assert exported - recorded == set(), "names added: record them (a minor version)"
-    assert plugin_api.API_VERSION == "2.7"
+    assert plugin_api.API_VERSION == "2.8"
     assert all(hasattr(plugin_api, name) for name in exported)
 
 

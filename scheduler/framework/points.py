@@ -21,6 +21,7 @@ from scheduler.framework.interface import (
     EnqueueExtensions,
     FilterPlugin,
     FilterPodListsHook,
+    IdleWhenPreFilterSkipsHook,
     PermitPlugin,
     PlacementFeasibleHook,
     PodGroupPostFilterHook,
@@ -76,7 +77,9 @@ POINTS: tuple[Point, ...] = (
     Point("queueSort", Hook("less", ("a", "b"), "bool"), QueueSortPlugin,
           optional=((Hook("sort_key", ("pod",), "key"), SortKeyHook),)),
     Point("preFilter", Hook("pre_filter", ("state", "pod", "snapshot"),
-                            "tuple[PreFilterResult | None, Status]"), PreFilterPlugin),
+                            "tuple[PreFilterResult | None, Status]"), PreFilterPlugin,
+          optional=((Hook("idle_when_pre_filter_skips", None, "frozenset[str]", frozenset),
+                     IdleWhenPreFilterSkipsHook),)),
     Point("filter", Hook("filter", ("state", "pod", "nodes"), "FilterResult"), FilterPlugin,
           optional=((Hook("filter_reads_pod_lists", None, "bool", bool), FilterPodListsHook),)),
     Point("postFilter", Hook("post_filter", ("state", "pod", "diagnosis"),
@@ -95,6 +98,11 @@ POINTS: tuple[Point, ...] = (
     Point("bind", Hook("bind", _NODE_CALL, "Status"), BindPlugin),
     Point("postBind", Hook("post_bind", _NODE_CALL, "None"), PostBindPlugin),
 )
+
+# The points a PreFilter plugin may say it is idle at after its PreFilter said Skip (the
+# runtime leaves it out of them for the pod): Unreserve goes with Reserve, PreBindPreFlight
+# with PreBind, Score with PreScore.
+IDLE_POINTS = frozenset({"preScore", "reserve", "preBind"})
 
 # Optional methods of any plugin, whatever its points.
 PLUGIN_HOOKS: tuple[tuple[Hook, type], ...] = (
@@ -151,9 +159,23 @@ def check_plugin(name: str, points: frozenset[str], plugin: object) -> None:
           "would call it" for point in POINTS
           if point.name not in points and callable(getattr(plugin, point.call.attr, None))),
         *(p for hook, _ in PLUGIN_HOOKS for p in _hook_problems(hook, plugin, required=False)),
+        *_idle_problems(points, plugin),
     ]
     if problems:
         raise ConfigError(f"plugin {name!r}: {'; '.join(problems)}")
+
+
+def _idle_problems(points: frozenset[str], plugin: object) -> list[str]:
+    """``idle_when_pre_filter_skips`` names only points it may, of the plugin's own, and
+    the plugin has a PreFilter that can skip."""
+    idle: object = getattr(plugin, "idle_when_pre_filter_skips", None)
+    if not isinstance(idle, frozenset) or not idle:
+        return []  # the wrong kind is _point_problems' to report
+    if "preFilter" not in points:
+        return ["has idle_when_pre_filter_skips but no preFilter"]
+    return [f"idle_when_pre_filter_skips: {point!r} is not one of {sorted(IDLE_POINTS)} "
+            "among its points" for point in sorted(idle)
+            if point not in IDLE_POINTS or point not in points]
 
 
 def _name_problems(name: str, plugin: object) -> list[str]:

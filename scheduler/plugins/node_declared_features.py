@@ -73,7 +73,8 @@ class NodeDeclaredFeatures:
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot
     ) -> tuple[PreFilterResult | None, Status]:
-        required = self.required_features(pod)
+        # required_features, inline: every pod scheduled comes here.
+        required = self._inference.infer(pod.raw.get("spec") or {})
         if not required:
             return None, SKIP
         state.write(PRE_FILTER_STATE_KEY, required)

@@ -76,6 +76,19 @@ class FilterSayingYes(NoMethods):
         return FilterResult.all_pass(len(nodes))
 
 
+class IdleAtPermit(Scorer):
+    name = "Bad"
+    idle_when_pre_filter_skips = frozenset({"permit"})
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Any) -> Any:
+        return None, SUCCESS
+
+
+class IdleWithoutPreFilter(Scorer):
+    name = "Bad"
+    idle_when_pre_filter_skips = frozenset({"preScore"})
+
+
 class SortKeyNotAMethod(NoMethods):
     sort_key = 3
 
@@ -139,6 +152,19 @@ MALFORMED = [
         {"filter"}, FilterSayingYes,
         "plugin 'Bad': point 'filter': filter_reads_pod_lists must be a bool, not str",
         id="filter_reads_pod_lists not a bool"),
+    pytest.param(
+        {"preFilter", "score"}, IdleAtPermit,
+        "plugin 'Bad': idle_when_pre_filter_skips: 'permit' is not one of ['preBind', "
+        "'preScore', 'reserve'] among its points", id="idle at a point it may not be"),
+    pytest.param(
+        {"preFilter", "score"}, type("IdleAtAPointNotItsOwn", (IdleAtPermit,), {
+            "idle_when_pre_filter_skips": frozenset({"reserve"})}),
+        "plugin 'Bad': idle_when_pre_filter_skips: 'reserve' is not one of ['preBind', "
+        "'preScore', 'reserve'] among its points", id="idle at a point not its own"),
+    pytest.param(
+        {"score"}, IdleWithoutPreFilter,
+        "plugin 'Bad': has idle_when_pre_filter_skips but no preFilter",
+        id="idle without a PreFilter"),
     pytest.param(
         {"queueSort"}, SortKeyNotAMethod,
         "plugin 'Bad': point 'queueSort': sort_key must be a method sort_key(pod) -> key, "

@@ -697,3 +697,95 @@ def test_pre_bind_pre_flights_decide_which_pre_binds_run(
         return
     assert fw.run_pre_bind(state, p, "n1").is_success()
     assert [plugin.ran for plugin in plugins] == pre_bind_runs
+
+
+# == a plugin idle after its PreFilter said Skip =============================================
+class IdleAfterSkip:
+    """Every point after PreFilter, each call recorded; declares itself idle at PreScore,
+    Reserve and PreBind after a PreFilter Skip, and keeps that promise."""
+
+    idle_when_pre_filter_skips = frozenset({"preScore", "reserve", "preBind"})
+
+    def __init__(self, name: str, pre_filter: Status) -> None:
+        self.name = name
+        self.answer = pre_filter
+        self.calls: list[str] = []
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Any) -> tuple[
+            PreFilterResult | None, Status]:
+        self.calls.append("pre_filter")
+        return None, self.answer
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> FilterResult:
+        self.calls.append("filter")
+        return FilterResult.all_pass(len(nodes))
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> Status:
+        self.calls.append("pre_score")
+        return SKIP if self.answer.is_skip() else SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> IntArray:
+        self.calls.append("score")
+        return np.full(len(nodes), 7, dtype=np.int64)
+
+    def reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        self.calls.append("reserve")
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        self.calls.append("unreserve")
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        self.calls.append("pre_bind_pre_flight")
+        return SKIP if self.answer.is_skip() else SUCCESS
+
+    def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        self.calls.append("pre_bind")
+        return SUCCESS
+
+
+def _every_point(fw: Framework, state: CycleState) -> tuple[Any, ...]:
+    """PreFilter to PreBind for one pod; what each point answered."""
+    view, p = view_of(*NODES), pod_info("p")
+    answers = (
+        fw.run_pre_filter(state, p, view.snapshot)[1],
+        fw.run_filters(state, p, view).codes.tolist(),
+        fw.run_pre_score(state, p, view),
+        fw.run_score(state, p, view)[0].tolist(),
+        fw.run_reserve(state, p, "n1"),
+        fw.run_pre_bind_pre_flights(state, p, "n1"),
+        fw.run_pre_bind(state, p, "n1"),
+    )
+    fw.run_unreserve(state, p, "n1")
+    return answers
+
+
+@pytest.mark.parametrize(("pre_filter", "sampled", "calls"), [
+    # Left out after its Skip: only its PreFilter runs (upstream also calls the idle points).
+    (SKIP, False, ["pre_filter"]),
+    # Sampled for per-plugin metrics: every call upstream makes, as upstream makes it.
+    (SKIP, True, ["pre_filter", "pre_score", "reserve", "pre_bind_pre_flight", "unreserve"]),
+    (SUCCESS, False, ["pre_filter", "filter", "pre_score", "score", "reserve",
+                      "pre_bind_pre_flight", "pre_bind", "unreserve"]),
+    (SUCCESS, True, ["pre_filter", "filter", "pre_score", "score", "reserve",
+                     "pre_bind_pre_flight", "pre_bind", "unreserve"]),
+], ids=["skip", "skip, sampled", "success", "success, sampled"])
+def test_a_plugin_idle_after_its_pre_filter_skip_is_left_out_with_the_same_outcome(
+    pre_filter: Status, sampled: bool, calls: list[str]
+) -> None:
+    idle = IdleAfterSkip("Idle", pre_filter)
+    other = RecordingReserve("Other")
+    sets = PluginSets(pre_filter=[idle], filter=[idle], pre_score=[idle],
+                      score=[(idle, 1), (PreferNode("n2"), 1)], reserve=[idle, other],
+                      pre_bind=[idle])
+    fw = Framework(SCHED, sets, metrics=Metrics().profile(SCHED) if sampled else None)
+    state = CycleState()
+    state.record_plugin_metrics = sampled
+    answers = _every_point(fw, state)
+    assert idle.calls == calls
+    assert [entry[0] for entry in other.log] == ["reserve:Other", "unreserve:Other"]
+    # Whatever was called, every point answered as when every plugin runs (a state marked
+    # sampled, on a framework without metrics: nothing is left out, nothing timed).
+    everything = CycleState()
+    everything.record_plugin_metrics = True
+    assert answers == _every_point(Framework(SCHED, sets), everything)

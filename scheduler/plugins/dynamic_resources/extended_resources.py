@@ -33,10 +33,13 @@ RequestMapping = dict[str, str]
 def dra_backed_requests(pod: PodInfo, dra: DraManager) -> dict[str, int]:
     """The pod's DRA extended resource requests, when a DeviceClass serves one of them
     (``hasDeviceClassMappedExtendedResource``); empty otherwise."""
+    requests = pod.requests
+    # Every pod scheduled asks, and nearly every pod's requests (cpu, memory) have no domain,
+    # so none is extended: one join of the names tells, where a loop over them costs more.
+    if "/" not in "".join(requests):
+        return {}
     named: dict[str, int] = {}
-    # A loop, not a comprehension and any(): every pod scheduled asks, and nearly every
-    # pod's requests (cpu, memory) have no domain, so none is extended.
-    for name, value in pod.requests.items():
+    for name, value in requests.items():
         if value and "/" in name and is_dra_extended_resource_name(name):
             named[name] = int(value)
     for name in named:

@@ -183,6 +183,12 @@ _NO_CLAIMS = _State()
 class DynamicResources:
     name = NAME
     filter_reads_pod_lists = False
+    # PreFilter says Skip only with a state whose ``claims`` is empty and ``allocator`` None
+    # (``_NO_CLAIMS``, or a pod whose template claims the controller decided it needs none):
+    # with it PreScore says Skip, Reserve returns at once, Unreserve does nothing and
+    # PreBindPreFlight says Skip, so leaving the plugin out of those points for such a pod
+    # (as the runtime then does) changes nothing but the calls.
+    idle_when_pre_filter_skips = frozenset({"preScore", "reserve", "preBind"})
 
     def __init__(self, args: DynamicResourcesArgs, handle: Handle) -> None:
         self.handle = handle
