@@ -292,6 +292,10 @@ class SchedulerApp:
         """Returns once this replica leads (at once without leader election)."""
         self._leading.wait()
 
+    def wait_until_synced(self) -> None:
+        """Returns once every initial listing is in the cache (leader or standby)."""
+        self._initial_applied.wait()
+
     def _rebalance_loop(self) -> None:
         while self.cpu is not None and not self._stop.wait(REBALANCE_SECONDS):
             try:
