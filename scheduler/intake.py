@@ -310,6 +310,18 @@ class Intake:
         preemption = info.raw.get("spec", {}).get("preemptionPolicy") or policy
         return info.replace(priority=value, preemption_policy=preemption)
 
+    def _tell_queue(self, event: ClusterEvent, old: object, new: object) -> None:
+        """A change of another kind than pods, for the pods the queue holds or is scheduling.
+
+        With no pod known, the queue holds none and none is in flight: the event could move
+        nothing and is not raised. That is the synced start, which applies the pods' listing
+        after every other kind's (an informer's initial listing, as kube-scheduler's
+        WaitForCacheSync before its first cycle), so a listing of thousands of claims costs
+        their parsing and no queue work. A pod known later is queued after the change, and
+        its PreEnqueue and filters see the change."""
+        if self._pods:
+            self.s.queue.move_all_to_active_or_backoff(event, old, new)
+
     # -- nodes ----------------------------------------------------------------------------
     def on_node(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         name = obj["metadata"]["name"]
@@ -317,7 +329,7 @@ class Intake:
             gone = self._nodes.pop(name, None)
             self.s.known_nodes.discard(name)
             self.s.inbox.put(lambda: self.s.cache.remove_node(name))
-            self.s.queue.move_all_to_active_or_backoff(NODE_DELETE, gone, None)
+            self._tell_queue(NODE_DELETE, gone, None)
             return
         try:
             summary = NodeSummary.from_object(obj)
@@ -332,7 +344,7 @@ class Intake:
         event = _node_event(old, summary)
         if event is not None:
             # Hints get one parsed type per kind, old and new alike.
-            self.s.queue.move_all_to_active_or_backoff(event, old, summary)
+            self._tell_queue(event, old, summary)
 
     def _upsert_node(self, node: Mapping[str, Any]) -> None:
         self.s.cache.upsert_node(node)
@@ -464,15 +476,13 @@ class Intake:
         if event_type == DELETED:
             known.pop(key, None)
             self.s.inbox.put(lambda: self.s.cache.volumes.remove(kind, key))
-            self.s.queue.move_all_to_active_or_backoff(
-                ClusterEvent(VOLUME_RESOURCES[kind], Action.DELETE), old, None)
+            self._tell_queue(ClusterEvent(VOLUME_RESOURCES[kind], Action.DELETE), old, None)
             return
         parsed = PARSERS[kind](_without_managed_fields(obj))
         known[key] = parsed
         self.s.inbox.put(lambda: self.s.cache.volumes.upsert(kind, key, parsed))
         action = Action.ADD if old is None else Action.UPDATE
-        self.s.queue.move_all_to_active_or_backoff(
-            ClusterEvent(VOLUME_RESOURCES[kind], action), old, parsed)
+        self._tell_queue(ClusterEvent(VOLUME_RESOURCES[kind], action), old, parsed)
 
     # -- DRA objects (ResourceClaims, ResourceSlices, DeviceClasses, DeviceTaintRules) -------
     def on_dra_object(self, kind: str, event_type: str | None, obj: Mapping[str, Any]) -> None:
@@ -492,8 +502,7 @@ class Intake:
         if kind == DEVICE_TAINT_RULES:
             old = new = None
             action = Action.UPDATE
-        self.s.queue.move_all_to_active_or_backoff(
-            ClusterEvent(DRA_RESOURCES[kind], action), old, new)
+        self._tell_queue(ClusterEvent(DRA_RESOURCES[kind], action), old, new)
 
     def resync_dra_objects(self, kind: str, listed: Iterable[Mapping[str, Any]]) -> None:
         keys = set()
@@ -524,15 +533,13 @@ class Intake:
         if event_type == DELETED:
             store.remove(kind, key)
             if kind != pod_groups.WORKLOADS:
-                self.s.queue.move_all_to_active_or_backoff(
-                    ClusterEvent(Resource.POD_GROUP, Action.DELETE), old, None)
+                self._tell_queue(ClusterEvent(Resource.POD_GROUP, Action.DELETE), old, None)
             return
         parsed = pod_groups.PARSERS[kind](_without_managed_fields(obj))
         store.upsert(kind, key, parsed)
         if kind != pod_groups.WORKLOADS:
             action = Action.ADD if old is None else Action.UPDATE
-            self.s.queue.move_all_to_active_or_backoff(
-                ClusterEvent(Resource.POD_GROUP, action), old, parsed)
+            self._tell_queue(ClusterEvent(Resource.POD_GROUP, action), old, parsed)
 
     def resync_pod_group_objects(self, kind: str, listed: Iterable[Mapping[str, Any]]) -> None:
         """After a relist: apply the listing, and delete what it no longer has."""

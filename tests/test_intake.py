@@ -588,6 +588,43 @@ def test_a_finished_pod_is_forgotten_and_its_deletion_moves_nobody() -> None:
     assert h.uid("late") in h.s.pods and "job" not in {p.name for p in h.s.pods.values()}
 
 
+# == the synced start =======================================================================
+def test_listings_applied_before_any_pod_raise_no_queue_event_but_later_changes_do() -> None:
+    """The synced start applies every other kind's listing before the pods' (as
+    kube-scheduler's WaitForCacheSync precedes its first cycle): the queue holds no pod then,
+    so thousands of listed claims and slices cost no queue work. Once a pod is known, a
+    change is told to the queue as before."""
+    from scheduler.cache.dra_objects import DEVICE_CLASSES, RESOURCE_SLICES
+
+    def slice_of(node_name: str, version: str) -> dict[str, Any]:
+        return {"metadata": {"name": f"{node_name}-gpu", "resourceVersion": version},
+                "spec": {"driver": "gpu.example.com", "nodeName": node_name,
+                         "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
+                         "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "a"}}}]}}
+
+    seen: list[str] = []
+    h = Harness()
+    original = h.s.queue.move_all_to_active_or_backoff
+
+    def record(event: ClusterEvent, old: Any, new: Any, **kwargs: Any) -> None:
+        seen.append(str(event))
+        original(event, old, new, **kwargs)
+
+    h.s.queue.move_all_to_active_or_backoff = record  # type: ignore[method-assign]
+    h.nodes(node("n1"), node("n2"))
+    h.intake.resync_dra_objects(RESOURCE_SLICES, [slice_of("n1", "1"), slice_of("n2", "2")])
+    h.intake.resync_dra_objects(DEVICE_CLASSES, [
+        {"metadata": {"name": "gpu", "resourceVersion": "3"}, "spec": {}}])
+    assert seen == []
+    assert sorted(s.name for s in h.s.dra.slices()) == ["n1-gpu", "n2-gpu"]
+    assert list(h.s.dra.keys(DEVICE_CLASSES)) == ["gpu"]
+
+    h.add(pod("pending", cpu="1"))
+    h.intake.on_dra_object(RESOURCE_SLICES, MODIFIED, slice_of("n2", "4"))
+    h.intake.on_dra_object(DEVICE_CLASSES, DELETED, {"metadata": {"name": "gpu"}})
+    assert seen == ["ResourceSliceUPDATE", "DeviceClassDELETE"]
+
+
 # == pod groups ============================================================================
 def _pod_group(name: str, min_count: int) -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": "default", "resourceVersion": "1"},
@@ -606,6 +643,7 @@ def test_pod_group_events_reach_the_store_and_the_queue_with_parsed_groups() -> 
         original(event, old, new, **kwargs)
 
     h.s.queue.move_all_to_active_or_backoff = record  # type: ignore[method-assign]
+    h.add(pod("pending", cpu="1"))  # with no pod known, no event is raised
     h.intake.on_pod_group_object(POD_GROUPS, ADDED, _pod_group("pg", 3))
     h.intake.on_pod_group_object(POD_GROUPS, MODIFIED, _pod_group("pg", 2))
     h.intake.on_pod_group_object(POD_GROUPS, DELETED, _pod_group("pg", 2))

@@ -73,6 +73,26 @@ class DeviceAttribute:
 _ATTRIBUTE_FIELDS = (("int", "int"), ("bool", "bool"), ("string", "string"), ("version", "version"))
 
 
+# The Python type of each attribute kind's value, compared exactly (True is no int).
+_ATTRIBUTE_TYPES: Mapping[str, type] = {"int": int, "bool": bool, "string": str, "version": str}
+
+
+def _parse_attributes(raw: Any, path: str) -> dict[str, DeviceAttribute]:
+    """A device's attributes. Nearly all have the plain shape (one value, of its kind's
+    type): those are taken as they are, and only the others go through the checked parser,
+    with the JSON path its error would name (5,000 devices of 13 attributes each cost a
+    third of a second that way, half of it the paths)."""
+    parsed: dict[str, DeviceAttribute] = {}
+    for name, value in _obj(raw, path).items():
+        if type(value) is dict and len(value) == 1:
+            ((kind, one),) = value.items()
+            if type(one) is _ATTRIBUTE_TYPES.get(kind):
+                parsed[str(name)] = DeviceAttribute(kind, value[kind])
+                continue
+        parsed[str(name)] = _parse_attribute(value, f"{path}.{name}")
+    return parsed
+
+
 def _parse_attribute(raw: Any, path: str) -> DeviceAttribute:
     obj = _obj(raw, path)
     present = [(kind, obj[key]) for key, kind in _ATTRIBUTE_FIELDS if obj.get(key) is not None]
@@ -294,15 +314,12 @@ def _version_error(name: str, attr: DeviceAttribute) -> str | None:
 
 def _parse_device(raw: Any, path: str) -> Device:
     obj = _obj(raw, path)
-    attrs = _obj(obj.get("attributes"), f"{path}.attributes")
     caps = _obj(obj.get("capacity"), f"{path}.capacity")
     consumes = _list(obj.get("consumesCounters"), f"{path}.consumesCounters")
     taints = _list(obj.get("taints"), f"{path}.taints")
     return Device(
         name=_required_str(obj, "name", path),
-        attributes={
-            str(k): _parse_attribute(v, f"{path}.attributes.{k}") for k, v in attrs.items()
-        },
+        attributes=_parse_attributes(obj.get("attributes"), f"{path}.attributes"),
         capacity={str(k): _parse_capacity(v, f"{path}.capacity.{k}") for k, v in caps.items()},
         consumes_counters=tuple(
             CounterConsumption(

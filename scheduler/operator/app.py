@@ -116,6 +116,8 @@ class SchedulerApp:
             if config.rescheduler.enabled else None
         )
         self.intake = Intake(self.scheduler)
+        # Set by the synced start once every other kind's listing is in (see _sync).
+        self._others_applied = threading.Event()
         self.ports.pod_exists = self.scheduler.pods.__contains__
         # Coscheduling PodGroups' status, as scheduler-plugins' controller writes it; fed
         # labelled pods by the pod watch, groups once discovery finds the CRD.
@@ -124,7 +126,8 @@ class SchedulerApp:
             Reflector(self.api, "/api/v1/nodes", name="nodes",
                       on_event=self.intake.on_node, on_listed=self.intake.resync_nodes),
             Reflector(self.api, "/api/v1/pods", name="pods",
-                      on_event=self._on_pod, on_listed=self._on_pods_listed),
+                      on_event=self._on_pod, on_listed=self._on_pods_listed,
+                      apply_after=self._others_applied),
             *(self._volume_reflector(kind, path) for kind, path in VOLUME_PATHS.items()),
             *(self._pod_group_reflector(kind, path)
               for kind, path in (pod_group_paths or {}).items()),
@@ -289,6 +292,10 @@ class SchedulerApp:
         """Returns once this replica leads (at once without leader election)."""
         self._leading.wait()
 
+    def wait_until_synced(self) -> None:
+        """Returns once every initial listing is in the cache (leader or standby)."""
+        self._initial_applied.wait()
+
     def _rebalance_loop(self) -> None:
         while self.cpu is not None and not self._stop.wait(REBALANCE_SECONDS):
             try:
@@ -330,12 +337,23 @@ class SchedulerApp:
     # -- health ---------------------------------------------------------------------------
     def _sync(self) -> None:
         """Like kube-scheduler's WaitForCacheSync: no cycle before every initial listing is
-        in the cache, or a pod could be bound onto a node whose pods are not yet seen."""
+        in the cache, or a pod could be bound onto a node whose pods are not yet seen.
+
+        Every listing is fetched at once, as kube-scheduler's informers start together; the
+        DRA kinds' once discovery says which are served. The pods' listing is applied last:
+        applied before the claims they name, each pending pod would wait at PreEnqueue, and
+        every claim the listing then adds would run every such pod's queueing hint
+        (thousands by thousands in a DRA burst); after them, no pod is known while the
+        others are applied, and they cost the queue nothing (Intake._tell_queue)."""
         if self.delay_cache:
             while not self._leading.wait(1.0):
                 if self._stop.is_set():
                     return
-        # PriorityClasses first: a pending pod's priority is resolved when it arrives.
+        for reflector in self.reflectors:
+            if reflector.name not in DRA_KINDS:
+                reflector.start()
+        # PriorityClasses before the pods: a pending pod's priority is resolved when it
+        # arrives.
         while not self.resync_low_volume():
             if self._stop.wait(LIST_RETRY_SECONDS):
                 return
@@ -343,23 +361,28 @@ class SchedulerApp:
             if self._stop.wait(LIST_RETRY_SECONDS):
                 return
         self._drop_unserved_dra_reflectors(served)
-        # Pods last: listed before the claims they name, each pending pod would wait at
-        # PreEnqueue, and every claim the listing then adds would run every such pod's
-        # queueing hint (thousands by thousands in a DRA burst).
-        others = [r for r in self.reflectors if r.name != "pods"]
-        pods = [r for r in self.reflectors if r.name == "pods"]
-        for group in (others, pods):
-            for reflector in group:
+        for reflector in self.reflectors:
+            if reflector.name in DRA_KINDS:
                 reflector.start()
-            for reflector in group:
-                while not reflector.listed.wait(1.0):
-                    if self._stop.is_set():
-                        return
+        others = [r for r in self.reflectors if r.name != "pods"]
+        if not self._wait_listed(others):
+            return
+        self._others_applied.set()
+        if not self._wait_listed([r for r in self.reflectors if r.name == "pods"]):
+            return
         # Everything listed is in the inbox; the loop applies it before this marker, in its
         # first pass: started after it, the loop does not wait a standby's interval for it.
         self.scheduler.inbox.put(self._initial_listing_applied)
         # The loop runs on a standby too, applying watch deltas: its cache stays warm.
         self.scheduler.start(scheduling=False)
+
+    def _wait_listed(self, reflectors: list[Reflector]) -> bool:
+        """Waits for the reflectors' listings to be applied; False if stopped first."""
+        for reflector in reflectors:
+            while not reflector.listed.wait(1.0):
+                if self._stop.is_set():
+                    return False
+        return True
 
     def _initial_listing_applied(self) -> None:
         # The listing is the bulk of the long-lived objects.

@@ -49,7 +49,10 @@ class Reflector:
         page_size: int = 1000,
         watch_timeout: int = 60,
         field_selector: str | None = None,
+        apply_after: threading.Event | None = None,
     ) -> None:
+        """``apply_after``: a listing is fetched at once but handed to ``on_listed`` only once
+        this is set, so it can be fetched while what it must follow is still listed."""
         self.api = api
         self.path = path
         self.field_selector = field_selector
@@ -58,6 +61,7 @@ class Reflector:
         self.on_listed = on_listed
         self.page_size = page_size
         self.watch_timeout = watch_timeout
+        self.apply_after = apply_after
         # What the metric and the log call the objects: the path's resource.
         self.kind = path.rstrip("/").rsplit("/", 1)[-1]
         self.listed = threading.Event()
@@ -86,6 +90,8 @@ class Reflector:
             try:
                 if self.resource_version is None:
                     self.resource_version = self._list()
+                    if self.resource_version is None:
+                        continue  # stopped before the listing could be applied
                 self._watch(self.resource_version)
                 backoff = 0.5
             except Exception:
@@ -93,9 +99,12 @@ class Reflector:
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, 10.0)
 
-    def _list(self) -> str:
+    def _list(self) -> str | None:
         items, resource_version = list_all(self.api, self.path, self.page_size,
                                            self.field_selector)
+        while self.apply_after is not None and not self.apply_after.wait(1.0):
+            if self._stop.is_set():
+                return None
         self.on_listed(items)
         self.relists += 1
         self.listed.set()

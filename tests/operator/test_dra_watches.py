@@ -7,6 +7,7 @@ server does not serve is left out with a log line instead of holding the start f
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -141,14 +142,35 @@ def test_a_failed_discovery_is_retried_not_taken_for_absence(
     assert [s.name for s in app.scheduler.dra.slices()] == ["node-1-gpu"]
 
 
-def test_pods_are_listed_after_the_claims_they_name(api: FakeApi, app: SchedulerApp) -> None:
-    """Listed first, every pending pod with claims would wait at PreEnqueue, and each claim
-    of the listing would then run every such pod's queueing hint."""
+def test_pods_are_fetched_with_the_others_but_applied_after_the_claims_they_name(
+        api: FakeApi, app: SchedulerApp, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every listing is fetched at once, as kube-scheduler's informers start together. The
+    pods' is applied last: applied first, every pending pod with claims would wait at
+    PreEnqueue, and each claim of the listing would then run every such pod's queueing hint."""
     api.on("GET", DRA_GROUP_VERSION, discovery(RESOURCE_CLAIMS, RESOURCE_SLICES, DEVICE_CLASSES))
     for kind in (RESOURCE_CLAIMS, RESOURCE_SLICES, DEVICE_CLASSES):
         api.on("GET", f"{DRA_GROUP_VERSION}/{kind}", empty_list())
+    applied: list[str] = []
+    fetched_meanwhile: list[bool] = []
+    resync_dra, resync_pods = app.intake.resync_dra_objects, app.intake.resync_pods
+
+    def dra_listed(kind: str, items: Any) -> None:
+        if kind == RESOURCE_CLAIMS:
+            # Held until the pods' listing is fetched (or 2 s): fetched meanwhile, not after.
+            deadline = time.monotonic() + 2
+            while not api.calls("GET", "/api/v1/pods") and time.monotonic() < deadline:
+                time.sleep(0.01)
+            fetched_meanwhile.append(bool(api.calls("GET", "/api/v1/pods")))
+        resync_dra(kind, items)
+        applied.append(kind)
+
+    def pods_listed(items: Any) -> list[str]:
+        applied.append("pods")
+        return resync_pods(items)
+
+    monkeypatch.setattr(app.intake, "resync_dra_objects", dra_listed)
+    monkeypatch.setattr(app.intake, "resync_pods", pods_listed)
     sync(app)
-    gets = [r.path for r in api.requests if r.method == "GET"]
-    pods = gets.index("/api/v1/pods")
-    assert all(gets.index(f"{DRA_GROUP_VERSION}/{kind}") < pods
-               for kind in (RESOURCE_CLAIMS, RESOURCE_SLICES, DEVICE_CLASSES))
+    assert fetched_meanwhile == [True]
+    assert sorted(applied[:3]) == sorted([RESOURCE_CLAIMS, RESOURCE_SLICES, DEVICE_CLASSES])
+    assert applied[3:] == ["pods"]

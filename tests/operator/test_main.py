@@ -32,6 +32,9 @@ class StubApp:
     def start(self) -> None:
         self.calls.append("app started")
 
+    def wait_until_synced(self) -> None:
+        self.calls.append("synced")
+
 
 def started_with(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> tuple[Any, Any]:
     """The configuration and options main() hands the SchedulerApp (which is not built)."""
@@ -132,9 +135,10 @@ def test_kopf_is_given_a_name_when_the_uid_has_no_passwd_entry(
     assert names == ["host_1234"]
 
 
-def test_the_scheduler_starts_before_kopf_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Listing, leader election and scheduling need only our client: they start before kopf
-    (whose import alone takes a third of a second) runs the process."""
+def test_the_scheduler_starts_and_syncs_before_kopf_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Listing, leader election and scheduling need only our client: they start before kopf,
+    whose import and start-up wait for the synced start rather than compete with its
+    listings for the interpreter."""
     import kopf
 
     from scheduler.operator import handlers
@@ -145,7 +149,7 @@ def test_the_scheduler_starts_before_kopf_runs(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(handlers, "register", lambda registry, app: calls.append("handlers"))
     monkeypatch.setattr(kopf, "run", lambda **_: calls.append("kopf ran"))
     assert entry.main(["--log-format", "json"]) == 0
-    assert calls == ["app started", "handlers", "kopf ran"]
+    assert calls == ["app started", "synced", "handlers", "kopf ran"]
 
 
 @pytest.mark.parametrize(
@@ -247,9 +251,10 @@ def test_verbosity_flags_set_the_levels(monkeypatch: pytest.MonkeyPatch, flags: 
 
 
 @pytest.mark.parametrize(("file", "want"), [
-    pytest.param("", ["app started", "handlers", "kopf ran"], id="kopf watches at once"),
+    pytest.param("", ["app started", "synced", "handlers", "kopf ran"],
+                 id="kopf watches once synced"),
     pytest.param("delayCacheUntilActive: true\n",
-                 ["app started", "leading", "handlers", "kopf ran"],
+                 ["app started", "leading", "synced", "handlers", "kopf ran"],
                  id="delayCacheUntilActive: kopf's watches wait for leadership"),
 ])
 def test_kopfs_watches_wait_for_leadership_under_delay_cache_until_active(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -126,6 +127,55 @@ def test_a_listing_is_paginated(api: FakeApi) -> None:
                           watch_timeout=1)
     run_until(reflector, done)
     assert listed[0] == ["n1", "n2"]
+
+
+def fetched(api: FakeApi, path: str) -> bool:
+    """Whether ``path`` is listed within 5 s."""
+    deadline = time.monotonic() + 5
+    while not api.calls("GET", path) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return bool(api.calls("GET", path))
+
+
+def test_a_gated_listing_is_fetched_at_once_and_applied_once_the_gate_opens(
+        api: FakeApi) -> None:
+    _, intake = new_scheduler()
+    api.on("GET", "/api/v1/nodes", listing([node("n1")], "7"))
+    api.on("WATCH", "/api/v1/nodes", Reply(200, lines=[]))
+    gate, done = threading.Event(), threading.Event()
+    applied: list[bool] = []
+
+    def on_listed(items: list[dict[str, Any]]) -> None:
+        applied.append(gate.is_set())
+        done.set()
+
+    reflector = Reflector(api.kube_api(), "/api/v1/nodes", name="nodes",
+                          on_event=intake.on_node, on_listed=on_listed, watch_timeout=1,
+                          apply_after=gate)
+    thread = threading.Thread(target=reflector.run, daemon=True)
+    thread.start()
+    assert fetched(api, "/api/v1/nodes")
+    assert not done.wait(0.2) and not reflector.listed.is_set()
+    gate.set()
+    assert done.wait(5)
+    reflector.stop()
+    assert applied == [True] and reflector.listed.is_set()
+
+
+def test_a_reflector_stopped_while_its_listing_waits_never_applies_it(api: FakeApi) -> None:
+    _, intake = new_scheduler()
+    api.on("GET", "/api/v1/nodes", listing([node("n1")], "7"))
+    applied: list[object] = []
+    reflector = Reflector(api.kube_api(), "/api/v1/nodes", name="nodes",
+                          on_event=intake.on_node, on_listed=applied.append, watch_timeout=1,
+                          apply_after=threading.Event())
+    thread = threading.Thread(target=reflector.run, daemon=True)
+    thread.start()
+    assert fetched(api, "/api/v1/nodes")
+    reflector.stop()
+    thread.join(5)
+    assert not thread.is_alive() and applied == []
+    assert not api.calls("WATCH", "/api/v1/nodes")
 
 
 def versioned(obj: dict[str, Any], rv: str) -> dict[str, Any]:
