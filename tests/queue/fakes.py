@@ -169,6 +169,17 @@ def pop_now(queue: Queue) -> QPI:
     return qpi
 
 
+def pop_group(queue: Queue, pods: Sequence[FakePod], rejected_by: str | None = None) -> list[QPI]:
+    """Pop a group as its cycle does: the first member, then the others taken along; each
+    marked rejected by ``rejected_by`` when given, as a failed group cycle leaves them."""
+    first = pop_now(queue)
+    members = [first, *queue.take(p.uid for p in pods if p.uid != first.uid)]
+    if rejected_by is not None:
+        for qpi in members:
+            qpi.unschedulable_plugins.add(rejected_by)
+    return members
+
+
 def fail(
     queue: Queue,
     qpi: QPI,

@@ -46,6 +46,7 @@ from tests.queue.fakes import (
     Queue,
     make_pod,
     make_queue,
+    pop_group,
     pop_now,
     where,
 )
@@ -606,10 +607,7 @@ def test_a_group_requeued_with_one_member_held_waits_whole_in_the_pool(placed: b
     pods = [grouped(n) for n in "abc"]
     for p in pods:
         queue.add(p)
-    first = pop_now(queue)
-    members = [first, *queue.take(p.uid for p in pods if p.uid != first.uid)]
-    for qpi in members:
-        qpi.unschedulable_plugins.add(NODE_RESOURCES_FIT)
+    members = pop_group(queue, pods, NODE_RESOURCES_FIT)
     gates.gated.add(members[-1].pod.name)
     if placed:
         assert queue.add_placed_group_leftovers(members) == 3
@@ -652,10 +650,7 @@ def test_a_groups_backoff_doubles_per_failed_cycle_up_to_the_max_times_sqrt_of_i
         queue.add(p)
     waited = []
     for _ in range(6):
-        first = pop_now(queue)
-        members = [first, *queue.take(p.uid for p in pods if p.uid != first.uid)]
-        for qpi in members:
-            qpi.unschedulable_plugins.add(NODE_RESOURCES_FIT)
+        members = pop_group(queue, pods, NODE_RESOURCES_FIT)
         assert queue.add_failed_group(members, error=False) == 4
         assert [where(queue, p) for p in pods] == [BACKOFF] * 4
         assert {queue.backoff_expiry(qpi) for qpi in members} == {members[0].backoff_expiration}
@@ -709,7 +704,14 @@ def _sibling_in(queue: Queue, gates: _Gates, place: str) -> FakePod:
     b = grouped("b")
     if place == "gated":
         gates.gated.add("b")
-    queue.add(b)
+    _queue_member_in(queue, b, place)
+    return b
+
+
+def _queue_member_in(queue: Queue, member: FakePod, place: str) -> None:
+    """Add ``member`` and, for backoffQ or the pool, fail it there alone: as its group's
+    failed cycle (backoffQ) or its own (the pool)."""
+    queue.add(member)
     if place in (BACKOFF, UNSCHEDULABLE):
         popped = pop_now(queue)
         popped.unschedulable_plugins.add(NODE_RESOURCES_FIT)
@@ -718,7 +720,6 @@ def _sibling_in(queue: Queue, gates: _Gates, place: str) -> FakePod:
         else:
             queue.add_unschedulable_if_not_present(popped)
             assert queue.pop(timeout=0) is None  # the cycle is over
-    return b
 
 
 @pytest.mark.parametrize(
@@ -872,15 +873,7 @@ def test_add_pod_group_member_to_its_queued_group(
     gates = _Gates()
     queue = make_queue(clock, pre_enqueue=gates.pre_enqueue, group_of=_Gates.group_of)
     a = grouped("a")
-    queue.add(a)
-    if place != ACTIVE:
-        popped = pop_now(queue)
-        popped.unschedulable_plugins.add(NODE_RESOURCES_FIT)
-        if place == BACKOFF:
-            queue.add_failed_group([popped], error=False)
-        else:
-            queue.add_unschedulable_if_not_present(popped)
-            assert queue.pop(timeout=0) is None  # the cycle is over
+    _queue_member_in(queue, a, place)
     assert where(queue, a) == place
     clock.advance(0.5)
     b = grouped("b")

@@ -25,6 +25,7 @@ from tests.queue.fakes import (
     make_pod,
     make_queue,
     park,
+    pop_group,
     pop_now,
 )
 
@@ -168,10 +169,7 @@ def test_incoming_entities_metrics_podgroup_failure_requeued_to_backoff() -> Non
     pods = [make_pod(name, labels={"group": "pg-1"}) for name in ("pod2", "pod3", "pod4")]
     for p in pods:
         queue.add(p)
-    first = pop_now(queue)
-    members = [first, *queue.take(p.uid for p in pods if p.uid != first.uid)]
-    for qpi in members:
-        qpi.unschedulable_plugins.add(NODE_RESOURCES_FIT)
+    members = pop_group(queue, pods, NODE_RESOURCES_FIT)
     assert queue.add_failed_group(members, error=False) == 3
     assert _entities(seen) == {
         (ACTIVE, "UnscheduledPodAdd", POD_GROUP_ENTITY): 1,
@@ -198,8 +196,7 @@ def test_incoming_entities_a_group_moved_or_flushed_together_is_one_entity() -> 
     pods = [make_pod(name, labels={"group": "g"}) for name in ("a", "b")]
     for p in pods:
         queue.add(p)
-    first = pop_now(queue)
-    members = [first, *queue.take(p.uid for p in pods if p.uid != first.uid)]
+    members = pop_group(queue, pods)
     queue.add_failed_group(members, error=True)
     seen.clear()
     clock.advance(30)
@@ -218,10 +215,7 @@ def test_a_group_popped_from_backoffq_enters_activeq_with_all_its_members() -> N
     pods = [make_pod(name, labels={"group": "g"}) for name in ("a", "b", "c")]
     for p in pods:
         queue.add(p)
-    first = pop_now(queue)
-    members = [first, *queue.take(p.uid for p in pods if p.uid != first.uid)]
-    for qpi in members:
-        qpi.unschedulable_plugins.add(NODE_RESOURCES_FIT)
+    members = pop_group(queue, pods, NODE_RESOURCES_FIT)
     queue.add_failed_group(members, error=False)
     seen.clear()
     first = pop_now(queue)  # activeQ is empty: the group comes from backoffQ
