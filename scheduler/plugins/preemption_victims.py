@@ -31,6 +31,7 @@ from scheduler.plugin_api import (
     PodGroupsView,
     PodInfo,
 )
+from scheduler.plugins.helper.row_memo import ChangeLog
 
 # scheduling/v1beta1 DisruptionMode, as parsed.
 DISRUPTION_ALL = "All"
@@ -331,20 +332,17 @@ class LonePods:
 class LonePodsMemo:
     """Per node row, its LonePods, or None for a node with a Workload-API group's member (its
     victim is the group, at the group's priority, which the node table does not follow); kept
-    until the table's change log names the row, as ``helper.row_memo`` keeps its values:
+    until the table's change log names the row (``helper.row_memo.ChangeLog``):
     between two preemptors only the rows that took or lost a pod change."""
 
     def __init__(self) -> None:
-        self._table: object = None
-        self._mark = 0
+        self._log = ChangeLog()
         self._rows: dict[int, LonePods | None] = {}
 
     def follow(self, table: NodeTableView) -> None:
         """Forget the rows that changed since the last call (every row, for a new table)."""
-        changed = table.rows_changed_since(self._mark) if table is self._table else None
-        self._mark = table.change_mark
+        changed = self._log.rows_changed(table)
         if changed is None:
-            self._table = table
             self._rows.clear()
             return
         rows = self._rows

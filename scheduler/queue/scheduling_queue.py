@@ -549,10 +549,7 @@ class SchedulingQueue(Generic[P]):
         those deleted or bound meanwhile, nor already queued)."""
         with self._lock:
             live = [qpi for qpi in members if self._still_pending_locked(qpi)]
-            late = list(self._pending.values())
-            self._pending.clear()
-            self._cycle_group = None
-            self._cycle_from_backoff = False
+            _, late = self._close_group_cycle_locked()
             group = live + late
             if not group:
                 return 0
@@ -620,18 +617,24 @@ class SchedulingQueue(Generic[P]):
         """The cycle of the group last popped is over: the members that came meanwhile join
         it where it was requeued, or go to activeQ as a new entity (upstream's
         AddAttemptedPodGroupIfNeeded with the pending pods)."""
-        key, self._cycle_group = self._cycle_group, None
-        self._cycle_from_backoff = False
-        if not self._pending or key is None:
+        key, late = self._close_group_cycle_locked()
+        if not late or key is None:
             return
-        late = list(self._pending.values())
-        self._pending.clear()
         sibling = self._queued_sibling_locked(key, "")
         for qpi in late:
             where = self._join_group_locked(qpi, sibling)
             self._record_locked(SCHEDULE_ATTEMPT_FAILURE, qpi, where, sibling is None)
             self._notify_if(where)
             sibling = sibling or qpi
+
+    def _close_group_cycle_locked(self) -> tuple[Hashable | None, list[QueuedPodInfo[P]]]:
+        """The group last popped, no longer in its cycle, and the members that came meanwhile
+        (taken out of the pending members)."""
+        key, self._cycle_group = self._cycle_group, None
+        self._cycle_from_backoff = False
+        late = list(self._pending.values())
+        self._pending.clear()
+        return key, late
 
     def _queued_sibling_locked(self, key: Hashable, uid: str) -> QueuedPodInfo[P] | None:
         """A member of group ``key`` other than ``uid`` waiting in activeQ, backoffQ or the
@@ -1110,7 +1113,7 @@ class SchedulingQueue(Generic[P]):
                     log.error("Pod queued while being scheduled; dropping the copy",
                               pod=qpi.key)
                     continue
-                key = None if self._group_of is None else self._group_of(qpi.pod)
+                key = self._group_key(qpi.pod)
                 if key is not None and self._held_by_group_locked(qpi, key):
                     continue
                 if heap is self._backoff:  # activeQ was empty (PopFromBackoffQ)

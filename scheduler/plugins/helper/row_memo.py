@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, TypeVar
 
 import numpy as np
@@ -91,6 +91,25 @@ class RowMemo(Generic[_K]):
         return NodeView.of(nodes.snapshot, rows[nodes.snapshot.nodes.alive.take(rows)])
 
 
+class ChangeLog:
+    """The rows of a node table that changed since the last time this asked: a memo over
+    the table reads them again and keeps the rest."""
+
+    __slots__ = ("_mark", "_table")
+
+    def __init__(self) -> None:
+        self._table: object = None
+        self._mark = 0
+
+    def rows_changed(self, table: NodeTableView) -> Sequence[int] | None:
+        """The rows changed since the last call; None when every row is to be read again
+        (a table not the one last seen, or whose log no longer reaches back)."""
+        changed = table.rows_changed_since(self._mark) if table is self._table else None
+        self._table = table
+        self._mark = table.change_mark
+        return changed
+
+
 class TableFacts:
     """Whether what a memo over the whole table depends on changed since it last asked.
 
@@ -101,16 +120,13 @@ class TableFacts:
 
     def __init__(self, fact: Callable[[NodeTableView, int], object]) -> None:
         self._fact = fact
-        self._table: object = None
-        self._mark = 0
+        self._log = ChangeLog()
         self._facts: dict[int, object] = {}
 
     def changed(self, table: NodeTableView) -> bool:
-        changed = table.rows_changed_since(self._mark) if table is self._table else None
-        self._mark = table.change_mark
+        changed = self._log.rows_changed(table)
         fact = self._fact
         if changed is None:
-            self._table = table
             # Every row made so far (rows beyond them are made, and logged, later).
             self._facts = {row: fact(table, row) for row in range(len(table.names))}
             return True
