@@ -598,11 +598,8 @@ class SchedulingQueue(Generic[P]):
                 self._pending[qpi.uid] = qpi
                 return True
             sibling = self._queued_sibling_locked(key, qpi.uid)
-            where = self._join_group_locked(qpi, sibling)
-            # As upstream's addPodGroupMember: an UnscheduledPodAdd, and a new entity only
-            # when no sibling was queued.
-            self._record_locked(UNSCHEDULED_POD_ADD, qpi, where, sibling is None)
-            self._notify_if(where)
+            # As upstream's addPodGroupMember: an UnscheduledPodAdd.
+            self._notify_if(self._join_group_locked(qpi, sibling, UNSCHEDULED_POD_ADD))
             return True
 
     def _held_first_locked(self, members: Sequence[QueuedPodInfo[P]]) -> list[QueuedPodInfo[P]]:
@@ -622,9 +619,7 @@ class SchedulingQueue(Generic[P]):
             return
         sibling = self._queued_sibling_locked(key, "")
         for qpi in late:
-            where = self._join_group_locked(qpi, sibling)
-            self._record_locked(SCHEDULE_ATTEMPT_FAILURE, qpi, where, sibling is None)
-            self._notify_if(where)
+            self._notify_if(self._join_group_locked(qpi, sibling, SCHEDULE_ATTEMPT_FAILURE))
             sibling = sibling or qpi
 
     def _close_group_cycle_locked(self) -> tuple[Hashable | None, list[QueuedPodInfo[P]]]:
@@ -644,15 +639,23 @@ class SchedulingQueue(Generic[P]):
                 return queued
         return None
 
-    def _join_group_locked(self, qpi: QueuedPodInfo[P], sibling: QueuedPodInfo[P] | None) -> str:
-        """Queue ``qpi`` where ``sibling`` waits, with its group's counts and times; to
-        activeQ as a new entity when no sibling waits: fresh counts, the time it is queued
-        (upstream's entity takes the member's timestamp, refreshed by its failure)."""
+    def _join_group_locked(
+        self, qpi: QueuedPodInfo[P], sibling: QueuedPodInfo[P] | None, event: str
+    ) -> str:
+        """Queue ``qpi`` with its group, where ``sibling`` waits, with the group's counts and
+        times, as upstream's addToPodGroupIfExists requeues the entity with the strategy of
+        the queue it was in: a group in backoffQ whose backoff is over goes to activeQ
+        whole. To activeQ as a new entity when no sibling waits: fresh counts, the time it
+        is queued (upstream's entity takes the member's timestamp, refreshed by its
+        failure). Recorded as ``event``, an entity entering a queue when new or moved;
+        returns where ``qpi`` went."""
         if sibling is None:
             qpi.unschedulable_count = qpi.consecutive_errors = 0
             qpi.timestamp = self._clock()
             qpi.backoff_expiration = None
-            return self._requeue_locked(qpi, Strategy.IMMEDIATELY)
+            where = self._requeue_locked(qpi, Strategy.IMMEDIATELY)
+            self._record_locked(event, qpi, where, True)
+            return where
         qpi.unschedulable_count = sibling.unschedulable_count
         qpi.consecutive_errors = sibling.consecutive_errors
         qpi.unschedulable_plugins = set(sibling.unschedulable_plugins)
@@ -660,11 +663,40 @@ class SchedulingQueue(Generic[P]):
         qpi.timestamp = sibling.timestamp
         qpi.backoff_expiration = sibling.backoff_expiration
         if sibling.uid in self._active:
-            return self._requeue_locked(qpi, Strategy.IMMEDIATELY)
-        if sibling.uid in self._pool:
+            previous, where = ACTIVE, self._requeue_locked(qpi, Strategy.IMMEDIATELY)
+        elif sibling.uid in self._pool:
             self._add_to_pool_locked(qpi)
-            return UNSCHEDULABLE
-        return BACKOFF if self._move_to_backoff_locked(qpi) else UNSCHEDULABLE
+            previous = where = UNSCHEDULABLE
+        elif self.is_backing_off(sibling):
+            previous = BACKOFF
+            where = BACKOFF if self._move_to_backoff_locked(qpi) else UNSCHEDULABLE
+        else:
+            previous, where = BACKOFF, self._group_out_of_backoff_locked(qpi, sibling, event)
+        self._record_locked(event, qpi, where, where != previous)
+        return where
+
+    def _group_out_of_backoff_locked(
+        self, qpi: QueuedPodInfo[P], sibling: QueuedPodInfo[P], event: str
+    ) -> str:
+        """``qpi`` joins a group waiting in backoffQ past its backoff: every member there
+        goes to activeQ with it (PreEnqueue checked again: all to the pool when it holds
+        one). Returns where ``qpi`` went."""
+        key = self._member_of.get(sibling.uid)
+        waiting = [
+            queued for uid in self._members.get(key, ()) if uid != qpi.uid
+            and (queued := self._backoff.get(uid) or self._error_backoff.get(uid)) is not None
+        ]
+        where = UNSCHEDULABLE
+        for member in self._held_first_locked([qpi, *waiting]):
+            self._backoff.delete(member.uid)
+            self._error_backoff.delete(member.uid)
+            went = ACTIVE if self._move_to_active_locked(member, from_backoff=False) else (
+                UNSCHEDULABLE)
+            if member is qpi:
+                where = went
+            else:
+                self._record_locked(event, member, went, False)
+        return where
 
     def _still_pending_locked(self, qpi: QueuedPodInfo[P]) -> bool:
         """Whether a popped pod is to be requeued: not deleted or bound meanwhile, nor queued
@@ -1181,9 +1213,9 @@ class SchedulingQueue(Generic[P]):
         if (active and sibling is not None and not sibling.gated
                 and sibling.uid not in self._active):
             self._active.delete(pod.uid)
-            where = self._join_group_locked(qpi, sibling)
-        # A member is a new entity unless a sibling waits.
-        self._record_locked(UNSCHEDULED_POD_ADD, qpi, where, sibling is None)
+            where = self._join_group_locked(qpi, sibling, UNSCHEDULED_POD_ADD)
+        else:  # a member is a new entity unless a sibling waits
+            self._record_locked(UNSCHEDULED_POD_ADD, qpi, where, sibling is None)
         if not qpi.gated:
             self.nominator.add(pod)
         self._notify_if(where)

@@ -890,6 +890,34 @@ def test_add_pod_group_member_to_its_queued_group(
         assert queue.pop(timeout=0) is None
 
 
+@pytest.mark.parametrize("binding_failed", [
+    pytest.param(True, id="a member whose binding cycle failed"),
+    pytest.param(False, id="a new member"),
+])
+def test_a_member_joining_its_group_in_backoffq_after_its_backoff_takes_it_to_activeq(
+    binding_failed: bool,
+) -> None:
+    """upstream's addToPodGroupIfExists: the entity taken out of backoffQ is requeued with
+    queueAfterBackoff (requeueEntityWithQueueingStrategy), so once its backoff is over,
+    flushed or not, it goes to activeQ with the member, not back to backoffQ."""
+    clock = FakeClock()
+    queue = make_queue(clock, group_of=_Gates.group_of)
+    a, b = grouped("a"), grouped("b")
+    failed = None
+    if binding_failed:
+        queue.add(a)
+        failed = pop_now(queue)
+        queue.add_placed_group_leftovers([])  # the group was placed: a's binding runs
+    _queue_member_in(queue, b, BACKOFF)  # the group's failed cycle: 1 s of backoff
+    clock.advance(2)  # over, not flushed yet
+    if failed is None:
+        queue.add(a)
+    else:
+        assert queue.add_unschedulable_group_member(failed, error=True)
+    assert (where(queue, a), where(queue, b)) == (ACTIVE, ACTIVE)
+    assert queue.queued_entities()[(ACTIVE, POD_GROUP_ENTITY)] == 1
+
+
 def test_a_pod_of_no_group_whose_binding_failed_takes_the_pods_failure_path() -> None:
     queue = make_queue(group_of=_Gates.group_of)
     p = make_pod("p")
