@@ -543,18 +543,22 @@ class SchedulingQueue(Generic[P]):
         check holds it). Here the members go together: one timestamp, one count, one
         expiry, with the group's backoff (its cap times the square root of the members
         requeued), the members that came during the cycle with them. The group's counts
-        live on its members: each gets the highest a member of the cycle has, plus this
-        failure (``error``: the consecutive errors, else the unschedulable count, the errors
-        then reset). ``done`` included; returns how many of ``members`` were requeued (not
-        those deleted or bound meanwhile, nor already queued)."""
+        live on its members, which share them (a member joining its queued group takes
+        them): each gets the group's, those of the members popped (deleted ones too), plus
+        this failure (``error``: the consecutive errors, else the unschedulable count, the
+        errors then reset). ``done`` included; returns how many of ``members`` were
+        requeued (not those deleted or bound meanwhile, nor already queued)."""
         with self._lock:
             live = [qpi for qpi in members if self._still_pending_locked(qpi)]
             _, late = self._close_group_cycle_locked()
             group = live + late
             if not group:
                 return 0
-            unschedulable = max(qpi.unschedulable_count for qpi in live or late)
-            errors = max(qpi.consecutive_errors for qpi in live or late) + 1 if error else 0
+            # The group's counts: its popped members', deleted ones too (a member that
+            # joined the group took them), else the late members' own.
+            counted = members or late
+            unschedulable = max(qpi.unschedulable_count for qpi in counted)
+            errors = max(qpi.consecutive_errors for qpi in counted) + 1 if error else 0
             if not error:
                 unschedulable += 1
             now = self._clock()
@@ -1200,18 +1204,18 @@ class SchedulingQueue(Generic[P]):
 
     def _add_new_locked(self, pod: P) -> None:
         """A new pod to activeQ (the pool while PreEnqueue holds it). A member whose group
-        waits in backoffQ or the pool, not held, joins it there, as upstream's
-        addToPodGroupIfExists adds it to the queued entity: its pop would take the others
-        out early. A held group is not joined: the newcomer may be what held it (its
-        scheduling gates, kept out of the queue), and its pop takes the others once their
-        checks pass."""
+        waits, not held, joins it there with its counts and times, as upstream's
+        addToPodGroupIfExists adds it to the queued entity: in backoffQ or the pool its pop
+        would take the others out early, and the group's next failed cycle raises the
+        group's count, not a new member's. A held group is not joined: the newcomer may be
+        what held it (its scheduling gates, kept out of the queue), and its pop takes the
+        others once their checks pass."""
         qpi: QueuedPodInfo[P] = QueuedPodInfo(pod=pod, timestamp=self._clock())
         active = self._move_to_active_locked(qpi, from_backoff=False)
         where = ACTIVE if active else UNSCHEDULABLE
         key = self._member_of.get(pod.uid) if self._member_of else None
         sibling = None if key is None else self._queued_sibling_locked(key, pod.uid)
-        if (active and sibling is not None and not sibling.gated
-                and sibling.uid not in self._active):
+        if active and sibling is not None and not sibling.gated:
             self._active.delete(pod.uid)
             where = self._join_group_locked(qpi, sibling, UNSCHEDULED_POD_ADD)
         else:  # a member is a new entity unless a sibling waits

@@ -597,6 +597,42 @@ def test_add_attempted_pod_group_if_needed_after_a_failed_cycle(
     assert queue.in_flight() == []
 
 
+@pytest.mark.parametrize("during_cycle", [
+    pytest.param(False, id="a member added while its group waits in activeQ"),
+    pytest.param(True, id="a member added during the group's cycle"),
+])
+def test_a_failed_cycle_raises_the_groups_own_count(during_cycle: bool) -> None:
+    """AddAttemptedPodGroupIfNeeded raises the popped entity's UnschedulableCount, which a
+    member added to the entity (addToPodGroupIfExists, or pendingPodGroupPods during the
+    cycle) does not lower: the group's count holds when the members that failed before
+    are deleted."""
+    clock = FakeClock()
+    queue = make_queue(clock, group_of=_Gates.group_of)
+    a, b, c = grouped("a"), grouped("b"), grouped("c")
+    queue.add(a)
+    queue.add(b)
+    assert queue.add_failed_group(pop_group(queue, [a, b], NODE_RESOURCES_FIT),
+                                  error=False) == 2
+    clock.advance(2)
+    queue.flush_backoff_completed()
+    assert (where(queue, a), where(queue, b)) == (ACTIVE, ACTIVE)
+    if during_cycle:
+        members = pop_group(queue, [a, b], NODE_RESOURCES_FIT)
+        queue.add(c)
+    else:
+        queue.add(c)
+        assert where(queue, c) == ACTIVE
+    queue.delete(a.uid)
+    queue.delete(b.uid)
+    if not during_cycle:
+        members = pop_group(queue, [c], NODE_RESOURCES_FIT)
+    queue.add_failed_group(members, error=False)
+    requeued = queue.get(c.uid)
+    assert requeued is not None and where(queue, c) == BACKOFF
+    assert requeued.unschedulable_count == 2
+    assert queue.backoff_expiry(requeued) == clock() + 2
+
+
 @pytest.mark.parametrize("placed", [True, False])
 def test_a_group_requeued_with_one_member_held_waits_whole_in_the_pool(placed: bool) -> None:
     """TestAddAttemptedPodGroupIfNeeded "... but blocked on PreEnqueue", one member held: the
