@@ -660,12 +660,9 @@ class SchedulingQueue(Generic[P]):
             where = self._requeue_locked(qpi, Strategy.IMMEDIATELY)
             self._record_locked(event, qpi, where, True)
             return where
-        qpi.unschedulable_count = sibling.unschedulable_count
-        qpi.consecutive_errors = sibling.consecutive_errors
+        _take_group_params(qpi, sibling)
         qpi.unschedulable_plugins = set(sibling.unschedulable_plugins)
         qpi.pending_plugins = set(sibling.pending_plugins)
-        qpi.timestamp = sibling.timestamp
-        qpi.backoff_expiration = sibling.backoff_expiration
         if sibling.uid in self._active:
             previous, where = ACTIVE, self._requeue_locked(qpi, Strategy.IMMEDIATELY)
         elif sibling.uid in self._pool:
@@ -1209,7 +1206,8 @@ class SchedulingQueue(Generic[P]):
         would take the others out early, and the group's next failed cycle raises the
         group's count, not a new member's. A held group is not joined: the newcomer may be
         what held it (its scheduling gates, kept out of the queue), and its pop takes the
-        others once their checks pass."""
+        others once their checks pass; it still takes the group's counts and times, which
+        upstream's entity keeps when a member is added."""
         qpi: QueuedPodInfo[P] = QueuedPodInfo(pod=pod, timestamp=self._clock())
         active = self._move_to_active_locked(qpi, from_backoff=False)
         where = ACTIVE if active else UNSCHEDULABLE
@@ -1219,6 +1217,8 @@ class SchedulingQueue(Generic[P]):
             self._active.delete(pod.uid)
             where = self._join_group_locked(qpi, sibling, UNSCHEDULED_POD_ADD)
         else:  # a member is a new entity unless a sibling waits
+            if sibling is not None:  # held with it: one group, one timestamp and count
+                _take_group_params(qpi, sibling)
             self._record_locked(UNSCHEDULED_POD_ADD, qpi, where, sibling is None)
         if not qpi.gated:
             self.nominator.add(pod)
@@ -1408,6 +1408,15 @@ class SchedulingQueue(Generic[P]):
         # A pod in backoffQ can be popped too (PopFromBackoffQ), so both wake the worker.
         if ACTIVE in where or BACKOFF in where:
             self._cond.notify_all()
+
+
+def _take_group_params(qpi: QueuedPodInfo[P], sibling: QueuedPodInfo[P]) -> None:
+    """``qpi`` joins the group of ``sibling``: the group's counts, timestamp and expiry, as
+    upstream's entity keeps its own QueueingParams when a member is added."""
+    qpi.unschedulable_count = sibling.unschedulable_count
+    qpi.consecutive_errors = sibling.consecutive_errors
+    qpi.timestamp = sibling.timestamp
+    qpi.backoff_expiration = sibling.backoff_expiration
 
 
 def _ignore_incoming(queue: str, event: str, entity: str) -> None:

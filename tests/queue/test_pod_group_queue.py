@@ -343,6 +343,42 @@ def test_add_attempted_unschedulable_pods_present_but_group_scheduled_requeue_to
     assert not h.s.queue.is_backing_off(left)
 
 
+@pytest.mark.parametrize("held", [
+    pytest.param(False, id="a later member added to the group in activeQ"),
+    pytest.param(True, id="a later member held by PreEnqueue with its group in the pool"),
+])
+def test_add_attempted_unschedulable_pods_present_but_group_scheduled_preserve_timestamp(
+    held: bool,
+) -> None:
+    """TestAddAttemptedPodGroupIfNeeded "Unschedulable pods are present but pod group
+    scheduling was successful, requeue to active queue directly and preserve timestamp",
+    with members added at different times: upstream's entity has one timestamp, its first
+    member's (newQueuedPodGroupInfoFromRootLookup), which a member added later
+    (addToPodGroupIfExists) does not change; the leftovers all go back with it."""
+    clock = FakeClock()
+    gates = _Gates()
+    queue = make_queue(clock, pre_enqueue=gates.pre_enqueue, group_of=_Gates.group_of)
+    a, b, c = grouped("a"), grouped("b"), grouped("c")
+    queue.add(a)
+    queue.add(b)
+    clock.advance(5)
+    if held:
+        gates.gated.add("c")
+    queue.add(c)
+    if held:
+        assert queue.pop(timeout=0) is None
+        gates.gated.clear()
+        queue.activate([c.uid])
+    members = pop_group(queue, [a, b, c])
+    clock.advance(1)
+    assert queue.add_placed_group_leftovers(
+        [q for q in members if q.pod.name != "a"]) == 2
+    for p in (b, c):
+        left = queue.get(p.uid)
+        assert where(queue, p) == ACTIVE and left is not None
+        assert left.timestamp == START
+
+
 def test_add_attempted_new_pods_only_group_scheduled_requeue_to_active_queue_new_timestamp(
 ) -> None:
     """TestAddAttemptedPodGroupIfNeeded "New pods only are present and pod group scheduling
