@@ -353,9 +353,7 @@ class SchedulingQueue(Generic[P]):
         else:
             return
         with self._lock:
-            where = self._move_from_pool_locked(candidate, strategy)
-            self._record_locked(str(event), candidate.qpi, where, _moved(where, strategy))
-            self._notify_if(where)
+            self._move_decided_locked([(candidate, strategy)], str(event))
 
     def delete(self, uid: str) -> None:
         """The pod is gone (deleted, or bound by someone): drop it from every place. If it is
@@ -752,11 +750,43 @@ class SchedulingQueue(Generic[P]):
         if not decisions:
             return
         with self._lock:
-            moved = [self._move_from_pool_locked(c, s) for c, s in decisions]
-            seen: set[tuple[Hashable, str]] = set()
-            for (c, s), where in zip(decisions, moved, strict=True):
-                self._record_locked(str(event), c.qpi, where, _moved(where, s), seen)
-            self._notify_if(*moved)
+            self._move_decided_locked(decisions, str(event))
+
+    def _move_decided_locked(
+        self, decisions: list[tuple[_Candidate[P], Strategy]], event: str
+    ) -> None:
+        """Move pooled pods by the strategies an event's hints gave them, recorded as
+        ``event``. A pod group's members move as one, as upstream's entity: each by the
+        best strategy of any of them (isEntityWorthRequeuing), those still in the pool that
+        the hints left there with them."""
+        if self._members:
+            decisions = self._with_pooled_siblings_locked(decisions)
+        moved = [self._move_from_pool_locked(c, s) for c, s in decisions]
+        seen: set[tuple[Hashable, str]] = set()
+        for (c, s), where in zip(decisions, moved, strict=True):
+            self._record_locked(event, c.qpi, where, _moved(where, s), seen)
+        self._notify_if(*moved)
+
+    def _with_pooled_siblings_locked(
+        self, decisions: list[tuple[_Candidate[P], Strategy]]
+    ) -> list[tuple[_Candidate[P], Strategy]]:
+        """``decisions`` with each group member's strategy raised to its group's best, and
+        its siblings waiting in the pool added with that strategy."""
+        best: dict[Hashable, Strategy] = {}
+        for c, strategy in decisions:
+            key = self._member_of.get(c.qpi.uid)
+            if key is not None and strategy > best.get(key, Strategy.SKIP):
+                best[key] = strategy
+        if not best:
+            return decisions
+        decided = {c.qpi.uid for c, _ in decisions}
+        grouped = [(c, best.get(self._member_of.get(c.qpi.uid), s)) for c, s in decisions]
+        for key, strategy in best.items():
+            for uid in self._members.get(key, ()):
+                entry = self._pool.get(uid)
+                if entry is not None and uid not in decided:
+                    grouped.append((self._candidate_locked(entry), strategy))
+        return grouped
 
     def activate(self, uids: Iterable[str]) -> None:
         """Force pods from the pool or backoffQ to activeQ (preemption, Permit). A pod being

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from scheduler.cache.pod_groups import POD_GROUPS
+from scheduler.framework.events import Action, ClusterEvent, QueueingHint, Resource
 from scheduler.framework.interface import SUCCESS, PermitDecision, Status
 from scheduler.framework.ports import BindOutcome
 from scheduler.intake import ADDED, DELETED
@@ -48,6 +49,7 @@ from tests.queue.fakes import (
     make_queue,
     pop_group,
     pop_now,
+    registered,
     where,
 )
 from tests.test_cycle import Harness
@@ -170,6 +172,32 @@ def test_move_all_gated_pod_group_matching_event_for_ungated_pod_stays_gated() -
     ungate(h, "b")
     h.drain()
     assert bound(h) == ["a", "b"]
+
+
+@pytest.mark.parametrize("queued_for", ["a", "b"])
+def test_move_all_event_of_interest_moves_ungated_pod_group_from_unschedulable_to_activeq(
+    queued_for: str,
+) -> None:
+    """TestMoveAllToActiveOrBackoffQueuePodGroupMember "event of interest moves ungated pod
+    group from unschedulableEntities to activeQ", with its hint answering Queue for one
+    member only (its "otherPlugin" Queues pod1 and Skips the others): upstream's
+    isEntityWorthRequeuing takes the best strategy of any member, and the entity moves
+    whole."""
+    clock = FakeClock()
+    node_add = registered(Resource.NODE, Action.ADD,
+                          lambda p, old, new: QueueingHint.QUEUE if p.name == queued_for
+                          else QueueingHint.SKIP)
+    queue = make_queue(clock, {NODE_RESOURCES_FIT: [node_add]}, group_of=_Gates.group_of)
+    a, b = grouped("a"), grouped("b")
+    _queue_member_in(queue, a, UNSCHEDULABLE)
+    queue.add(b)  # joins a in the pool, with its rejectors
+    assert (where(queue, a), where(queue, b)) == (UNSCHEDULABLE, UNSCHEDULABLE)
+    clock.advance(2)  # past the backoff
+    queue.move_all_to_active_or_backoff(ClusterEvent(Resource.NODE, Action.ADD))
+    assert (where(queue, a), where(queue, b)) == (ACTIVE, ACTIVE)
+    entities = queue.queued_entities()
+    assert (entities[(ACTIVE, POD_GROUP_ENTITY)],
+            entities[(UNSCHEDULABLE, POD_GROUP_ENTITY)]) == (1, 0)
 
 
 def test_delete_the_only_gated_pod_from_a_group_ungates_the_pod_group() -> None:
