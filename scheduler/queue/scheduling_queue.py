@@ -671,6 +671,8 @@ class SchedulingQueue(Generic[P]):
             where = BACKOFF if self._move_to_backoff_locked(qpi) else UNSCHEDULABLE
         else:
             previous, where = BACKOFF, self._group_out_of_backoff_locked(qpi, sibling, event)
+        if qpi.gated and previous != UNSCHEDULABLE:  # it holds its group
+            self._hold_siblings_locked(self._member_of.get(qpi.uid), qpi.gating_plugin)
         self._record_locked(event, qpi, where, where != previous)
         return where
 
@@ -767,6 +769,19 @@ class SchedulingQueue(Generic[P]):
             self._record_locked(event, c.qpi, where, _moved(where, s), seen)
         self._notify_if(*moved)
 
+    def _with_queued_siblings_locked(self, uids: Iterable[str]) -> list[str]:
+        """``uids`` and the group siblings of theirs waiting in the pool or backoffQ."""
+        named = list(uids)
+        found = set(named)
+        for uid in list(named):
+            key = self._member_of.get(uid)
+            for other in self._members.get(key, ()) if key is not None else ():
+                if other not in found and (other in self._pool or other in self._backoff
+                                           or other in self._error_backoff):
+                    found.add(other)
+                    named.append(other)
+        return named
+
     def _with_pooled_siblings_locked(
         self, decisions: list[tuple[_Candidate[P], Strategy]]
     ) -> list[tuple[_Candidate[P], Strategy]]:
@@ -790,8 +805,12 @@ class SchedulingQueue(Generic[P]):
 
     def activate(self, uids: Iterable[str]) -> None:
         """Force pods from the pool or backoffQ to activeQ (preemption, Permit). A pod being
-        scheduled gets a targeted ForceActivate event: it will not be parked when it fails."""
+        scheduled gets a targeted ForceActivate event: it will not be parked when it fails.
+        A pod group's member brings its siblings waiting there, as upstream activates the
+        member's group entity."""
         with self._lock:
+            if self._members:
+                uids = self._with_queued_siblings_locked(uids)
             moved = False
             seen: set[tuple[Hashable, str]] = set()
             for uid in uids:
@@ -1192,11 +1211,29 @@ class SchedulingQueue(Generic[P]):
         gate = self._group_gate_locked(qpi, key)
         if not gate:
             return False
+        self._hold_locked(qpi, gate)
+        self._hold_siblings_locked(key, gate)
+        return True
+
+    def _hold_locked(self, qpi: QueuedPodInfo[P], gate: str) -> None:
         qpi.gated = True
         qpi.gating_plugin = gate
         qpi.unschedulable_plugins.add(gate)
         self._add_to_pool_locked(qpi)
-        return True
+
+    def _hold_siblings_locked(self, key: Hashable, gate: str) -> bool:
+        """A member of group ``key`` is held by ``gate``: the members waiting in activeQ or
+        backoffQ join it in the pool, held too, as upstream's entity is gated whole when one
+        member is (runPreEnqueuePlugins). Whether any moved."""
+        held = False
+        for uid in self._members.get(key, ()):
+            for heap in (self._active, self._backoff, self._error_backoff):
+                queued = heap.get(uid)
+                if queued is not None:
+                    heap.delete(uid)
+                    self._hold_locked(queued, gate)
+                    held = True
+        return held
 
     def _candidate_locked(self, entry: _PoolEntry[P]) -> _Candidate[P]:
         qpi = entry.qpi
@@ -1246,10 +1283,13 @@ class SchedulingQueue(Generic[P]):
         if active and sibling is not None and not sibling.gated:
             self._active.delete(pod.uid)
             where = self._join_group_locked(qpi, sibling, UNSCHEDULED_POD_ADD)
-        else:  # a member is a new entity unless a sibling waits
+        else:  # a member is a new entity unless a sibling waits and its group stays put
+            new_entity = sibling is None
             if sibling is not None:  # held with it: one group, one timestamp and count
                 _take_group_params(qpi, sibling)
-            self._record_locked(UNSCHEDULED_POD_ADD, qpi, where, sibling is None)
+                if not active:
+                    new_entity = self._hold_siblings_locked(key, qpi.gating_plugin)
+            self._record_locked(UNSCHEDULED_POD_ADD, qpi, where, new_entity)
         if not qpi.gated:
             self.nominator.add(pod)
         self._notify_if(where)

@@ -32,6 +32,7 @@ from scheduler.queue.queued_pod import QueuedPodInfo
 from scheduler.queue.scheduling_queue import (
     ACTIVE,
     BACKOFF,
+    GATED,
     PENDING,
     POD_GROUP_ENTITY,
     UNSCHEDULABLE,
@@ -1016,6 +1017,58 @@ def test_a_member_joining_its_group_in_backoffq_after_its_backoff_takes_it_to_ac
         assert queue.add_unschedulable_group_member(failed, error=True)
     assert (where(queue, a), where(queue, b)) == (ACTIVE, ACTIVE)
     assert queue.queued_entities()[(ACTIVE, POD_GROUP_ENTITY)] == 1
+
+
+@pytest.mark.parametrize("place", [
+    pytest.param(ACTIVE, id="existing pod group in activeQ (gated addition), becomes gated "
+                 "and moves to unschedulableEntities"),
+    pytest.param(BACKOFF, id="existing pod group in backoffQ (gated addition), becomes gated "
+                 "and moves to unschedulableEntities"),
+])
+@pytest.mark.parametrize("binding_failed", [False, True])
+def test_a_held_member_joining_its_group_moves_the_group_to_the_pool(
+    place: str, binding_failed: bool,
+) -> None:
+    """TestAddPodGroupMember (and addPodGroupMember for a member whose binding cycle
+    failed): runPreEnqueuePlugins gates the entity whole when the member it adds is held,
+    so the group waits in one queue, gated, and is one entity there."""
+    gates = _Gates()
+    queue = queue_with(gates)
+    a, c = grouped("a"), grouped("c")
+    failed = None
+    if binding_failed:
+        queue.add(c)
+        failed = pop_now(queue)
+        queue.add_placed_group_leftovers([])  # the group was placed: c's binding runs
+    _queue_member_in(queue, a, place)
+    gates.gated.add("c")
+    if failed is None:
+        queue.add(c)
+    else:
+        assert queue.add_unschedulable_group_member(failed, error=True)
+    assert (where(queue, a), where(queue, c)) == (UNSCHEDULABLE, UNSCHEDULABLE)
+    held = queue.get(a.uid)
+    assert held is not None and held.gated and held.gating_plugin == DYNAMIC_RESOURCES
+    entities = queue.queued_entities()
+    assert {q: n for (q, kind), n in entities.items() if kind == POD_GROUP_ENTITY and n} == {
+        GATED: 1}
+
+
+@pytest.mark.parametrize("place", [
+    pytest.param(UNSCHEDULABLE, id=(
+        "activate pod group in unschedulableEntities (ungated), moves pod group to activeQ")),
+    pytest.param(BACKOFF, id="activate pod group in backoffQ, moves pod group to activeQ"),
+])
+def test_activate_pod_group_member_moves_the_whole_group(place: str) -> None:
+    """TestActivatePodGroupMember: Activate looks the pod's root group up and activates the
+    entity, every member of it, whichever member is named."""
+    queue = make_queue(group_of=_Gates.group_of)
+    a, b = grouped("a"), grouped("b")
+    _queue_member_in(queue, a, place)
+    queue.add(b)  # joins a
+    assert (where(queue, a), where(queue, b)) == (place, place)
+    queue.activate([b.uid])
+    assert (where(queue, a), where(queue, b)) == (ACTIVE, ACTIVE)
 
 
 def test_a_pod_of_no_group_whose_binding_failed_takes_the_pods_failure_path() -> None:
