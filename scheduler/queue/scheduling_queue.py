@@ -1215,6 +1215,16 @@ class SchedulingQueue(Generic[P]):
         self._hold_siblings_locked(key, gate)
         return True
 
+    def _release_held_siblings_locked(self, key: Hashable, event: str) -> None:
+        """The members of group ``key`` held in the pool go to activeQ if their checks pass
+        now, recorded as ``event``."""
+        for uid in list(self._members.get(key, ())):
+            entry = self._pool.get(uid)
+            if entry is not None and entry.qpi.gated:
+                self._drop_from_pool_locked(uid)
+                went = self._requeue_locked(entry.qpi, Strategy.IMMEDIATELY)
+                self._record_locked(event, entry.qpi, went, False)
+
     def _hold_locked(self, qpi: QueuedPodInfo[P], gate: str) -> None:
         qpi.gated = True
         qpi.gating_plugin = gate
@@ -1283,6 +1293,13 @@ class SchedulingQueue(Generic[P]):
         if active and sibling is not None and not sibling.gated:
             self._active.delete(pod.uid)
             where = self._join_group_locked(qpi, sibling, UNSCHEDULED_POD_ADD)
+        elif active and sibling is not None:
+            # What held its group passes now (the newcomer was it, or was checked with it):
+            # the group goes to activeQ with it, as upstream's entity when ungated.
+            _take_group_params(qpi, sibling)
+            self._active.add_or_update(qpi)
+            self._release_held_siblings_locked(key, UNSCHEDULED_POD_ADD)
+            self._record_locked(UNSCHEDULED_POD_ADD, qpi, where, True)
         else:  # a member is a new entity unless a sibling waits and its group stays put
             new_entity = sibling is None
             if sibling is not None:  # held with it: one group, one timestamp and count

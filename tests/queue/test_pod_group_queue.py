@@ -127,6 +127,23 @@ def test_update_pod_group_member_removal_of_gate_ungates_and_moves_pod_group_to_
     assert bound(h) == ["a", "b", "c"]
 
 
+def test_update_pod_group_member_removal_of_gate_moves_the_whole_group_at_once() -> None:
+    """TestUpdatePodGroupMember "gated pod update (removal of gate), ungates and moves pod
+    group to activeQ": the members held with it go to activeQ as it comes, with its group's
+    timestamp, so the group waits in one queue (one entity) until popped."""
+    h = gang(3, member("a"), member("b"), gated_member("c"))
+    h.drain()
+    assert (h.where("a"), h.where("b")) == (UNSCHEDULABLE, UNSCHEDULABLE)
+    h.clock.advance(5)
+    ungate(h, "c")
+    assert [h.where(n) for n in "abc"] == [ACTIVE] * 3
+    assert h.s.queue.queued_entities()[(ACTIVE, POD_GROUP_ENTITY)] == 1
+    queued = [h.s.queue.get(h.uid(n)) for n in "abc"]
+    assert len({q.timestamp for q in queued if q is not None}) == 1
+    assert h.drain() == 1
+    assert bound(h) == ["a", "b", "c"]
+
+
 def test_update_pod_group_member_ungate_one_pod_but_another_remains_gated_keeps_group_gated(
 ) -> None:
     """TestUpdatePodGroupMember "ungate one pod but another remains gated, keeps pod group in
