@@ -8,7 +8,8 @@ in-process scenario, the functions whose own time grew most listed first.
 ``bench/ab.py`` says whether one tree is slower; this says where. Timings on this host move
 by several percent from one run to the next; ``--count-bytecodes`` does not: it counts the
 bytecodes the interpreter runs per pod (sys.settrace with opcode events, on the scheduling
-thread and the binding threads), in total, per module and per function (own and inclusive).
+thread and the binding threads), in total, per module and per function (own and inclusive),
+and apart, what the intake pays for the same pods (``PodInfo.from_pod``).
 The threads' hand-off (threading.py, scheduler/binding_workers.py) depends on timing and is
 left out of the total; its callees (the binding cycles) are counted.
 """
@@ -34,6 +35,8 @@ from ab import ROOT, _release_bindings, checked_out, settle_heap_of_the_tree
 WARM_UP = 300
 # Code whose bytecodes depend on when threads ran, not on the pods.
 HAND_OFF_FILES = ("threading.py", "scheduler/binding_workers.py")
+# The row that holds the intake's bytecodes (PodInfo.from_pod), apart from the cycle's.
+INTAKE = "<intake: PodInfo.from_pod>"
 
 
 class _ThreadCount:
@@ -145,7 +148,16 @@ def profile(tree: str, scenario: str, pods: int, out: str, count_bytecodes: bool
             schedule_one(s, timeout=0)
         _release_bindings(s, wait=True)
         counter.stop()
-        Path(out).write_text(json.dumps(counter.rows(tree)))
+        rows = counter.rows(tree)
+        # What the watch's intake pays for the same pods (work moved there from the cycle
+        # shows): PodInfo.from_pod of each pod measured, on this thread alone.
+        intake = BytecodeCounter()
+        intake.start()
+        for info in pending[WARM_UP:]:
+            type(info).from_pod(info.raw)
+        intake.stop()
+        rows[INTAKE] = (pods, sum(r[1] for r in intake.rows(tree).values()), 0)
+        Path(out).write_text(json.dumps(rows))
         return
     profiler = cProfile.Profile()
     profiler.enable()
@@ -203,6 +215,7 @@ def print_bytecodes(base: dict[str, list[float]], head: dict[str, list[float]],
     """Bytecodes per pod: the total, then per module and per function, the largest
     differences first (own: in the function itself; incl: with what it calls)."""
     pods: int = args.pods
+    b_intake, h_intake = base.pop(INTAKE)[1] / pods, head.pop(INTAKE)[1] / pods
 
     def total(rows: dict[str, list[float]]) -> float:
         return float(sum(r[1] for r in rows.values())) / pods
@@ -210,6 +223,8 @@ def print_bytecodes(base: dict[str, list[float]], head: dict[str, list[float]],
     b_total, h_total = total(base), total(head)
     print(f"bytecodes per pod: base {b_total:,.0f}, head {h_total:,.0f} "
           f"({(h_total - b_total) / b_total:+.1%}), {pods} pods of {args.scenario}")
+    print(f"intake (PodInfo.from_pod) per pod: base {b_intake:,.0f}, head {h_intake:,.0f}; "
+          f"with the cycle: {(h_total + h_intake) / (b_total + b_intake) - 1:+.1%}")
 
     def by_module(rows: dict[str, list[float]]) -> dict[str, float]:
         modules: dict[str, float] = {}
