@@ -1195,7 +1195,9 @@ class SchedulingQueue(Generic[P]):
                     log.error("Pod queued while being scheduled; dropping the copy",
                               pod=qpi.key)
                     continue
-                key = self._group_key(qpi.pod)
+                # Every queued member's group is noted (PreEnqueue ran as it came): no call
+                # of ``group_of`` per pod, nothing at all without groups.
+                key = self._member_of.get(qpi.uid) if self._member_of else None
                 if key is not None and self._held_by_group_locked(qpi, key):
                     continue
                 if heap is self._backoff:  # activeQ was empty (PopFromBackoffQ)
