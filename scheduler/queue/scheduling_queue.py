@@ -436,13 +436,15 @@ class SchedulingQueue(Generic[P]):
         return taken
 
     def _start_attempt_locked(self, qpi: QueuedPodInfo[P]) -> None:
+        """``qpi`` popped or taken, never while in flight (both skip those): its attempt
+        begins, last of the in-flight pods."""
         qpi.attempts += 1
         if qpi.initial_attempt_timestamp is None:
             qpi.initial_attempt_timestamp = self._clock()
         qpi.unschedulable_plugins.clear()
         qpi.pending_plugins.clear()
-        self._in_flight.pop(qpi.uid, None)  # re-added at the end, keeping the order
-        self._in_flight[qpi.uid] = _InFlight(start_seq=self._next_seq, pod=qpi.pod)
+        pod = qpi.pod
+        self._in_flight[pod.uid] = _InFlight(self._next_seq, pod)
 
     def wake(self) -> None:
         """The popping thread has other work (the scheduler's inbox): a ``pop`` waiting for a
@@ -1191,19 +1193,21 @@ class SchedulingQueue(Generic[P]):
         for heap in (self._active, self._backoff):  # never the error backoffQ
             while len(heap):
                 qpi = heap.pop()
-                if qpi.uid in self._in_flight:
+                uid = qpi.pod.uid
+                if uid in self._in_flight:
                     log.error("Pod queued while being scheduled; dropping the copy",
                               pod=qpi.key)
                     continue
                 # Every queued member's group is noted (PreEnqueue ran as it came): no call
                 # of ``group_of`` per pod, nothing at all without groups.
-                key = self._member_of.get(qpi.uid) if self._member_of else None
-                if key is not None and self._held_by_group_locked(qpi, key):
-                    continue
+                key = self._member_of.get(uid) if self._member_of else None
+                if key is not None:
+                    if self._held_by_group_locked(qpi, key):
+                        continue
+                    self._cycle_group = key  # None since pop began
                 if heap is self._backoff:  # activeQ was empty (PopFromBackoffQ)
                     self._record_locked(POP_FROM_BACKOFF_Q, qpi, ACTIVE, True)
                     self._cycle_from_backoff = key is not None
-                self._cycle_group = key
                 return qpi
         return None
 
