@@ -287,11 +287,12 @@ class Scheduler:
             on_incoming=self.metrics.queue_incoming_pod,
             group_of=_workload_group_of,
             group_gate=self._scheduling_gated_sibling,
+            incomplete=self._incomplete_member,
         )
         self.metrics.watch_queue(
-            lambda: self.queue.pending_counts(self._incomplete_member),
+            self.queue.pending_counts,
             lambda: self.queue.rejections(_profile_of),
-            lambda: self.queue.queued_entities(self._incomplete_member),
+            self.queue.queued_entities,
         )
 
     def _init_bindings(self, binding_workers: int) -> None:

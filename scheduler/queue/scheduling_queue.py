@@ -180,6 +180,7 @@ class SchedulingQueue(Generic[P]):
         on_incoming: Callable[[str, str, str], None] | None = None,
         group_of: Callable[[P], Hashable | None] | None = None,
         group_gate: Callable[[P], str | None] | None = None,
+        incomplete: Callable[[P], bool] | None = None,
     ) -> None:
         """``order(qpi)`` is the QueueSort plugin's order, compared with ``<``: its ``sort_key``,
         or :func:`~scheduler.queue.heap.order_of_less` of its ``less``.
@@ -209,6 +210,11 @@ class SchedulingQueue(Generic[P]):
         ``group_gate(pod)`` names what holds a member the queue never sees (the intake keeps
         pods with scheduling gates out), or ``None``. Both are cheap and called with the
         lock held.
+        ``incomplete(pod)``: a held member's PodGroup is not observed yet. Upstream keeps
+        such a member in incompletePodGroupPods, in no queue: it is counted apart
+        (``pending_counts``), in no entity, and enters no queue (``on_incoming``) until its
+        group comes; then it enters as a new pod (UnscheduledPodAdd). Cheap, called with
+        the lock held.
         """
         self._order = order
         self._clock = clock
@@ -220,6 +226,7 @@ class SchedulingQueue(Generic[P]):
         self._pre_enqueue = pre_enqueue
         self._group_of = group_of
         self._group_gate = group_gate
+        self._incomplete = incomplete
         self._on_incoming = on_incoming or _ignore_incoming
         self.nominator: Nominator[P] = Nominator(lookup)
         self._init_queues(order)
@@ -264,6 +271,9 @@ class SchedulingQueue(Generic[P]):
         # group -> uids and uid -> group, until deleted (to find a queued sibling).
         self._members: dict[Hashable, set[str]] = {}
         self._member_of: dict[str, Hashable] = {}
+        # The members held while their PodGroup was not observed, not counted as entering
+        # a queue: they count as new pods when they next move.
+        self._uncounted: set[str] = set()
         # The group of the pod last popped (upstream's lastPoppedEntityKey) while its cycle
         # runs, and its members that came meanwhile (a new pod, a failed binding): they wait
         # for the cycle's end and then join the group where it is requeued.
@@ -365,6 +375,7 @@ class SchedulingQueue(Generic[P]):
             self._error_backoff.delete(uid)
             self._drop_from_pool_locked(uid)
             self._pending.pop(uid, None)
+            self._uncounted.discard(uid)
             self._forget_member_gate_locked(uid)
             if self._member_of:
                 self._forget_member_locked(uid)
@@ -959,11 +970,12 @@ class SchedulingQueue(Generic[P]):
                 pods[PENDING] = sorted(q.key for q in self._pending.values())
             return pods
 
-    def pending_counts(self, incomplete: Callable[[P], bool] | None = None) -> dict[str, int]:
+    def pending_counts(self) -> dict[str, int]:
         """How many pods each queue holds (``scheduler_pending_pods``); gated pods apart, and
-        with ``incomplete`` (a held member's group is not observed yet) those members apart
-        from the gated ones, as upstream's incompletePodGroupPods; with ``group_of``, the
-        members waiting for their group's cycle to end (upstream's pendingPodGroupPods)."""
+        with ``incomplete`` the members whose group is not observed yet apart from the gated
+        ones, as upstream's incompletePodGroupPods; with ``group_of``, the members waiting
+        for their group's cycle to end (upstream's pendingPodGroupPods)."""
+        incomplete = self._incomplete
         with self._lock:
             gated = [e.qpi for e in self._pool.values() if e.qpi.gated]
             counts = {
@@ -979,12 +991,11 @@ class SchedulingQueue(Generic[P]):
                 counts[PENDING] = len(self._pending)
             return counts
 
-    def queued_entities(
-        self, incomplete: Callable[[P], bool] | None = None
-    ) -> dict[tuple[str, str], int]:
+    def queued_entities(self) -> dict[tuple[str, str], int]:
         """(queue, type) -> entities (``scheduler_queued_entities``): a pod of no group is a
         ``pod``; the members of one group waiting in one queue are one ``podgroup``, as
         upstream queues them as one entity; members counted as ``incomplete`` are in none."""
+        incomplete = self._incomplete
         counts: dict[tuple[str, str], int] = {}
         with self._lock:
             pool = [e.qpi for e in self._pool.values()]
@@ -1486,15 +1497,21 @@ class SchedulingQueue(Generic[P]):
         ``seen`` (the members a call moves together)."""
         if where is None:
             return
+        key = self._member_of.get(qpi.uid) if self._member_of else None
+        if key is None:
+            self._on_incoming(where, event, POD_ENTITY if new_entity else "")
+            return
+        if self._incomplete is not None and qpi.gated and self._incomplete(qpi.pod):
+            self._uncounted.add(qpi.uid)  # in no queue yet
+            return
+        if self._uncounted and qpi.uid in self._uncounted:  # its PodGroup came
+            self._uncounted.discard(qpi.uid)
+            event, new_entity = UNSCHEDULED_POD_ADD, True
         entity = ""
-        if new_entity:
-            key = self._member_of.get(qpi.uid) if self._member_of else None
-            if key is None:
-                entity = POD_ENTITY
-            elif seen is None or (key, where) not in seen:
-                entity = POD_GROUP_ENTITY
-                if seen is not None:
-                    seen.add((key, where))
+        if new_entity and (seen is None or (key, where) not in seen):
+            entity = POD_GROUP_ENTITY
+            if seen is not None:
+                seen.add((key, where))
         self._on_incoming(where, event, entity)
 
     def _notify_if(self, *where: str | None) -> None:

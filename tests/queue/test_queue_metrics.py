@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from scheduler.framework.events import NODE_ADD
+from scheduler.framework.events import NODE_ADD, Action, ClusterEvent, Resource
 from scheduler.queue.scheduling_queue import (
     ACTIVE,
     BACKOFF,
@@ -110,26 +110,48 @@ def test_pod_group_members_count_as_one_entity_and_incomplete_ones_apart() -> No
     def gate(pod: FakePod) -> str | None:
         return "GangScheduling" if _group(pod) in held else None
 
-    queue = make_queue(pre_enqueue=gate, group_of=_group)
+    def incomplete(pod: FakePod) -> bool:
+        return _group(pod) in unobserved
+
+    queue = make_queue(pre_enqueue=gate, group_of=_group, incomplete=incomplete)
     park(queue, make_pod("big"), [NODE_RESOURCES_FIT])
     queue.add(make_pod("single"))
     for name, group in (("g1", "g"), ("g2", "g"), ("h1", "h"), ("x1", "x"), ("x2", "x")):
         queue.add(make_pod(name, labels={"group": group}))
 
-    def incomplete(pod: FakePod) -> bool:
-        return _group(pod) in unobserved
-
-    assert queue.pending_counts(incomplete) == {
+    assert queue.pending_counts() == {
         ACTIVE: 3, BACKOFF: 0, UNSCHEDULABLE: 1, GATED: 1, INCOMPLETE: 2, PENDING: 0}
-    assert queue.queued_entities(incomplete) == {
+    assert queue.queued_entities() == {
         (ACTIVE, POD_ENTITY): 1, (ACTIVE, POD_GROUP_ENTITY): 1,
         (BACKOFF, POD_ENTITY): 0, (BACKOFF, POD_GROUP_ENTITY): 0,
         (UNSCHEDULABLE, POD_ENTITY): 1, (UNSCHEDULABLE, POD_GROUP_ENTITY): 0,
         (GATED, POD_ENTITY): 0, (GATED, POD_GROUP_ENTITY): 1,
     }
-    # Without the question, the held members are all gated, each group one entity.
+    # Its PodGroup observed, group x's members are gated (by its quorum, say).
+    unobserved.clear()
     assert queue.pending_counts()[GATED] == 3
     assert queue.queued_entities()[(GATED, POD_GROUP_ENTITY)] == 2
+
+
+def test_incoming_entities_metrics_members_of_an_unobserved_pod_group_enter_no_queue() -> None:
+    """upstream's addPodGroupMember keeps a member whose PodGroup is not observed in
+    incompletePodGroupPods, no queue: scheduler_queue_incoming_pods_total and
+    _entities_total count nothing for it; AddPodGroup then adds the members
+    (addPodGroupMember: UnscheduledPodAdd), the group one entity entering activeQ."""
+    unobserved = {"g"}
+    seen: list[tuple[str, str, str]] = []
+    queue = make_queue(
+        pre_enqueue=lambda p: "GangScheduling" if _group(p) in unobserved else None,
+        group_of=_group, incomplete=lambda p: _group(p) in unobserved,
+        on_incoming=lambda q, event, entity: seen.append((q, event, entity)))
+    pods = [make_pod(name, labels={"group": "g"}) for name in ("a", "b")]
+    for p in pods:
+        queue.add(p)
+    assert seen == [] and queue.pending_counts()[INCOMPLETE] == 2
+    unobserved.clear()  # the PodGroup comes: its event moves the members
+    queue.move_all_to_active_or_backoff(ClusterEvent(Resource.WILDCARD, Action.ALL))
+    assert seen == [(ACTIVE, "UnscheduledPodAdd", POD_GROUP_ENTITY),
+                    (ACTIVE, "UnscheduledPodAdd", "")]
 
 
 def _entities(seen: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], int]:
