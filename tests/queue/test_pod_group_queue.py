@@ -7,7 +7,9 @@ TestAddAttemptedPodGroupIfNeeded; backoff_queue_test.go's TestBackoffQueue_calcu
 for entities), ported to what this queue is.
 
 Upstream queues a Workload-API group as one entity (QueuedPodGroupInfo); here each member
-waits on its own and the first popped takes its siblings with it (``SchedulingQueue.take``).
+is kept on its own, with the group's counts and timestamp, in the group's one queue; the
+members move together, and the first popped takes its siblings with it
+(``SchedulingQueue.take``).
 What upstream's cases say a user sees is kept, with the case names: one member with
 scheduling gates, or held by a PreEnqueue plugin, holds the whole group, so no member is
 tried and no FailedScheduling is written until it passes; then the group goes in one
