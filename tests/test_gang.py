@@ -497,6 +497,28 @@ def test_queue_metrics_count_a_group_entering_a_queue_as_one_entity_and_pending_
     assert registry.get_sample_value("scheduler_pending_pods", {"queue": "pending"}) == 0
 
 
+def test_queue_metrics_count_members_of_an_unobserved_pod_group_as_its_pod_group_comes(
+) -> None:
+    """Upstream's addPodGroupMember keeps members whose PodGroup is not observed in
+    incompletePodGroupPods, no queue: no incoming pod nor entity; AddPodGroup then adds
+    them (UnscheduledPodAdd), here to the pool, gated: 2 of minCount 3 exist."""
+    h = Harness(config=WITH_GANGS, binding="deferred")
+    h.nodes(node("n1", cpu="8"))
+    h.add(member("a"), member("b"))
+    registry = h.s.metrics.registry
+    for queue in ("gated", "unschedulable"):
+        assert registry.get_sample_value("scheduler_queue_incoming_pods_total", {
+            "queue": queue, "event": "UnscheduledPodAdd"}) in (None, 0)
+    h.intake.on_pod_group_object(POD_GROUPS, ADDED, pod_group("pg", 3))
+    pods = sum(registry.get_sample_value("scheduler_queue_incoming_pods_total", {
+        "queue": queue, "event": "UnscheduledPodAdd"}) or 0
+        for queue in ("gated", "unschedulable"))
+    groups = sum(registry.get_sample_value("scheduler_queue_incoming_entities_total", {
+        "queue": queue, "event": "UnscheduledPodAdd", "type": "podgroup"}) or 0
+        for queue in ("gated", "unschedulable"))
+    assert (pods, groups) == (2, 1)
+
+
 # -- Coscheduling's PostFilter (scheduler-plugins pkg/coscheduling/coscheduling.go) ----------
 def _coscheduling_gang(h: Harness, name: str, min_member: int, members: int) -> list[str]:
     from scheduler.cache.pod_groups import COSCHEDULING_POD_GROUPS
