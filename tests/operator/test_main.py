@@ -284,22 +284,17 @@ class UnhandledSigtermError(Exception):
     """The test's own SIGTERM handler: reached only if main() installed none."""
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def signal_handlers() -> Any:
-    """main() installs SIGTERM/SIGINT handlers for the test process: put the old ones back."""
+    """main() installs SIGTERM/SIGINT handlers in the test process: put the old ones back."""
     import signal
 
-    def stand_in(signum: int, frame: object) -> None:
-        raise UnhandledSigtermError
-
     saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
-    signal.signal(signal.SIGTERM, stand_in)
     yield
     for signum, handler in saved.items():
         signal.signal(signum, handler)
 
 
-@pytest.mark.usefixtures("signal_handlers")
 def test_sigterm_during_the_synced_start_stops_the_app_and_so_releases_the_lease(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -308,6 +303,10 @@ def test_sigterm_during_the_synced_start_stops_the_app_and_so_releases_the_lease
     import os
     import signal
 
+    def unhandled(signum: int, frame: object) -> None:
+        raise UnhandledSigtermError
+
+    signal.signal(signal.SIGTERM, unhandled)
     calls: list[str] = []
 
     class StoppedWhileSyncing(StubApp):
