@@ -220,7 +220,7 @@ def _stop_on_signal_until_kopf_runs(app: SchedulerApp) -> None:
     rather than leave the standby to wait out the lease's duration."""
     def stop(signum: int, _frame: object) -> None:
         structlog.get_logger("scheduler").info(
-            "Stopping before the synced start", signal=signal.Signals(signum).name)
+            "Stopping during start-up", signal=signal.Signals(signum).name)
         app.stop()
         sys.exit(0)
 
