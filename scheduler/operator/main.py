@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -186,6 +187,7 @@ def run(config: SchedulerConfig, registry: Registry, args: argparse.Namespace) -
         "Starting", version=version(), profiles=[p.scheduler_name for p in config.profiles])
     # The listings, leader election and scheduling need our client only: they start first.
     app.start()
+    _stop_on_signal_until_kopf_runs(app)
     if config.delay_cache_until_active:
         # kopf's watches are caches too: a standby opens none until it leads.
         app.wait_until_leading()
@@ -210,6 +212,20 @@ def run(config: SchedulerConfig, registry: Registry, args: argparse.Namespace) -
         clusterwide=True,
     )
     return 0
+
+
+def _stop_on_signal_until_kopf_runs(app: SchedulerApp) -> None:
+    """Until kopf takes SIGTERM and SIGINT over (its run replaces these handlers), stop as its
+    cleanup would: a replica stopped while it lists, or waits to lead, gives its Lease up
+    rather than leave the standby to wait out the lease's duration."""
+    def stop(signum: int, _frame: object) -> None:
+        structlog.get_logger("scheduler").info(
+            "Stopping during start-up", signal=signal.Signals(signum).name)
+        app.stop()
+        sys.exit(0)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, stop)
 
 
 if __name__ == "__main__":

@@ -278,3 +278,48 @@ def test_kopfs_watches_wait_for_leadership_under_delay_cache_until_active(
     monkeypatch.setattr(kopf, "run", lambda **_: calls.append("kopf ran"))
     assert entry.main(["--log-format", "json", "--config", str(config)]) == 0
     assert calls == want
+
+
+class UnhandledSigtermError(Exception):
+    """The test's own SIGTERM handler: reached only if main() installed none."""
+
+
+@pytest.fixture(autouse=True)
+def signal_handlers() -> Any:
+    """main() installs SIGTERM/SIGINT handlers in the test process: put the old ones back."""
+    import signal
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    yield
+    for signum, handler in saved.items():
+        signal.signal(signum, handler)
+
+
+def test_sigterm_during_the_synced_start_stops_the_app_and_so_releases_the_lease(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """kopf handles SIGTERM only once it runs; before, the process would die holding the
+    Lease acquired at start, and the standby would wait out its duration."""
+    import os
+    import signal
+
+    def unhandled(signum: int, frame: object) -> None:
+        raise UnhandledSigtermError
+
+    signal.signal(signal.SIGTERM, unhandled)
+    calls: list[str] = []
+
+    class StoppedWhileSyncing(StubApp):
+        def wait_until_synced(self) -> None:
+            os.kill(os.getpid(), signal.SIGTERM)
+            calls.append("synced")
+
+        def stop(self) -> None:
+            calls.append("stopped")
+
+    monkeypatch.setattr(StubApp, "calls", calls)
+    monkeypatch.setattr(entry, "SchedulerApp", StoppedWhileSyncing)
+    with pytest.raises(SystemExit) as exit_info:
+        entry.main(["--log-format", "json"])
+    assert exit_info.value.code == 0
+    assert calls == ["app started", "stopped"]
