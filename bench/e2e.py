@@ -82,6 +82,8 @@ RUN_TIMEOUT = 600.0
 COUNTED_CALLS = {("POST", "pods", "binding"): "binding", ("PATCH", "pods", "status"): "status",
                  ("POST", "events", ""): "event", ("PATCH", "events", ""): "event_patch",
                  ("POST", "pods", "eviction"): "eviction"}
+# The processes of the local control plane whose CPU a run reports.
+CONTROL_PLANE = ("kube-apiserver", "etcd", "kube-controller-manager", "kwok")
 METRIC_LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
@@ -604,6 +606,9 @@ class Run:
     # The scheduler's CPU seconds when its first and its latest bind were seen.
     cpu_at_first_bind: float | None = None
     cpu_at_last_bind: float | None = None
+    # The same for the control plane's processes (CONTROL_PLANE).
+    components_at_first_bind: dict[str, float] = field(default_factory=dict)
+    components_at_last_bind: dict[str, float] = field(default_factory=dict)
     # The steady states' other legs, by pod name: when this process sent the pod's DELETE,
     # when the pod's claim was first seen without its allocation or gone (its device free
     # for the next pod), and when it was gone.
@@ -654,6 +659,13 @@ class Run:
                                     / (len(times) - 1), 2)
             if len(times) > 1 and self.cpu_at_first_bind is not None
             and self.cpu_at_last_bind is not None else None,
+            # The same for each control-plane process: what a scheduler's requests and
+            # watches cost the API server and etcd, and its writes the controllers.
+            "control_plane_cpu_ms_per_pod": {
+                comp: round((self.components_at_last_bind[comp] - first) * 1000
+                            / (len(times) - 1), 2)
+                for comp, first in self.components_at_first_bind.items()
+                if comp in self.components_at_last_bind} if len(times) > 1 else {},
             "load_before": load_before, "load_after": load_after,
             # Per bound pod. Status patches include kwok's (pods made Running), and how many
             # of those land before the count depends on timing, not on the scheduler: with
@@ -1070,6 +1082,19 @@ class Bench:
                         if self.run.cpu_at_first_bind is None:
                             self.run.cpu_at_first_bind = cpu
                         self.run.cpu_at_last_bind = cpu
+                self.run.components_at_last_bind = self.components_cpu()
+                if not self.run.components_at_first_bind:
+                    self.run.components_at_first_bind = self.run.components_at_last_bind
+
+    def components_cpu(self) -> dict[str, float]:
+        """The CPU seconds each control-plane process has used so far."""
+        out = {}
+        for comp in CONTROL_PLANE:
+            found = self.cluster._read_pid(comp)
+            cpu = cpu_seconds(found[0]) if found is not None else None
+            if cpu is not None:
+                out[comp] = cpu
+        return out
 
     # -- one run --------------------------------------------------------------------------
     def run_one(self, workload: Workload, scheduler: str, qps: int, burst: int,
