@@ -43,15 +43,17 @@ import os
 import random
 import re
 import signal
+import ssl
 import statistics
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,6 +82,8 @@ RUN_TIMEOUT = 600.0
 COUNTED_CALLS = {("POST", "pods", "binding"): "binding", ("PATCH", "pods", "status"): "status",
                  ("POST", "events", ""): "event", ("PATCH", "events", ""): "event_patch",
                  ("POST", "pods", "eviction"): "eviction"}
+# The processes of the local control plane whose CPU a run reports.
+CONTROL_PLANE = ("kube-apiserver", "etcd", "kube-controller-manager", "kwok")
 METRIC_LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
@@ -94,6 +98,14 @@ def cpu_seconds(pid: int) -> float | None:
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def metric_samples(raw: object, metric: str) -> Iterable[tuple[dict[str, str], float]]:
+    """The labelled samples of one metric in a Prometheus text exposition."""
+    for line in raw.splitlines() if isinstance(raw, str) else []:
+        if line.startswith(metric + "{"):
+            labels_text, _, value = line.rpartition(" ")
+            yield dict(METRIC_LABEL.findall(labels_text)), float(value)
 
 
 # ----------------------------------------------------------------------------- pods
@@ -187,6 +199,11 @@ RESOURCE_V1 = "/apis/resource.k8s.io/v1"
 # The steady-state cases keep this many pods pending and run this long from the first bind.
 STEADY_PODS = 10
 STEADY_SECONDS = 10.0
+# ... after this warm-up from the first bind, which the stream adds to its run: upstream's
+# scheduler_perf measures a scheduler started before the workload, while here it starts cold
+# with the pods pending, and ours' operator (kopf's import and start, a second of CPU at load
+# 6) begins with the first binds, on the cores the API server needs (warm_* keys).
+STEADY_WARMUP_SECONDS = 10.0
 
 
 def dra_pod(name: str) -> dict[str, Any]:
@@ -374,24 +391,35 @@ def init_units(nodes: list[str], shape: DraShape) -> list[tuple[str, int]]:
 
 
 def steady(count: int) -> Callable[[Bench, threading.Event], None]:
-    """scheduler_perf's steady state: each pod seen bound is deleted and replaced at once,
-    for STEADY_SECONDS from the first bind, so ``count`` pods stay pending and the devices in
-    use stay where the initial claims put them."""
+    """scheduler_perf's steady state (createPodsSteadily): each pod seen bound is deleted and
+    replaced at once, for STEADY_WARMUP_SECONDS + STEADY_SECONDS from the first bind, so
+    ``count`` pods stay pending and the devices in use stay where the initial claims put
+    them.
+
+    Each bound pod's delete and then its replacement's create run on their own thread, as
+    soon as the bind is seen. Upstream does them one pod after another, its API calls taking
+    a millisecond in-process; here a DELETE took 200 ms at load 5, so one after another the
+    last of k pods bound together waited k of them before its replacement existed, and that
+    wait, not the scheduler, set the pods/s (bound -> replaced 0.8-1.9 s against created ->
+    bound 0.5-1.3 s), longer for whichever scheduler binds more pods close together."""
     def stream(bench: Bench, stop: threading.Event) -> None:
         counter = itertools.count()
         handled: set[str] = set()
         deadline: float | None = None
+        in_flight: list[Future[None]] = []
         while not stop.wait(0.02):
             bound = [n for n in bench.bound_names() if n not in handled]
             if bound and deadline is None:
-                deadline = time.monotonic() + STEADY_SECONDS
+                deadline = time.monotonic() + STEADY_WARMUP_SECONDS + STEADY_SECONDS
             if deadline is not None and time.monotonic() >= deadline:
-                return
-            for name in bound:
-                handled.add(name)
-                bench.delete(name)
-            if bound:
-                bench.create([dra_pod(f"steady-{next(counter)}") for _ in bound])
+                break
+            handled.update(bound)
+            in_flight += [bench.pool.submit(bench.replace, name,
+                                            dra_pod(f"steady-{next(counter)}"))
+                          for name in bound]
+        # Every replacement counted as pending before the run may see none left.
+        for future in in_flight:
+            future.result()
     return stream
 
 
@@ -584,9 +612,23 @@ class Run:
     # The scheduler's CPU seconds when its first and its latest bind were seen.
     cpu_at_first_bind: float | None = None
     cpu_at_last_bind: float | None = None
+    # The same for the control plane's processes (CONTROL_PLANE).
+    components_at_first_bind: dict[str, float] = field(default_factory=dict)
+    components_at_last_bind: dict[str, float] = field(default_factory=dict)
+    # At each bind: when, the scheduler's CPU seconds and the control plane's.
+    bind_cpu: list[tuple[float, float | None, dict[str, float]]] = field(default_factory=list)
+    # The steady states' other legs, by pod name: when this process sent the pod's DELETE,
+    # when the pod's claim was first seen without its allocation or gone (its device free
+    # for the next pod), and when it was gone.
+    deleted: dict[str, float] = field(default_factory=dict)
+    delete_returned: dict[str, float] = field(default_factory=dict)
+    replaced: dict[str, float] = field(default_factory=dict)
+    claim_freed: dict[str, float] = field(default_factory=dict)
+    claim_gone: dict[str, float] = field(default_factory=dict)
 
     def summary(self, load_before: list[float], load_after: list[float],
-                calls: dict[str, float], events: dict[str, int]) -> dict[str, Any]:
+                calls: dict[str, float], events: dict[str, int],
+                requests: dict[str, float], kcm: dict[str, float]) -> dict[str, Any]:
         times = sorted(self.bound.values())
         span = times[-1] - times[0] if len(times) > 1 else float("nan")
         latencies = sorted(
@@ -625,6 +667,13 @@ class Run:
                                     / (len(times) - 1), 2)
             if len(times) > 1 and self.cpu_at_first_bind is not None
             and self.cpu_at_last_bind is not None else None,
+            # The same for each control-plane process: what a scheduler's requests and
+            # watches cost the API server and etcd, and its writes the controllers.
+            "control_plane_cpu_ms_per_pod": {
+                comp: round((self.components_at_last_bind[comp] - first) * 1000
+                            / (len(times) - 1), 2)
+                for comp, first in self.components_at_first_bind.items()
+                if comp in self.components_at_last_bind} if len(times) > 1 else {},
             "load_before": load_before, "load_after": load_after,
             # Per bound pod. Status patches include kwok's (pods made Running), and how many
             # of those land before the count depends on timing, not on the scheduler: with
@@ -635,6 +684,84 @@ class Run:
             # pods, per bound pod, by reason (one created Event each; a series is one).
             "pod_events_per_pod": {k: round(v / max(len(times), 1), 2)
                                    for k, v in sorted(events.items())},
+            **self.legs(times),
+            # Every API request during the run, by anyone (controllers and kwok too), per
+            # bound pod, by "VERB resource[/subresource]"; the rare ones left out.
+            "api_requests_per_pod": {
+                k: round(v / max(len(times), 1), 2) for k, v in sorted(requests.items())
+                if v / max(len(times), 1) >= 0.05},
+            # kube-controller-manager's resource_claim workqueue over the run: items added
+            # per bound pod, and the mean wait in the queue and mean work per item.
+            **({"kcm_resource_claim_queue": {
+                "adds_per_pod": round(kcm["adds"] / max(len(times), 1), 2),
+                "queue_ms_mean": round(kcm["queue_s"] / kcm["queue_n"] * 1000, 1)
+                if kcm["queue_n"] else None,
+                "work_ms_mean": round(kcm["work_s"] / kcm["work_n"] * 1000, 1)
+                if kcm["work_n"] else None}} if kcm else {}),
+        }
+
+    def legs(self, times: list[float]) -> dict[str, Any]:
+        """Where a steady-state pod's time goes, for the pods created after the first bind
+        (by Little's law pods/s = pods pending / mean(created -> bound)): created -> its
+        claims made (the resourceclaim controller), claims made -> bound (the scheduler),
+        bound -> deleted and -> its replacement created (this process's loop), deleted ->
+        its claim freed (deallocated or gone) and gone (the controller). Also the binds in
+        the fixed STEADY_SECONDS window after the first bind, which neither the first nor
+        the last bind biases."""
+        if not times:
+            return {}
+        first = times[0]
+        steady = [n for n, t in self.created.items() if t >= first and n in self.bound]
+
+        def leg(key: str, pairs: Iterable[tuple[float, float]]) -> dict[str, float]:
+            values = sorted((end - start) * 1000 for start, end in pairs)
+            if not values:
+                return {}
+            return {f"{key}_p50_ms": round(values[len(values) // 2], 1),
+                    f"{key}_p90_ms": round(values[min(len(values) - 1,
+                                                      int(0.9 * len(values)))], 1),
+                    f"{key}_mean_ms": round(statistics.fmean(values), 1)}
+
+        window = [t for t in times if first < t <= first + STEADY_SECONDS]
+        return {
+            **leg("steady_created_to_bind", ((self.created[n], self.bound[n]) for n in steady)),
+            **leg("steady_created_to_claims_made",
+                  ((self.created[n], self.claims_made[n]) for n in steady
+                   if n in self.claims_made)),
+            **leg("steady_bound_to_deleted",
+                  ((self.bound[n], self.deleted[n]) for n in self.deleted if n in self.bound)),
+            **leg("steady_delete_call",
+                  ((self.deleted[n], self.delete_returned[n]) for n in self.delete_returned
+                   if n in self.deleted)),
+            **leg("steady_bound_to_replaced",
+                  ((self.bound[n], self.replaced[n]) for n in self.replaced if n in self.bound)),
+            **leg("steady_deleted_to_claim_freed",
+                  ((self.deleted[n], self.claim_freed[n]) for n in self.deleted
+                   if n in self.claim_freed)),
+            **leg("steady_deleted_to_claim_gone",
+                  ((self.deleted[n], self.claim_gone[n]) for n in self.deleted
+                   if n in self.claim_gone)),
+            **({"window_pods_per_s": round(len(window) / STEADY_SECONDS, 1)}
+               if self.deleted and times[-1] >= first + STEADY_SECONDS else {}),
+            **self.warm_window(first),
+        }
+
+    def warm_window(self, first: float) -> dict[str, Any]:
+        """The binds, the scheduler's CPU and the control plane's in the STEADY_SECONDS after
+        the warm-up (both schedulers started and settled), per second and per pod."""
+        start = first + STEADY_WARMUP_SECONDS
+        inside = [b for b in self.bind_cpu if start < b[0] <= start + STEADY_SECONDS]
+        if not self.deleted or len(inside) < 2 or self.bind_cpu[-1][0] < start + STEADY_SECONDS:
+            return {}
+        (_, cpu0, plane0), (_, cpu1, plane1) = inside[0], inside[-1]
+        pods = len(inside) - 1
+        return {
+            "warm_pods_per_s": round(len(inside) / STEADY_SECONDS, 1),
+            "warm_cpu_ms_per_pod": round((cpu1 - cpu0) * 1000 / pods, 2)
+            if cpu0 is not None and cpu1 is not None else None,
+            "warm_control_plane_cpu_ms_per_pod": {
+                comp: round((plane1[comp] - v) * 1000 / pods, 2)
+                for comp, v in plane0.items() if comp in plane1},
         }
 
 
@@ -782,19 +909,43 @@ class Bench:
                 raise RuntimeError(f"timed out waiting for {what}")
             time.sleep(0.5)
 
-    def api_calls(self) -> dict[str, float]:
+    def api_calls(self) -> tuple[dict[str, float], dict[str, float]]:
+        """The counted write calls, and every request by "VERB resource[/subresource]"."""
         raw = self.api.request("GET", "/metrics", limited=False).body
         totals = dict.fromkeys(COUNTED_CALLS.values(), 0.0)
-        for line in raw.splitlines() if isinstance(raw, str) else []:
-            if not line.startswith("apiserver_request_total{"):
-                continue
-            labels_text, _, value = line.rpartition(" ")
-            labels = dict(METRIC_LABEL.findall(labels_text))
-            what = COUNTED_CALLS.get((labels.get("verb"), labels.get("resource"),
-                                      labels.get("subresource", "")))
+        requests: Counter[str] = Counter()
+        for labels, value in metric_samples(raw, "apiserver_request_total"):
+            key = (labels.get("verb"), labels.get("resource"), labels.get("subresource", ""))
+            what = COUNTED_CALLS.get(key)
             if what is not None:
-                totals[what] += float(value)
-        return totals
+                totals[what] += value
+            requests[f"{key[0]} {key[1]}" + (f"/{key[2]}" if key[2] else "")] += value
+        return totals, dict(requests)
+
+    def kcm_claim_queue(self) -> dict[str, float]:
+        """kube-controller-manager's resource_claim workqueue counters (its /metrics, read
+        with the admin certificate); empty when they cannot be read."""
+        port = self.cluster._state()["ports"]["kube-controller-manager"]
+        ctx = ssl.create_default_context()
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+        pki = self.cluster.pki
+        ctx.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
+        try:
+            with urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", context=ctx,
+                                        timeout=10) as response:
+                raw = response.read().decode()
+        except OSError:
+            return {}
+        out = dict.fromkeys(("adds", "queue_s", "queue_n", "work_s", "work_n"), 0.0)
+        for metric, key in (("workqueue_adds_total", "adds"),
+                            ("workqueue_queue_duration_seconds_sum", "queue_s"),
+                            ("workqueue_queue_duration_seconds_count", "queue_n"),
+                            ("workqueue_work_duration_seconds_sum", "work_s"),
+                            ("workqueue_work_duration_seconds_count", "work_n")):
+            for labels, value in metric_samples(raw, metric):
+                if labels.get("name") == "resource_claim":
+                    out[key] += value
+        return out
 
     def events(self) -> list[dict[str, Any]]:
         """The Events of the bench namespace."""
@@ -829,28 +980,41 @@ class Bench:
         list(self.pool.map(one, groups))
 
     def create(self, pods: list[dict[str, Any]]) -> None:
-        def one(body: dict[str, Any]) -> None:
-            # A name never reused across runs: kwok deletes pods by name, late, and would
-            # take a new pod of the next run for the one it was told to delete.
-            body["metadata"]["name"] += f"-r{self.runs}"
-            group = body["spec"].get("schedulingGroup")
-            if group is not None:
-                group["podGroupName"] += f"-r{self.runs}"
-            name = body["metadata"]["name"]
-            with self._lock:  # before the POST: its bind may be watched before it returns
-                self._names.setdefault(name, False)
-                if self.run is not None:
-                    self.run.created[name] = time.monotonic()
-            response = self.api.request("POST", PODS, body=body)
-            if not response.ok:
-                raise RuntimeError(f"create pod: {response.status} {response.message()}")
+        list(self.pool.map(self.create_one, pods))
 
-        list(self.pool.map(one, pods))
+    def create_one(self, body: dict[str, Any]) -> None:
+        # A name never reused across runs: kwok deletes pods by name, late, and would
+        # take a new pod of the next run for the one it was told to delete.
+        body["metadata"]["name"] += f"-r{self.runs}"
+        group = body["spec"].get("schedulingGroup")
+        if group is not None:
+            group["podGroupName"] += f"-r{self.runs}"
+        name = body["metadata"]["name"]
+        with self._lock:  # before the POST: its bind may be watched before it returns
+            self._names.setdefault(name, False)
+            if self.run is not None:
+                self.run.created[name] = time.monotonic()
+        response = self.api.request("POST", PODS, body=body)
+        if not response.ok:
+            raise RuntimeError(f"create pod: {response.status} {response.message()}")
 
     def delete(self, name: str) -> None:
         with self._lock:
             self._names.pop(name, None)
+            if self.run is not None:
+                self.run.deleted[name] = time.monotonic()
         self.api.request("DELETE", f"{PODS}/{name}", body={"gracePeriodSeconds": 0})
+        with self._lock:
+            if self.run is not None:
+                self.run.delete_returned[name] = time.monotonic()
+
+    def replace(self, name: str, body: dict[str, Any]) -> None:
+        """Delete a bound pod, then create ``body`` in its place (the steady states)."""
+        self.delete(name)
+        self.create_one(body)
+        with self._lock:
+            if self.run is not None:
+                self.run.replaced[name] = time.monotonic()
 
     def bound_names(self) -> list[str]:
         with self._lock:
@@ -897,6 +1061,34 @@ class Bench:
                 rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
                 self._observe(event["type"], obj)
 
+    def watch_claims(self, stop: threading.Event) -> None:
+        """Record when each pod's claim is first seen without its allocation, and gone."""
+        path = f"{RESOURCE_V1}/namespaces/{NAMESPACE}/resourceclaims"
+        rv = self.api.get(path, {"limit": "1"}).body["metadata"]["resourceVersion"]
+        while not stop.is_set():
+            for event in self.api.watch(path, rv, timeout_seconds=int(RUN_TIMEOUT)):
+                if stop.is_set():
+                    return
+                obj = event.get("object") or {}
+                if event.get("type") == "ERROR":
+                    rv = self.api.get(path, {"limit": "1"}).body["metadata"]["resourceVersion"]
+                    break
+                rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
+                self._observe_claim(event["type"], obj)
+
+    def _observe_claim(self, kind: str, obj: dict[str, Any]) -> None:
+        now = time.monotonic()
+        owners = (obj.get("metadata") or {}).get("ownerReferences") or []
+        pod_name = next((o.get("name") for o in owners if o.get("kind") == "Pod"), None)
+        with self._lock:
+            run = self.run
+            if run is None or pod_name not in run.deleted:
+                return
+            if kind == "DELETED":
+                run.claim_gone.setdefault(pod_name, now)
+            if kind == "DELETED" or not (obj.get("status") or {}).get("allocation"):
+                run.claim_freed.setdefault(pod_name, now)
+
     def _observe(self, kind: str, obj: dict[str, Any]) -> None:
         now = time.monotonic()
         name = (obj.get("metadata") or {}).get("name")
@@ -917,6 +1109,21 @@ class Bench:
                         if self.run.cpu_at_first_bind is None:
                             self.run.cpu_at_first_bind = cpu
                         self.run.cpu_at_last_bind = cpu
+                self.run.components_at_last_bind = self.components_cpu()
+                if not self.run.components_at_first_bind:
+                    self.run.components_at_first_bind = self.run.components_at_last_bind
+                self.run.bind_cpu.append((now, self.run.cpu_at_last_bind,
+                                          self.run.components_at_last_bind))
+
+    def components_cpu(self) -> dict[str, float]:
+        """The CPU seconds each control-plane process has used so far."""
+        out = {}
+        for comp in CONTROL_PLANE:
+            found = self.cluster._read_pid(comp)
+            cpu = cpu_seconds(found[0]) if found is not None else None
+            if cpu is not None:
+                out[comp] = cpu
+        return out
 
     # -- one run --------------------------------------------------------------------------
     def run_one(self, workload: Workload, scheduler: str, qps: int, burst: int,
@@ -931,6 +1138,8 @@ class Bench:
         stop, stop_stream = threading.Event(), threading.Event()
         watcher = threading.Thread(target=self.watch_binds, args=(stop,), daemon=True)
         watcher.start()
+        if workload.dra is not None:
+            threading.Thread(target=self.watch_claims, args=(stop,), daemon=True).start()
         if workload.groups is not None:
             self.create_groups(workload.groups())
         initial = workload.initial(0)
@@ -938,7 +1147,8 @@ class Bench:
         if workload.init_claims is not None:
             self.wait_claims_made(len(initial))
         load_before = loadavg()
-        calls_before = self.api_calls()
+        calls_before, requests_before = self.api_calls()
+        kcm_before = self.kcm_claim_queue()
         events_before = {event["metadata"]["uid"] for event in self.events()}
         log_path = self.workdir / f"{scheduler}.log"
         with open(log_path, "ab") as log:
@@ -979,9 +1189,14 @@ class Bench:
                 proc.wait()
             if streamer is not None:
                 streamer.join(10)
-        calls = {k: v - calls_before[k] for k, v in self.api_calls().items()}
+        calls_after, requests_after = self.api_calls()
+        calls = {k: v - calls_before[k] for k, v in calls_after.items()}
+        requests = {k: v - requests_before.get(k, 0.0) for k, v in requests_after.items()}
+        kcm_after = self.kcm_claim_queue()
+        kcm = {k: v - kcm_before[k] for k, v in kcm_after.items()} \
+            if kcm_before and kcm_after else {}
         events = self.pod_events(run.created, events_before)
-        result = run.summary(load_before, loadavg(), calls, events)
+        result = run.summary(load_before, loadavg(), calls, events, requests, kcm)
         self.run = None
         return result
 
@@ -1007,10 +1222,13 @@ def ratios(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"workload": workload, "qps": qps}
         for scheduler in SCHEDULERS:
             for key in ("pods_per_s", "first_bind_s", "p50_ms", "p99_ms", "cpu_ms_per_pod",
-                        "claims_made_to_bind_p50_ms", "steady_claims_made_to_bind_p50_ms"):
+                        "claims_made_to_bind_p50_ms", "steady_claims_made_to_bind_p50_ms",
+                        "warm_pods_per_s", "warm_cpu_ms_per_pod"):
                 row[f"{scheduler}_{key}"] = median(workload, qps, scheduler, key)
         ours, kube = row["ours_pods_per_s"], row["kube-scheduler_pods_per_s"]
         row["ratio"] = round(ours / kube, 2) if ours and kube else None
+        warm_ours, warm_kube = row["ours_warm_pods_per_s"], row["kube-scheduler_warm_pods_per_s"]
+        row["warm_ratio"] = round(warm_ours / warm_kube, 2) if warm_ours and warm_kube else None
         ceiling = row["ceiling_pods_per_s"]
         row["of_ceiling"] = round(ours / ceiling, 2) if ours and ceiling else None
         bounds = [bucket_bound(r["qps"], r["burst"], r["pods_bound"]) for r in results

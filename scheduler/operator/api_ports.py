@@ -10,7 +10,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -132,14 +132,14 @@ class ApiPorts:
             lane.shutdown(wait=True)
         self.events.close()
 
-    def _background(self, pod: PodInfo, fn: Callable[[], None], what: str) -> None:
+    def _background(self, pod: PodInfo, fn: Callable[[], None], what: str) -> Future[None]:
         def run() -> None:
             try:
                 fn()
             except Exception:
                 log.exception("API call failed", call=what, pod=pod.key)
 
-        self._lanes[hash(pod.uid) % len(self._lanes)].submit(run)
+        return self._lanes[hash(pod.uid) % len(self._lanes)].submit(run)
 
     def _group_background(self, group: PodGroup, fn: Callable[[], None], what: str) -> None:
         """As ``_background``, in the group's lane: its writes land in the order decided."""
@@ -196,13 +196,18 @@ class ApiPorts:
         )
 
     def expecting(self, pod: PodInfo, node: str) -> None:
+        """The expected node written as nominatedNodeName, and answered, before the binding
+        cycle goes on to Permit and PreBind: upstream's bindingCycle calls updatePod
+        synchronously (SchedulerAsyncAPICalls is off by default in v1.37), so the node is
+        there before the claims are written and the pod bound. In the pod's lane, after
+        the reports queued before it, so that none of them lands after it."""
         with self._lock:
             # The next failure report must write its condition (and clear this) whatever
             # the last one said.
             self._conditions.pop(pod.uid, None)
         if pod.nominated_node_name == node:
             return
-        self._background(pod, lambda: self._expect(pod, node), "expecting")
+        self._background(pod, lambda: self._expect(pod, node), "expecting").result()
 
     def _expect(self, pod: PodInfo, node: str) -> None:
         if not self.set_nominated_node(pod, node):

@@ -449,6 +449,30 @@ def test_an_expected_node_is_written_and_a_later_identical_failure_clears_it(
     assert [p.get("nominatedNodeName", "-") for p in patches] == [None, "n1", None]
 
 
+def test_the_expected_node_is_answered_before_the_binding_cycle_goes_on(api: FakeApi) -> None:
+    """upstream's bindingCycle writes the expected node with a synchronous updatePod before
+    Permit and PreBind (schedule_one.go; SchedulerAsyncAPICalls is off in v1.37): expecting
+    returns only once its patch is answered, after the reports queued before it."""
+    api.on("POST", "/apis/events.k8s.io/v1/namespaces/default/events", Reply(201, {}))
+    api.on("PATCH", f"{POD}/status", Reply(200, {}))
+    ports = ApiPorts(api.kube_api())
+    lane_free = threading.Event()
+    # The failure report queued first holds the pod's lane until the test frees it.
+    ports.pod_exists = lambda uid: lane_free.wait(30)
+    ports.failed(web(), "Unschedulable", "0/1 nodes are available: 1 Too many pods.", "")
+    returned = threading.Event()
+    expecting = threading.Thread(
+        target=lambda: (ports.expecting(web(), "n1"), returned.set()), daemon=True)
+    expecting.start()
+    returned_early = returned.wait(0.5)
+    lane_free.set()
+    expecting.join(30)
+    ports.close()
+    assert not returned_early
+    patches = [p.body["status"] for p in api.calls("PATCH", f"{POD}/status")]
+    assert [p.get("nominatedNodeName", "-") for p in patches] == [None, "n1"]
+
+
 def bound_pod(node: str, uid: str) -> Reply:
     return Reply(200, {"metadata": {"name": "web", "namespace": "default", "uid": uid},
                        "spec": {"nodeName": node}})
