@@ -1321,8 +1321,11 @@ class SchedulingQueue(Generic[P]):
             where = self._join_group_locked(qpi, sibling, UNSCHEDULED_POD_ADD)
         elif active and sibling is not None:
             # What held its group passes now (the newcomer was it, or was checked with it):
-            # the group goes to activeQ with it, as upstream's entity when ungated.
+            # the group goes to activeQ with it, as upstream's entity when ungated. Counted
+            # as upstream: it joins the entity in unschedulableEntities, then the
+            # UnscheduledPodAdd event moves the entity to activeQ.
             _take_group_params(qpi, sibling)
+            self._record_locked(UNSCHEDULED_POD_ADD, qpi, UNSCHEDULABLE, False, joined=True)
             self._active.add_or_update(qpi)
             self._release_held_siblings_locked(key, UNSCHEDULED_POD_ADD)
             self._record_locked(UNSCHEDULED_POD_ADD, qpi, where, True)

@@ -380,3 +380,28 @@ def test_add_pod_group_member_counts_the_whole_group_as_incoming(
     assert _incoming_pods(seen) == {(expected, "UnscheduledPodAdd"): 3}
     assert _entities(seen) == (
         {(expected, "UnscheduledPodAdd", POD_GROUP_ENTITY): 1} if new_entity else {})
+
+
+def test_a_member_completing_its_held_group_counts_it_in_the_pool_then_in_activeq() -> None:
+    """upstream's addPodToSchedulingQueue: Add joins the newcomer to its group's gated
+    entity in unschedulableEntities (addToPodGroupIfExists, queueSkip: no PreEnqueue, the
+    entity's Size() counted there), then MoveAllToActiveOrBackoffQueue(UnscheduledPodAdd)
+    moves the entity, its quorum complete, to activeQ: its Size() and one entity there."""
+    added: list[str] = []
+
+    def quorum(p: FakePod) -> str | None:
+        return "GangScheduling" if len(added) < 3 else None
+
+    seen: list[tuple[str, str, str]] = []
+    queue = make_queue(pre_enqueue=quorum, group_of=_group,
+                       on_incoming=lambda q, event, entity: seen.append((q, event, entity)))
+    for name in ("a", "b"):
+        added.append(name)
+        queue.add(make_pod(name, labels={"group": "g"}))
+    assert _incoming_pods(seen) == {(UNSCHEDULABLE, "UnscheduledPodAdd"): 1 + 2}
+    seen.clear()
+    added.append("c")
+    queue.add(make_pod("c", labels={"group": "g"}))
+    assert _incoming_pods(seen) == {(UNSCHEDULABLE, "UnscheduledPodAdd"): 3,
+                                    (ACTIVE, "UnscheduledPodAdd"): 3}
+    assert _entities(seen) == {(ACTIVE, "UnscheduledPodAdd", POD_GROUP_ENTITY): 1}
