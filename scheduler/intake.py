@@ -61,6 +61,12 @@ if TYPE_CHECKING:
 log = structlog.get_logger("scheduler.intake")
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+# PodGroup events, labelled as upstream's (fwk.ClusterEvent.Label: resource, then action).
+POD_GROUP_EVENTS = {
+    action: ClusterEvent(Resource.POD_GROUP, action, f"PodGroup{label}")
+    for action, label in ((Action.ADD, "Add"), (Action.UPDATE, "Update"),
+                          (Action.DELETE, "Delete"))
+}
 # status.reason of pods the kubelet failed, besides "OutOf<resource>" admission failures:
 # node-pressure eviction, and admission refusals of other kinds.
 KUBELET_REJECTIONS = frozenset({"Evicted", "UnexpectedAdmissionError", "NodeAffinity"})
@@ -533,13 +539,13 @@ class Intake:
         if event_type == DELETED:
             store.remove(kind, key)
             if kind != pod_groups.WORKLOADS:
-                self._tell_queue(ClusterEvent(Resource.POD_GROUP, Action.DELETE), old, None)
+                self._tell_queue(POD_GROUP_EVENTS[Action.DELETE], old, None)
             return
         parsed = pod_groups.PARSERS[kind](_without_managed_fields(obj))
         store.upsert(kind, key, parsed)
         if kind != pod_groups.WORKLOADS:
             action = Action.ADD if old is None else Action.UPDATE
-            self._tell_queue(ClusterEvent(Resource.POD_GROUP, action), old, parsed)
+            self._tell_queue(POD_GROUP_EVENTS[action], old, parsed)
 
     def resync_pod_group_objects(self, kind: str, listed: Iterable[Mapping[str, Any]]) -> None:
         """After a relist: apply the listing, and delete what it no longer has."""

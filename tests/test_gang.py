@@ -501,7 +501,10 @@ def test_queue_metrics_count_members_of_an_unobserved_pod_group_as_its_pod_group
 ) -> None:
     """Upstream's addPodGroupMember keeps members whose PodGroup is not observed in
     incompletePodGroupPods, no queue: no incoming pod nor entity; AddPodGroup then adds
-    them (UnscheduledPodAdd), here to the pool, gated: 2 of minCount 3 exist."""
+    them (UnscheduledPodAdd), here to the pool, gated: 2 of minCount 3 exist. The second
+    joins the entity the first made, which is counted whole (entity.Size()): 1 + 2 pods.
+    The PodGroupAdd event then moves the entity out (GangScheduling's hint) and back, gated:
+    2 pods and one entity more, as that event."""
     h = Harness(config=WITH_GANGS, binding="deferred")
     h.nodes(node("n1", cpu="8"))
     h.add(member("a"), member("b"))
@@ -516,7 +519,11 @@ def test_queue_metrics_count_members_of_an_unobserved_pod_group_as_its_pod_group
     groups = sum(registry.get_sample_value("scheduler_queue_incoming_entities_total", {
         "queue": queue, "event": "UnscheduledPodAdd", "type": "podgroup"}) or 0
         for queue in ("gated", "unschedulable"))
-    assert (pods, groups) == (2, 1)
+    assert (pods, groups) == (1 + 2, 1)
+    assert (registry.get_sample_value("scheduler_queue_incoming_pods_total", {
+        "queue": "unschedulable", "event": "PodGroupAdd"}),
+        registry.get_sample_value("scheduler_queue_incoming_entities_total", {
+            "queue": "unschedulable", "event": "PodGroupAdd", "type": "podgroup"})) == (2, 1)
 
 
 # -- Coscheduling's PostFilter (scheduler-plugins pkg/coscheduling/coscheduling.go) ----------

@@ -649,7 +649,7 @@ def test_pod_group_events_reach_the_store_and_the_queue_with_parsed_groups() -> 
     h.intake.on_pod_group_object(POD_GROUPS, DELETED, _pod_group("pg", 2))
     assert [(event, getattr(old, "min_count", None), getattr(new, "min_count", None))
             for event, old, new in seen] == [
-        ("PodGroupADD", None, 3), ("PodGroupUPDATE", 3, 2), ("PodGroupDELETE", 2, None)]
+        ("PodGroupAdd", None, 3), ("PodGroupUpdate", 3, 2), ("PodGroupDelete", 2, None)]
     assert list(h.s.pod_groups.keys(POD_GROUPS)) == []
 
 

@@ -634,7 +634,9 @@ class SchedulingQueue(Generic[P]):
             return
         sibling = self._queued_sibling_locked(key, "")
         for qpi in late:
-            self._notify_if(self._join_group_locked(qpi, sibling, SCHEDULE_ATTEMPT_FAILURE))
+            # Upstream requeues them within the group's entity, counted once: not whole.
+            self._notify_if(self._join_group_locked(
+                qpi, sibling, SCHEDULE_ATTEMPT_FAILURE, whole=False))
             sibling = sibling or qpi
 
     def _close_group_cycle_locked(self) -> tuple[Hashable | None, list[QueuedPodInfo[P]]]:
@@ -655,15 +657,17 @@ class SchedulingQueue(Generic[P]):
         return None
 
     def _join_group_locked(
-        self, qpi: QueuedPodInfo[P], sibling: QueuedPodInfo[P] | None, event: str
+        self, qpi: QueuedPodInfo[P], sibling: QueuedPodInfo[P] | None, event: str,
+        *, whole: bool = True,
     ) -> str:
         """Queue ``qpi`` with its group, where ``sibling`` waits, with the group's counts and
         times, as upstream's addToPodGroupIfExists requeues the entity with the strategy of
         the queue it was in: a group in backoffQ whose backoff is over goes to activeQ
         whole. To activeQ as a new entity when no sibling waits: fresh counts, the time it
         is queued (upstream's entity takes the member's timestamp, refreshed by its
-        failure). Recorded as ``event``, an entity entering a queue when new or moved;
-        returns where ``qpi`` went."""
+        failure). Recorded as ``event``, an entity entering a queue when new or moved, with
+        the group's members when ``whole`` (upstream counts the entity's Size()); returns
+        where ``qpi`` went."""
         if sibling is None:
             qpi.unschedulable_count = qpi.consecutive_errors = 0
             qpi.timestamp = self._clock()
@@ -682,11 +686,12 @@ class SchedulingQueue(Generic[P]):
         elif self.is_backing_off(sibling):
             previous = BACKOFF
             where = BACKOFF if self._move_to_backoff_locked(qpi) else UNSCHEDULABLE
-        else:
+        else:  # the members moved are recorded there
             previous, where = BACKOFF, self._group_out_of_backoff_locked(qpi, sibling, event)
+            whole = False
         if qpi.gated and previous != UNSCHEDULABLE:  # it holds its group
             self._hold_siblings_locked(self._member_of.get(qpi.uid), qpi.gating_plugin)
-        self._record_locked(event, qpi, where, where != previous)
+        self._record_locked(event, qpi, where, where != previous, joined=whole)
         return where
 
     def _group_out_of_backoff_locked(
@@ -1158,12 +1163,16 @@ class SchedulingQueue(Generic[P]):
             self._interest[event] = plugins
         return plugins
 
-    @staticmethod
-    def _may_move(qpi: QueuedPodInfo[P], wildcard: bool, interested: frozenset[str]) -> bool:
-        """Cheap pre-filter: can ``event`` move this pooled pod at all? (No plugin code.)"""
+    def _may_move(
+        self, qpi: QueuedPodInfo[P], wildcard: bool, interested: frozenset[str]
+    ) -> bool:
+        """Cheap pre-filter: can ``event`` move this pooled pod at all? (No plugin code.)
+        A group member it leaves held may have to be counted as entering the pool now."""
         if qpi.gated and not wildcard and qpi.gating_plugin not in interested:
             # A gated pod moves only on events its gating plugin registered, or on a
             # wildcard event (upstream re-evaluates every pod then, so none is stuck).
+            if self._uncounted:  # only members of groups are
+                self._count_arrived_locked(qpi)
             return False
         if wildcard or not (qpi.unschedulable_plugins or qpi.pending_plugins):
             return True
@@ -1312,8 +1321,11 @@ class SchedulingQueue(Generic[P]):
             where = self._join_group_locked(qpi, sibling, UNSCHEDULED_POD_ADD)
         elif active and sibling is not None:
             # What held its group passes now (the newcomer was it, or was checked with it):
-            # the group goes to activeQ with it, as upstream's entity when ungated.
+            # the group goes to activeQ with it, as upstream's entity when ungated. Counted
+            # as upstream: it joins the entity in unschedulableEntities, then the
+            # UnscheduledPodAdd event moves the entity to activeQ.
             _take_group_params(qpi, sibling)
+            self._record_locked(UNSCHEDULED_POD_ADD, qpi, UNSCHEDULABLE, False, joined=True)
             self._active.add_or_update(qpi)
             self._release_held_siblings_locked(key, UNSCHEDULED_POD_ADD)
             self._record_locked(UNSCHEDULED_POD_ADD, qpi, where, True)
@@ -1323,7 +1335,8 @@ class SchedulingQueue(Generic[P]):
                 _take_group_params(qpi, sibling)
                 if not active:
                     new_entity = self._hold_siblings_locked(key, qpi.gating_plugin)
-            self._record_locked(UNSCHEDULED_POD_ADD, qpi, where, new_entity)
+            self._record_locked(UNSCHEDULED_POD_ADD, qpi, where, new_entity,
+                                joined=sibling is not None)
         if not qpi.gated:
             self.nominator.add(pod)
         self._notify_if(where)
@@ -1489,12 +1502,14 @@ class SchedulingQueue(Generic[P]):
 
     def _record_locked(
         self, event: str, qpi: QueuedPodInfo[P], where: str | None, new_entity: bool,
-        seen: set[tuple[Hashable, str]] | None = None,
+        seen: set[tuple[Hashable, str]] | None = None, *, joined: bool = False,
     ) -> None:
         """``qpi`` entered ``where`` (None: nowhere): upstream's recordIncomingEntitiesMetrics.
         When ``new_entity``, it counts as an entity entering that queue: a pod of no group
         always, a group member once per group and queue among the entries that share
-        ``seen`` (the members a call moves together)."""
+        ``seen`` (the members a call moves together). When ``joined``, ``qpi`` joined its
+        queued group, and the group's other counted members enter ``where`` with it:
+        upstream's addToPodGroupIfExists requeues the entity, whose Size() is counted."""
         if where is None:
             return
         key = self._member_of.get(qpi.uid) if self._member_of else None
@@ -1505,14 +1520,45 @@ class SchedulingQueue(Generic[P]):
             self._uncounted.add(qpi.uid)  # in no queue yet
             return
         if self._uncounted and qpi.uid in self._uncounted:  # its PodGroup came
-            self._uncounted.discard(qpi.uid)
-            event, new_entity = UNSCHEDULED_POD_ADD, True
+            self._record_arrived_locked(qpi, key, where)
+            if where != UNSCHEDULABLE or event == UNSCHEDULED_POD_ADD:
+                return
+            # Held still: upstream's MoveAllToActiveOrBackoffQueue after AddPodGroup moves
+            # the entity out of unschedulableEntities and back, counted as this event.
+        others = self._counted_siblings_locked(key, qpi.uid) if joined else 0
         entity = ""
         if new_entity and (seen is None or (key, where) not in seen):
             entity = POD_GROUP_ENTITY
             if seen is not None:
                 seen.add((key, where))
         self._on_incoming(where, event, entity)
+        for _ in range(others):
+            self._on_incoming(where, event, "")
+
+    def _record_arrived_locked(self, qpi: QueuedPodInfo[P], key: Hashable, where: str) -> None:
+        """``qpi``, held uncounted while its PodGroup was not observed, is counted now that it
+        is, as upstream's AddPodGroup adds it (addPodGroupMember): an UnscheduledPodAdd
+        that makes its group's entity, or joins the one an earlier member made and is
+        counted with it (entity.Size())."""
+        self._uncounted.discard(qpi.uid)
+        others = self._counted_siblings_locked(key, qpi.uid)
+        self._on_incoming(where, UNSCHEDULED_POD_ADD, "" if others else POD_GROUP_ENTITY)
+        for _ in range(others):
+            self._on_incoming(where, UNSCHEDULED_POD_ADD, "")
+
+    def _counted_siblings_locked(self, key: Hashable, uid: str) -> int:
+        """How many members of group ``key`` but ``uid`` wait in activeQ, backoffQ or the
+        pool, counted as having entered it: with ``uid``, upstream's entity."""
+        return sum(1 for other in self._members.get(key, ()) if other != uid
+                   and other not in self._uncounted and self._queued_locked(other) is not None)
+
+    def _count_arrived_locked(self, qpi: QueuedPodInfo[P]) -> None:
+        """``qpi`` stays in the pool, held by a plugin the event does not interest: if it was
+        held uncounted while its PodGroup was not observed and the PodGroup is now, it enters
+        the pool (upstream's AddPodGroup adds it whatever PreEnqueue plugin holds it)."""
+        if (qpi.uid in self._uncounted and self._incomplete is not None
+                and not self._incomplete(qpi.pod)):
+            self._record_locked(UNSCHEDULED_POD_ADD, qpi, UNSCHEDULABLE, True)
 
     def _notify_if(self, *where: str | None) -> None:
         # A pod in backoffQ can be popped too (PopFromBackoffQ), so both wake the worker.

@@ -4,7 +4,15 @@
 
 from __future__ import annotations
 
-from scheduler.framework.events import NODE_ADD, Action, ClusterEvent, Resource
+import pytest
+
+from scheduler.framework.events import (
+    NODE_ADD,
+    Action,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Resource,
+)
 from scheduler.queue.scheduling_queue import (
     ACTIVE,
     BACKOFF,
@@ -16,17 +24,20 @@ from scheduler.queue.scheduling_queue import (
     UNSCHEDULABLE,
 )
 from tests.queue.fakes import (
+    DYNAMIC_RESOURCES,
     NODE_RESOURCES_FIT,
     SCHEDULING_GATES,
     FakeClock,
     FakePod,
     Queue,
+    default_hints,
     fail,
     make_pod,
     make_queue,
     park,
     pop_group,
     pop_now,
+    registered,
 )
 
 
@@ -137,7 +148,9 @@ def test_incoming_entities_metrics_members_of_an_unobserved_pod_group_enter_no_q
     """upstream's addPodGroupMember keeps a member whose PodGroup is not observed in
     incompletePodGroupPods, no queue: scheduler_queue_incoming_pods_total and
     _entities_total count nothing for it; AddPodGroup then adds the members
-    (addPodGroupMember: UnscheduledPodAdd), the group one entity entering activeQ."""
+    (addPodGroupMember: UnscheduledPodAdd), the group one entity entering activeQ: the
+    first makes it (one pod), the second joins it (addToPodGroupIfExists), counted with the
+    entity's Size() (two pods)."""
     unobserved = {"g"}
     seen: list[tuple[str, str, str]] = []
     queue = make_queue(
@@ -151,7 +164,7 @@ def test_incoming_entities_metrics_members_of_an_unobserved_pod_group_enter_no_q
     unobserved.clear()  # the PodGroup comes: its event moves the members
     queue.move_all_to_active_or_backoff(ClusterEvent(Resource.WILDCARD, Action.ALL))
     assert seen == [(ACTIVE, "UnscheduledPodAdd", POD_GROUP_ENTITY),
-                    (ACTIVE, "UnscheduledPodAdd", "")]
+                    (ACTIVE, "UnscheduledPodAdd", ""), (ACTIVE, "UnscheduledPodAdd", "")]
 
 
 def _entities(seen: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], int]:
@@ -172,7 +185,8 @@ def _heard() -> tuple[list[tuple[str, str, str]], Queue]:
 
 def test_incoming_entities_metrics_add_all_pods_to_active_queue() -> None:
     """TestIncomingEntitiesMetrics "add all pods to active queue": a pod and a group of
-    three are two entities, the group's members three pods."""
+    three are two entities; each member joining the group's entity in activeQ counts its
+    Size() (recordIncomingEntitiesMetrics): 1 + 2 + 3 incoming pods for the group."""
     seen, queue = _heard()
     queue.add(make_pod("pod1"))
     for name in ("pod2", "pod3", "pod4"):
@@ -181,7 +195,7 @@ def test_incoming_entities_metrics_add_all_pods_to_active_queue() -> None:
         (ACTIVE, "UnscheduledPodAdd", POD_ENTITY): 1,
         (ACTIVE, "UnscheduledPodAdd", POD_GROUP_ENTITY): 1,
     }
-    assert len(seen) == 4
+    assert len(seen) == 1 + 6
 
 
 def test_incoming_entities_metrics_podgroup_failure_requeued_to_backoff() -> None:
@@ -244,3 +258,150 @@ def test_a_group_popped_from_backoffq_enters_activeq_with_all_its_members() -> N
     assert len(queue.take(p.uid for p in pods if p.uid != first.uid)) == 2
     assert seen == [(ACTIVE, "PopFromBackoffQ", POD_GROUP_ENTITY),
                     (ACTIVE, "PopFromBackoffQ", ""), (ACTIVE, "PopFromBackoffQ", "")]
+
+
+_POD_GROUP_ADD = ClusterEvent(Resource.POD_GROUP, Action.ADD, "PodGroupAdd")
+
+
+def _gang_hints() -> dict[str, list[ClusterEventWithHint]]:
+    """The default registrations and GangScheduling's PodGroup/Add (hint Queue)."""
+    return {**default_hints(), "GangScheduling": [registered(Resource.POD_GROUP, Action.ADD)]}
+
+
+def _incoming_pods(seen: list[tuple[str, str, str]]) -> dict[tuple[str, str], int]:
+    """scheduler_queue_incoming_pods_total{queue,event} from the entries heard."""
+    counts: dict[tuple[str, str], int] = {}
+    for queue, event, _ in seen:
+        counts[(queue, event)] = counts.get((queue, event), 0) + 1
+    return counts
+
+
+def test_add_pod_group_counts_members_another_plugin_holds_as_they_enter_the_pool() -> None:
+    """upstream's AddPodGroup adds the members of incompletePodGroupPods through
+    addPodGroupMember whatever holds them: members DynamicResources' PreEnqueue holds (no
+    claim yet; its registrations ignore PodGroups) enter unschedulableEntities then, an
+    UnscheduledPodAdd, the group one entity there; the second joins the entity the first
+    made (addToPodGroupIfExists), which recordIncomingEntitiesMetrics counts whole
+    (entity.Size()): 1 + 2 incoming pods."""
+    unobserved = {"g", "h"}
+    seen: list[tuple[str, str, str]] = []
+    queue = make_queue(
+        hints=_gang_hints(), pre_enqueue=lambda p: DYNAMIC_RESOURCES,
+        group_of=_group, incomplete=lambda p: _group(p) in unobserved,
+        on_incoming=lambda q, event, entity: seen.append((q, event, entity)))
+    for name in ("a", "b"):
+        queue.add(make_pod(name, labels={"group": "g"}))
+    queue.add(make_pod("other", labels={"group": "h"}))  # another unobserved group's member
+    assert seen == []
+    unobserved.discard("g")  # g's PodGroup comes: its event moves nothing
+    queue.move_all_to_active_or_backoff(_POD_GROUP_ADD)
+    assert _entities(seen) == {(UNSCHEDULABLE, "UnscheduledPodAdd", POD_GROUP_ENTITY): 1}
+    assert _incoming_pods(seen) == {(UNSCHEDULABLE, "UnscheduledPodAdd"): 3}
+    assert queue.pending_counts()[INCOMPLETE] == 1
+    seen.clear()
+    queue.move_all_to_active_or_backoff(_POD_GROUP_ADD)
+    assert seen == []  # counted once
+
+
+def test_add_pod_group_counts_members_it_leaves_held_and_the_event_that_moves_them_back(
+) -> None:
+    """upstream's addPodGroup handler: AddPodGroup adds the members (UnscheduledPodAdd, to
+    unschedulableEntities while GangScheduling's PreEnqueue still holds them: 1 + 2 pods,
+    one entity), then MoveAllToActiveOrBackoffQueue(PodGroupAdd) takes the entity out
+    (GangScheduling's hint: Queue) and PreEnqueue puts it back: its Size() and one entity
+    more, as that event."""
+    unobserved = {"g"}
+    seen: list[tuple[str, str, str]] = []
+    queue = make_queue(
+        hints=_gang_hints(), pre_enqueue=lambda p: "GangScheduling",
+        group_of=_group, incomplete=lambda p: _group(p) in unobserved,
+        on_incoming=lambda q, event, entity: seen.append((q, event, entity)))
+    for name in ("a", "b"):
+        queue.add(make_pod(name, labels={"group": "g"}))
+    unobserved.clear()
+    queue.move_all_to_active_or_backoff(_POD_GROUP_ADD)
+    assert _entities(seen) == {(UNSCHEDULABLE, "UnscheduledPodAdd", POD_GROUP_ENTITY): 1,
+                               (UNSCHEDULABLE, "PodGroupAdd", POD_GROUP_ENTITY): 1}
+    assert _incoming_pods(seen) == {(UNSCHEDULABLE, "UnscheduledPodAdd"): 3,
+                                    (UNSCHEDULABLE, "PodGroupAdd"): 2}
+
+
+def _queue_group_in(queue: Queue, pods: list[FakePod], place: str) -> None:
+    """Add ``pods`` (one group) and, for backoffQ or the pool, fail their cycle there."""
+    for p in pods:
+        queue.add(p)
+    if place == ACTIVE:
+        return
+    members = pop_group(queue, pods, NODE_RESOURCES_FIT)
+    if place == UNSCHEDULABLE:
+        for qpi in members:
+            queue.add_unschedulable_if_not_present(qpi)
+        assert queue.pop(timeout=0) is None  # the cycle is over
+    else:
+        queue.add_failed_group(members, error=False)
+
+
+@pytest.mark.parametrize(
+    ("place", "gated", "after_backoff", "expected", "new_entity"),
+    [
+        pytest.param(ACTIVE, False, False, ACTIVE, False, id=(
+            "existing pod group in activeQ (ungated addition), stays in activeQ")),
+        pytest.param(ACTIVE, True, False, UNSCHEDULABLE, True, id=(
+            "existing pod group in activeQ (gated addition), becomes gated and moves to "
+            "unschedulableEntities")),
+        pytest.param(BACKOFF, False, False, BACKOFF, False, id=(
+            "existing pod group in backoffQ (ungated addition), stays in backoffQ")),
+        pytest.param(BACKOFF, True, False, UNSCHEDULABLE, True, id=(
+            "existing pod group in backoffQ (gated addition), becomes gated and moves to "
+            "unschedulableEntities")),
+        pytest.param(BACKOFF, False, True, ACTIVE, True, id=(
+            "existing pod group in backoffQ past its backoff, moves to activeQ")),
+        pytest.param(UNSCHEDULABLE, False, False, UNSCHEDULABLE, False, id=(
+            "existing pod group in unschedulableEntities (ungated addition), stays in "
+            "unschedulableEntities as ungated")),
+    ],
+)
+def test_add_pod_group_member_counts_the_whole_group_as_incoming(
+    place: str, gated: bool, after_backoff: bool, expected: str, new_entity: bool
+) -> None:
+    """TestAddPodGroupMember's cases, counted: upstream's addToPodGroupIfExists requeues
+    the group entity with the member added (requeueEntityWithQueueingStrategy), and
+    recordIncomingEntitiesMetrics counts its Size() as incoming pods (UnscheduledPodAdd),
+    and an entity only where it goes to another queue than the one it was in."""
+    clock = FakeClock()
+    seen: list[tuple[str, str, str]] = []
+    queue = make_queue(
+        clock, pre_enqueue=lambda p: DYNAMIC_RESOURCES if p.name == "c" and gated else None,
+        group_of=_group, on_incoming=lambda q, event, entity: seen.append((q, event, entity)))
+    _queue_group_in(queue, [make_pod(n, labels={"group": "g"}) for n in ("a", "b")], place)
+    clock.advance(2 if after_backoff else 0.5)
+    seen.clear()
+    queue.add(make_pod("c", labels={"group": "g"}))
+    assert _incoming_pods(seen) == {(expected, "UnscheduledPodAdd"): 3}
+    assert _entities(seen) == (
+        {(expected, "UnscheduledPodAdd", POD_GROUP_ENTITY): 1} if new_entity else {})
+
+
+def test_a_member_completing_its_held_group_counts_it_in_the_pool_then_in_activeq() -> None:
+    """upstream's addPodToSchedulingQueue: Add joins the newcomer to its group's gated
+    entity in unschedulableEntities (addToPodGroupIfExists, queueSkip: no PreEnqueue, the
+    entity's Size() counted there), then MoveAllToActiveOrBackoffQueue(UnscheduledPodAdd)
+    moves the entity, its quorum complete, to activeQ: its Size() and one entity there."""
+    added: list[str] = []
+
+    def quorum(p: FakePod) -> str | None:
+        return "GangScheduling" if len(added) < 3 else None
+
+    seen: list[tuple[str, str, str]] = []
+    queue = make_queue(pre_enqueue=quorum, group_of=_group,
+                       on_incoming=lambda q, event, entity: seen.append((q, event, entity)))
+    for name in ("a", "b"):
+        added.append(name)
+        queue.add(make_pod(name, labels={"group": "g"}))
+    assert _incoming_pods(seen) == {(UNSCHEDULABLE, "UnscheduledPodAdd"): 1 + 2}
+    seen.clear()
+    added.append("c")
+    queue.add(make_pod("c", labels={"group": "g"}))
+    assert _incoming_pods(seen) == {(UNSCHEDULABLE, "UnscheduledPodAdd"): 3,
+                                    (ACTIVE, "UnscheduledPodAdd"): 3}
+    assert _entities(seen) == {(ACTIVE, "UnscheduledPodAdd", POD_GROUP_ENTITY): 1}
