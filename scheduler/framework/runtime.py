@@ -292,6 +292,8 @@ class Framework:
         rejection: Status | None = None
         rejectors: set[str] = set()
         state.after_pre_filter = None
+        # Read once: a dozen plugins a cycle, and most of them Skip.
+        skip = state.skip_filter.add
         for plugin in self._plugins_for(state).pre_filter:
             try:
                 result, status = plugin.pre_filter(state, pod, snapshot)
@@ -300,7 +302,7 @@ class Framework:
             code = status.code
             if code is not _SUCCESS_CODE:  # a dozen plugins a cycle: the usual case first
                 if code is _SKIP_CODE:
-                    state.skip_filter.add(plugin.name)
+                    skip(plugin.name)
                     continue
                 if code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                     # No preemption can help: the other PreFilters need not run.
