@@ -203,10 +203,13 @@ def schedule_one(s: CycleHost, timeout: float | None = None) -> bool:
     attempt = _begin_attempt(s, qpi)
     if attempt is None:
         return True
-    if qpi.pod.pod_group is not None and s.pod_groups.group_of(qpi.pod) is not None:
-        schedule_pod_group(s, attempt)
+    if qpi.pod.pod_group is not None and schedule_pod_group(s, attempt):
         return True
-    _finish(s, attempt, scheduling_cycle(s, attempt))
+    result = scheduling_cycle(s, attempt)
+    if isinstance(result, Failure):
+        handle_scheduling_failure(s, attempt, result)
+    else:
+        s.submit_binding(run_binding_cycle, s, attempt, result)
     return True
 
 
@@ -233,7 +236,7 @@ def scheduling_cycle(s: CycleHost, attempt: Attempt) -> ScheduleResult | Failure
     """Find the pod a node, assume it there, then Reserve and Permit (upstream's
     schedulingCycle). On a Failure nothing stays assumed."""
     pod = attempt.pod
-    result = _find_guarded(_schedule_or_post_filter, s, attempt)
+    result = _find_guarded(s, attempt, post_filter=True)
     if isinstance(result, Failure):
         return result
     s.metrics.algorithm_duration.observe(time.perf_counter() - attempt.start)
@@ -260,47 +263,48 @@ def scheduling_cycle(s: CycleHost, attempt: Attempt) -> ScheduleResult | Failure
 
 
 def _find_guarded(
-    find: Callable[[CycleHost, Attempt], ScheduleResult | Failure], s: CycleHost,
-    attempt: Attempt,
+    s: CycleHost, attempt: Attempt, *, post_filter: bool
 ) -> ScheduleResult | Failure:
-    """``find`` the pod a node; a plugin's exception is the attempt's error, so that the pod
-    is not lost in flight."""
+    """The scheduling algorithm (upstream's SchedulePod), a FitError being a Failure with its
+    diagnosis, and with ``post_filter``, when no node fits, PostFilter. A plugin's exception
+    is the attempt's error, so that the pod is not lost in flight."""
     try:
-        return find(s, attempt)
-    except Exception as exc:
-        log.exception("Scheduling cycle failed", pod=attempt.pod.key)
-        return Failure(Status.error(_exception_message(exc)))
-
-
-def _schedule_or_post_filter(s: CycleHost, attempt: Attempt) -> ScheduleResult | Failure:
-    """The scheduling algorithm; when it finds no node, PostFilter (preemption) may nominate
-    one for a later attempt."""
-    framework, state, pod = attempt.framework, attempt.state, attempt.pod
-    result = find_node(s, attempt)
-    if not isinstance(result, Failure) or result.diagnosis is None:
-        return result
-    if not framework.plugins.post_filter:
-        return result
-    post_result, status = framework.run_post_filter(state, pod, result.diagnosis)
-    # Upstream keeps the PostFilter message whatever the outcome, success included.
-    result.diagnosis.post_filter_msg = status.message
-    if status.code is Code.ERROR:
-        log.error("PostFilter failed", pod=pod.key, plugin=status.plugin, reason=status.message)
-    nominated = None if post_result is None else post_result.nominated_node_name
-    return Failure(Status(Code.UNSCHEDULABLE), result.diagnosis, nominated)
-
-
-def find_node(s: CycleHost, attempt: Attempt) -> ScheduleResult | Failure:
-    """The scheduling algorithm alone (upstream's SchedulePod): a FitError is a Failure
-    with its diagnosis."""
-    try:
-        return schedule_pod(s, attempt.framework, attempt.state, attempt.pod)
+        return schedule_pod(s, attempt.framework, attempt.state, attempt.qpi.pod)
     except FitError as fit:
-        return Failure(Status(Code.UNSCHEDULABLE), fit.diagnosis)
+        failure = Failure(Status(Code.UNSCHEDULABLE), fit.diagnosis)
     except NoNodesAvailableError:
         return Failure(Status.unschedulable(NO_NODES_AVAILABLE, resolvable=False))
     except SchedulingError as err:
         return Failure(Status.error(str(err)))
+    except Exception as exc:
+        return _crashed(attempt, exc)
+    if not post_filter:
+        return failure
+    try:
+        return _post_filter(attempt, failure)
+    except Exception as exc:
+        return _crashed(attempt, exc)
+
+
+def _crashed(attempt: Attempt, exc: Exception) -> Failure:
+    log.exception("Scheduling cycle failed", pod=attempt.pod.key)
+    return Failure(Status.error(_exception_message(exc)))
+
+
+def _post_filter(attempt: Attempt, failure: Failure) -> Failure:
+    """No node fits (``failure``, a FitError's): PostFilter (preemption) may nominate one for
+    a later attempt."""
+    framework, state, pod = attempt.framework, attempt.state, attempt.pod
+    diagnosis = failure.diagnosis
+    if diagnosis is None or not framework.plugins.post_filter:
+        return failure
+    post_result, status = framework.run_post_filter(state, pod, diagnosis)
+    # Upstream keeps the PostFilter message whatever the outcome, success included.
+    diagnosis.post_filter_msg = status.message
+    if status.code is Code.ERROR:
+        log.error("PostFilter failed", pod=pod.key, plugin=status.plugin, reason=status.message)
+    nominated = None if post_result is None else post_result.nominated_node_name
+    return Failure(Status(Code.UNSCHEDULABLE), diagnosis, nominated)
 
 
 def _reserve_and_permit(attempt: Attempt, assumed: PodInfo, node: str) -> PermitDecision:
@@ -816,15 +820,15 @@ class _GroupOutcome:
     untried: list[Attempt]
 
 
-def schedule_pod_group(s: CycleHost, first: Attempt) -> None:
+def schedule_pod_group(s: CycleHost, first: Attempt) -> bool:
     """Place ``first``'s pod group: its members still queued are popped with it, tried in
     order, and bound together if the group's constraint holds (PlacementFeasible), else all
-    requeued with nothing held."""
+    requeued with nothing held. False, and nothing done, when the pod has no group (gone
+    since the pop): it is scheduled as a pod of its own."""
     state = s.pod_groups.state_of(first.pod)
     group = None if state is None else state.group
-    if state is None or group is None:  # gone since the pop: as a pod of its own
-        _finish(s, first, scheduling_cycle(s, first))
-        return
+    if state is None or group is None:
+        return False
     others = sorted(uid for uid in state.unscheduled if uid != first.qpi.uid)
     attempts = [first]
     for qpi in s.queue.take(others):
@@ -857,6 +861,7 @@ def schedule_pod_group(s: CycleHost, first: Attempt) -> None:
     s.metrics.profile(first.framework.profile_name).pod_group_attempt(
         result, time.perf_counter() - first.start)
     _report_pod_group(s, group, outcome.status)
+    return True
 
 
 def _report_pod_group(s: CycleHost, group: PodGroup, status: Status) -> None:
@@ -953,7 +958,7 @@ def _placement_feasible(
 
 def _place_member(s: CycleHost, attempt: Attempt) -> _Placed | Failure:
     pod = attempt.pod
-    result = _find_guarded(find_node, s, attempt)
+    result = _find_guarded(s, attempt, post_filter=False)
     if isinstance(result, Failure):
         return result
     assumed = s.cache.assume(pod, result.node)
@@ -1224,8 +1229,3 @@ def _fits_on(s: CycleHost, attempt: Attempt, node: str) -> Status:
     return Status() if outcome.codes[0] == Code.SUCCESS else Status(Code.UNSCHEDULABLE)
 
 
-def _finish(s: CycleHost, attempt: Attempt, result: ScheduleResult | Failure) -> None:
-    if isinstance(result, Failure):
-        handle_scheduling_failure(s, attempt, result)
-    else:
-        s.submit_binding(run_binding_cycle, s, attempt, result)

@@ -18,7 +18,7 @@ node X without these pods?".
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -102,13 +102,19 @@ SKIP = Status(Code.SKIP)
 class CycleState:
     """Per-cycle scratch space shared by the plugins of one profile.
 
-    Plugins store what PreFilter/PreScore computed under their own key and read it back in
-    Filter/Score. ``skip_filter``/``skip_score``/``skip_pre_bind`` record which plugins asked
-    to be skipped.
+    Plugins store what PreFilter/PreScore computed under their own key (``write(key,
+    value)``) and read it back in Filter/Score (``read(key)``, which raises KeyError, or
+    ``get(key, default=None)``). ``skip_filter``/``skip_score``/``skip_pre_bind`` record
+    which plugins asked to be skipped.
     """
 
     def __init__(self) -> None:
-        self._data: dict[str, Any] = {}
+        data: dict[str, Any] = {}
+        # The dict's own methods: plugins write and read about fifteen times a cycle, and a
+        # method of this class would add a Python call to each.
+        self.write: Callable[[str, Any], None] = data.__setitem__
+        self.read: Callable[[str], Any] = data.__getitem__
+        self.get: Callable[..., Any] = data.get
         self.skip_filter: set[str] = set()
         self.skip_score: set[str] = set()
         # PreBind plugins whose PreBindPreFlight said Skip: PreBind does not run them.
@@ -118,15 +124,6 @@ class CycleState:
         # The runtime's: the plugins the rest of the cycle runs, chosen once PreFilter has
         # run (None before, or for a state that never went through the runtime's PreFilter).
         self.after_pre_filter: Any = None
-
-    def write(self, key: str, value: Any) -> None:
-        self._data[key] = value
-
-    def read(self, key: str) -> Any:
-        return self._data[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self._data.get(key, default)
 
 
 class NodeView:

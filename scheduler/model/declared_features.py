@@ -124,6 +124,12 @@ class SchedulingInference:
         return cls(tuple((bit, test) for bit, test in tests if not isinstance(test, FlagTest)),
                    tuple((test.flag, bit) for bit, test in tests if isinstance(test, FlagTest)))
 
+    @property
+    def flags_alone(self) -> Callable[[PodSpec], int] | None:
+        """:func:`scheduling_flags` when every test is one of its flags: a spec in which it
+        finds none (nearly every pod's) needs no feature, told without :meth:`infer`."""
+        return None if self.tests else scheduling_flags
+
     def infer(self, spec: PodSpec) -> int:
         """The set of features the pod spec needs."""
         mask = 0

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -52,7 +52,7 @@ from scheduler.plugins.helper.resource_allocation import (
     allocation_inputs,
     may_be_dra_backed,
     parse_resources,
-    pod_request,
+    requests_reader,
 )
 from scheduler.plugins.helper.row_memo import RowMemo
 
@@ -169,12 +169,10 @@ def balanced_resource_scorer(
     return half + (half + with_pod - without_pod) // 2
 
 
-class PreScoreState(NamedTuple):
-    """What Score reads (upstream's ``balancedAllocationPreScoreState``): the pod's request of
-    each resource, and what scoring reads of DRA when a DeviceClass serves one of them."""
-
-    pod_requests: tuple[int, ...]
-    dra: DraScoring | None
+# What Score reads (upstream's ``balancedAllocationPreScoreState``): the pod's request of each
+# resource, and what scoring reads of DRA when a DeviceClass serves one of them. A plain tuple:
+# made for every pod scored, where a NamedTuple's constructor is a call.
+PreScoreState = tuple[tuple[int, ...], DraScoring | None]
 
 
 class BalancedAllocation:
@@ -186,15 +184,13 @@ class BalancedAllocation:
         self._dra_resources = may_be_dra_backed(self.resources)
         # Compiles the selectors of the classes behind DRA-backed extended resources.
         self._cel_cache = SelectorCache()
+        self.pod_requests = requests_reader(self.resources, use_requested=True)
         self._scores: RowMemo[tuple[int, ...]] = RowMemo(self._score_rows)
 
-    def pod_requests(self, pod: PodInfo) -> tuple[int, ...]:
-        return tuple(pod_request(pod, r.name, use_requested=True) for r in self.resources)
-
     def _pre_score_state(self, requests: tuple[int, ...]) -> PreScoreState:
-        dra = (DraScoring.of(self.dra, self._dra_resources, self._cel_cache)
-               if self._dra_resources else None)
-        return PreScoreState(requests, dra)
+        if not self._dra_resources:  # as the default cpu and memory: no DeviceClass serves them
+            return requests, None
+        return requests, DraScoring.of(self.dra, self._dra_resources, self._cel_cache)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> Status:
         requests = self.pod_requests(pod)
@@ -212,10 +208,11 @@ class BalancedAllocation:
             pre_score = self._pre_score_state(requests)
         if len(nodes) == 0:
             return np.zeros(0, dtype=np.int64)
-        if pre_score.dra is not None:
+        requests, dra = pre_score
+        if dra is not None:
             # Device counts change with every allocation: not kept with the rows.
-            return self._score_rows(nodes, pre_score.pod_requests, pre_score.dra)
-        return self._scores.values(nodes, pre_score.pod_requests)
+            return self._score_rows(nodes, requests, dra)
+        return self._scores.values(nodes, requests)
 
     def _score_rows(self, nodes: NodeView, requests: tuple[int, ...],
                     dra: DraScoring | None = None) -> IntArray:

@@ -64,6 +64,7 @@ class NodeDeclaredFeatures:
         self.registry = registry
         self.version = version
         self._inference = registry.inference_for(version)
+        self._flags_alone = self._inference.flags_alone
 
     def required_features(self, pod: PodInfo) -> int:
         """The features the pod needs, as a set over the registry (``InferForPodScheduling``:
@@ -73,8 +74,13 @@ class NodeDeclaredFeatures:
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: ClusterSnapshot
     ) -> tuple[PreFilterResult | None, Status]:
-        # required_features, inline: every pod scheduled comes here.
-        required = self._inference.infer(pod.raw.get("spec") or {})
+        # required_features, inline: every pod scheduled comes here, and nearly every one
+        # needs no feature (as the registry is, one walk of the spec tells).
+        spec = pod.raw.get("spec") or {}
+        flags_alone = self._flags_alone
+        if flags_alone is not None and not flags_alone(spec):
+            return None, SKIP
+        required = self._inference.infer(spec)
         if not required:
             return None, SKIP
         state.write(PRE_FILTER_STATE_KEY, required)

@@ -8,9 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.cache.node_table import NodeTable
+from scheduler.model.pod import PodInfo
+from scheduler.model.resources import CPU, MEMORY
 from scheduler.plugin_api import NodeTableView
+from scheduler.plugins.helper.resource_allocation import ResourceSpec, pod_request, requests_reader
 from scheduler.plugins.helper.row_memo import TableFacts
 from scheduler.plugins.registry import PLUGIN_MODULES
+from scheduler.testing import container, pod
 from scheduler.testing import node as make_node
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,3 +57,18 @@ def test_table_facts_see_a_changed_fact_of_a_changed_row_and_nothing_else() -> N
     table.remove_node("a")
     assert facts.changed(table)
     assert facts.changed(NodeTable())  # another table
+
+
+def test_requests_reader_reads_as_pod_request_for_any_resources() -> None:
+    """The reader chosen once per plugin (cpu and memory without a loop) gives what
+    pod_request gives for each resource, with and without the non-zero defaults."""
+    pods = [PodInfo.from_pod(pod("empty", cpu=None, memory=None)),
+            PodInfo.from_pod(pod("sized", cpu="250m", memory="1Gi")),
+            PodInfo.from_pod(pod("gpu", containers=[
+                container(cpu="1", extra={"example.com/gpu": "2"})]))]
+    for names in ((CPU, MEMORY), (MEMORY, CPU), (CPU, MEMORY, "example.com/gpu"), (CPU,)):
+        specs = [ResourceSpec(name, 1) for name in names]
+        for use_requested in (True, False):
+            read = requests_reader(specs, use_requested=use_requested)
+            for p in pods:
+                assert read(p) == tuple(pod_request(p, n, use_requested) for n in names)

@@ -28,6 +28,7 @@ from scheduler.model.declared_features import (
     needs_user_namespaces_host_network,
     needs_volume_bind_mount_options,
 )
+from scheduler.model.pod import PodInfo
 from scheduler.plugins import node_declared_features
 from scheduler.plugins.node_declared_features import (
     ERR_REASON_UNSATISFIED_REQUIREMENTS,
@@ -93,6 +94,24 @@ def test_pre_filter(
     assert got == status
     written = cycle.get(PRE_FILTER_STATE_KEY)
     assert (None if written is None else registry.unmap(written)) == state
+
+
+def test_pre_filter_with_the_registry_as_it_is() -> None:
+    """With upstream's registry every test is a flag of one walk of the spec
+    (``flags_alone``): a pod with none is skipped, one with a bind mount option needs
+    VolumeBindMountOptions; a registry with another test has no such shortcut."""
+    assert NodeDeclaredFeatures()._flags_alone is not None
+    assert FeatureRegistry([feature("TestFeature1", True)]).inference_for(
+        Version.parse("1.37.2")).flags_alone is None
+    plain = pod("plain")
+    mounting = pod("mounting")
+    mounting["spec"]["containers"][0].update(_mounting(["rbind"]))
+    for obj, status, state in ((plain, SKIP, None), (mounting, SUCCESS, [BIND_MOUNT_OPTIONS])):
+        cycle = CycleState()
+        _, got = NodeDeclaredFeatures().pre_filter(cycle, PodInfo.from_pod(obj), snapshot_of())
+        written = cycle.get(PRE_FILTER_STATE_KEY)
+        assert got == status
+        assert (None if written is None else DEFAULT_FEATURES.unmap(written)) == state
 
 
 # -- TestFilter (the registry's own names stand in for FeatureA/B/C: a node table maps what a

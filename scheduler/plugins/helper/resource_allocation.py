@@ -9,7 +9,7 @@ is the number of its devices the class selects, allocated those of them in use
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,20 @@ def pod_request(pod: PodInfo, name: str, use_requested: bool) -> int:
     if not use_requested and name == MEMORY:
         return int(pod.non_zero_memory)
     return int(pod.requests.get(name, 0))
+
+
+def requests_reader(
+    resources: Sequence[ResourceSpec], *, use_requested: bool
+) -> Callable[[PodInfo], tuple[int, ...]]:
+    """The pod's :func:`pod_request` of each of ``resources``, read as one plugin reads it,
+    chosen once per plugin: the default cpu and memory without a loop or a call per
+    resource (every pod scored pays for it, twice)."""
+    names = tuple(r.name for r in resources)
+    if names == (CPU, MEMORY):
+        if use_requested:
+            return lambda pod: (int(pod.requests.get(CPU, 0)), int(pod.requests.get(MEMORY, 0)))
+        return lambda pod: (int(pod.non_zero_cpu), int(pod.non_zero_memory))
+    return lambda pod: tuple(pod_request(pod, name, use_requested) for name in names)
 
 
 def _nonzero_deltas(nodes: NodeView) -> IntArray | None:

@@ -47,7 +47,7 @@ from scheduler.plugins.helper.resource_allocation import (
     DraScoring,
     allocation_inputs,
     may_be_dra_backed,
-    pod_request,
+    requests_reader,
 )
 from scheduler.plugins.helper.row_memo import RowMemo
 from scheduler.plugins.helper.shape_score import (
@@ -98,12 +98,10 @@ Checks = tuple[tuple[str, int], ...]
 
 
 # -- the plugin -----------------------------------------------------------------------------
-class PreScoreState(NamedTuple):
-    """What Score reads: the pod's request of each scoring resource, and what scoring reads
-    of DRA when a DeviceClass serves one of them (upstream's ``preScoreState``)."""
-
-    pod_requests: tuple[int, ...]
-    dra: DraScoring | None
+# What Score reads: the pod's request of each scoring resource, and what scoring reads of DRA
+# when a DeviceClass serves one of them (upstream's ``preScoreState``). A plain tuple: made for
+# every pod scored, where a NamedTuple's constructor is a call.
+PreScoreState = tuple[tuple[int, ...], DraScoring | None]
 
 
 class PodResourceRequest(NamedTuple):
@@ -167,6 +165,7 @@ class NodeResourcesFit:
         self._dra_resources = may_be_dra_backed(self.resources)
         # Compiles the selectors of the classes behind DRA-backed extended resources.
         self._cel_cache = SelectorCache()
+        self.pod_requests = requests_reader(self.resources, use_requested=False)
         self._scores: RowMemo[tuple[int, ...]] = RowMemo(self._score_rows)
         self._misfits: RowMemo[tuple[Checks, frozenset[str]]] = RowMemo(self._misfit_rows)
 
@@ -175,14 +174,9 @@ class NodeResourcesFit:
         request = compute_pod_resource_request(
             pod, self.ignored_resources, self.ignored_resource_groups
         )
-        if self.dra is None:
-            return request
-        # Extended resources have a domain ("example.com/gpu"): most pods ask for none (a
-        # loop: every pod pays for this check, a generator would double its cost).
-        for name, _ in request.checks:
-            if "/" in name:
-                break
-        else:
+        # Extended resources have a domain ("example.com/gpu"): most pods ask for none, told
+        # by one join of the names the checks come from (every pod pays for this test).
+        if self.dra is None or "/" not in "".join(pod.requests):
             return request
         delegable = frozenset(name for name, _ in request.checks
                               if delegable_to_dra(name, self.dra))
@@ -262,13 +256,11 @@ class NodeResourcesFit:
         return result
 
     # -- PreScore / Score -----------------------------------------------------------------
-    def pod_requests(self, pod: PodInfo) -> tuple[int, ...]:
-        return tuple(pod_request(pod, r.name, use_requested=False) for r in self.resources)
-
     def _pre_score_state(self, pod: PodInfo) -> PreScoreState:
-        dra = (DraScoring.of(self.dra, self._dra_resources, self._cel_cache)
-               if self._dra_resources else None)
-        return PreScoreState(self.pod_requests(pod), dra)
+        if not self._dra_resources:  # as the default cpu and memory: no DeviceClass serves them
+            return self.pod_requests(pod), None
+        return self.pod_requests(pod), DraScoring.of(self.dra, self._dra_resources,
+                                                     self._cel_cache)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeView) -> Status:
         state.write(PRE_SCORE_STATE_KEY, self._pre_score_state(pod))
@@ -278,10 +270,11 @@ class NodeResourcesFit:
         pre_score: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
         if pre_score is None:
             pre_score = self._pre_score_state(pod)
-        if pre_score.dra is not None:
+        pod_requests, dra = pre_score
+        if dra is not None:
             # Device counts change with every allocation: not kept with the rows.
-            return self._score_rows(nodes, pre_score.pod_requests, pre_score.dra)
-        return self._scores.values(nodes, pre_score.pod_requests)
+            return self._score_rows(nodes, pod_requests, dra)
+        return self._scores.values(nodes, pod_requests)
 
     def _score_rows(self, nodes: NodeView, pod_requests: tuple[int, ...],
                     dra: DraScoring | None = None) -> IntArray:
