@@ -1048,22 +1048,17 @@ class Bench:
 
     def watch_binds(self, stop: threading.Event) -> None:
         """Record the first moment each pod is seen with a node (and forget deleted pods)."""
-        rv = self.api.get(PODS, {"limit": "1"}).body["metadata"]["resourceVersion"]
-        while not stop.is_set():
-            for event in self.api.watch(PODS, rv, timeout_seconds=int(RUN_TIMEOUT)):
-                if stop.is_set():
-                    return
-                obj = event.get("object") or {}
-                if event.get("type") == "ERROR":
-                    print(f"  watch error: {obj.get('message')}", file=sys.stderr)
-                    rv = self.api.get(PODS, {"limit": "1"}).body["metadata"]["resourceVersion"]
-                    break
-                rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
-                self._observe(event["type"], obj)
+        self._watch(PODS, stop, self._observe)
 
     def watch_claims(self, stop: threading.Event) -> None:
         """Record when each pod's claim is first seen without its allocation, and gone."""
-        path = f"{RESOURCE_V1}/namespaces/{NAMESPACE}/resourceclaims"
+        self._watch(f"{RESOURCE_V1}/namespaces/{NAMESPACE}/resourceclaims", stop,
+                    self._observe_claim)
+
+    def _watch(self, path: str, stop: threading.Event,
+               observe: Callable[[str, dict[str, Any]], None]) -> None:
+        """Hand every event of ``path`` from now on to ``observe`` until ``stop``; a watch
+        error starts again from the current resourceVersion."""
         rv = self.api.get(path, {"limit": "1"}).body["metadata"]["resourceVersion"]
         while not stop.is_set():
             for event in self.api.watch(path, rv, timeout_seconds=int(RUN_TIMEOUT)):
@@ -1071,10 +1066,11 @@ class Bench:
                     return
                 obj = event.get("object") or {}
                 if event.get("type") == "ERROR":
+                    print(f"  watch error on {path}: {obj.get('message')}", file=sys.stderr)
                     rv = self.api.get(path, {"limit": "1"}).body["metadata"]["resourceVersion"]
                     break
                 rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
-                self._observe_claim(event["type"], obj)
+                observe(event["type"], obj)
 
     def _observe_claim(self, kind: str, obj: dict[str, Any]) -> None:
         now = time.monotonic()
