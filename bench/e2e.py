@@ -100,6 +100,11 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of sorted ``values`` (nearest rank below), NaN when empty."""
+    return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
+
+
 def metric_samples(raw: object, metric: str) -> Iterable[tuple[dict[str, str], float]]:
     """The labelled samples of one metric in a Prometheus text exposition."""
     for line in raw.splitlines() if isinstance(raw, str) else []:
@@ -646,9 +651,7 @@ class Run:
                         if times and self.claims_made.get(name, -1.0) >= times[0])
 
         def pct(q: float, values: list[float] | None = None) -> float:
-            values = latencies if values is None else values
-            return values[min(len(values) - 1, int(q * len(values)))] if values \
-                else float("nan")
+            return percentile(latencies if values is None else values, q)
 
         return {
             "workload": self.workload, "scheduler": self.scheduler, "qps": self.qps,
@@ -717,9 +720,8 @@ class Run:
             values = sorted((end - start) * 1000 for start, end in pairs)
             if not values:
                 return {}
-            return {f"{key}_p50_ms": round(values[len(values) // 2], 1),
-                    f"{key}_p90_ms": round(values[min(len(values) - 1,
-                                                      int(0.9 * len(values)))], 1),
+            return {f"{key}_p50_ms": round(percentile(values, 0.5), 1),
+                    f"{key}_p90_ms": round(percentile(values, 0.9), 1),
                     f"{key}_mean_ms": round(statistics.fmean(values), 1)}
 
         window = [t for t in times if first < t <= first + STEADY_SECONDS]
