@@ -7,7 +7,7 @@ import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -37,8 +37,10 @@ from scheduler.operator.leader import ApiLeaseStore, LeaderElector, new_identity
 from scheduler.operator.liveness import loop_progress
 from scheduler.operator.reflector import Reflector
 from scheduler.operator.serving.options import ServingOptions, secure_server
-from scheduler.rescheduling.rescheduler import Rescheduler
 from scheduler.scheduler import Scheduler, settle_heap
+
+if TYPE_CHECKING:
+    from scheduler.rescheduling.rescheduler import Rescheduler
 
 log = structlog.get_logger("scheduler.app")
 
@@ -110,11 +112,7 @@ class SchedulerApp:
             writer=self.ports, pod_group_reporter=self.ports,
         )
         # Off by default; on, it moves pods on the leader only (it waits while a standby).
-        self.rescheduler = (
-            Rescheduler(self.scheduler, config.rescheduler, evictor=self.ports,
-                        reporter=self.ports)
-            if config.rescheduler.enabled else None
-        )
+        self.rescheduler = self._rescheduler(config) if config.rescheduler.enabled else None
         self.intake = Intake(self.scheduler)
         # Set by the synced start once every other kind's listing is in (see _sync).
         self._others_applied = threading.Event()
@@ -146,6 +144,13 @@ class SchedulerApp:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.cpu: SingleCpu | None = None
+
+    def _rescheduler(self, config: SchedulerConfig) -> Rescheduler:
+        # Imported only when it is on: a start without it does not pay its import.
+        from scheduler.rescheduling.rescheduler import Rescheduler
+
+        return Rescheduler(self.scheduler, config.rescheduler, evictor=self.ports,
+                           reporter=self.ports)
 
     def _elector(self, config: SchedulerConfig, api_client: Any) -> LeaderElector | None:
         election = config.leader_election

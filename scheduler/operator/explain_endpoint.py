@@ -25,22 +25,19 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from scheduler.explain import (
-    ExplainError,
-    Explanation,
-    PreemptionCandidate,
-    PreemptionPreview,
-    as_dict,
-    explain,
-)
 from scheduler.intake import Intake
 from scheduler.model.pod import PodInfo
 from scheduler.operator.kubeapi import KubeApi
 from scheduler.operator.serving.auth import Caller
 from scheduler.scheduler import Scheduler
+
+if TYPE_CHECKING:
+    # The explainer itself is imported by the first request (_explain): every start of the
+    # scheduler would pay its import for a request most never get.
+    from scheduler.explain import Explanation, PreemptionCandidate, PreemptionPreview
 
 PATH = "/debug/explain"
 DEFAULT_TIMEOUT = 10.0
@@ -116,6 +113,8 @@ class ExplainEndpoint:
 
     def _explain(self, namespace: str, name: str, profile: str | None, nodes: int,
                  caller: Caller) -> Answer:
+        from scheduler.explain import ExplainError, as_dict
+
         response = self.api.get(pod_path(namespace, name))
         if response.status == 404:
             return 404, {"message": f"pod {namespace}/{name} not found"}
@@ -137,6 +136,8 @@ class ExplainEndpoint:
 
     def _timed(self, pod: PodInfo, profile: str | None) -> Explanation:
         """:func:`explain` on the scheduling thread, its time counted against the share."""
+        from scheduler.explain import explain
+
         started = time.perf_counter()
         try:
             return explain(self.scheduler, pod, profile)

@@ -17,7 +17,6 @@ from scheduler.config import SchedulerConfig, default_config, load_config_file
 from scheduler.config.effective import effective_yaml
 from scheduler.framework.config_fields import AggregateConfigError
 from scheduler.framework.registry import ConfigError, Registry
-from scheduler.operator import explain_cli
 from scheduler.operator.app import Options, SchedulerApp
 from scheduler.operator.kubeapi import KubeconfigError
 from scheduler.operator.pod_group_watches import discover_pod_group_paths
@@ -140,6 +139,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     command = list(argv[:1])
     if command == ["explain"]:
+        # Imported here: the scheduler's own start does without it.
+        from scheduler.operator import explain_cli
+
         return explain_cli.main(argv[1:])
     if command == ["check-config"]:
         return check_config(argv[1:])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -323,3 +325,17 @@ def test_sigterm_during_the_synced_start_stops_the_app_and_so_releases_the_lease
         entry.main(["--log-format", "json"])
     assert exit_info.value.code == 0
     assert calls == ["app started", "stopped"]
+
+
+def test_the_schedulers_start_imports_neither_explain_nor_an_unconfigured_rescheduler() -> None:
+    """Start-up cost (bench/startup.py): the explain sub-command, the explainer behind the
+    explain endpoint (imported by its first request) and the rescheduler (off unless
+    configured) are left out of what every start of the scheduler imports. A fresh
+    interpreter: this one has imported them for other tests."""
+    code = ("import sys\n"
+            "import scheduler.operator.main, scheduler.operator.app\n"
+            "print(sorted(m for m in sys.modules if m.startswith(("
+            "'scheduler.operator.explain_cli', 'scheduler.explain', 'scheduler.rescheduling'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
