@@ -138,6 +138,8 @@ class SchedulerApp:
                                    metrics=self.metrics.exposition,
                                    explain=ExplainEndpoint(self.api, self.scheduler, self.intake))
         self._initial_applied = threading.Event()
+        # Set once the loop has come round after the initial listing (see main).
+        self._first_cycle_over = threading.Event()
         self._leading = threading.Event()
         if self.elector is None:
             self._leading.set()
@@ -297,9 +299,11 @@ class SchedulerApp:
         """Returns once this replica leads (at once without leader election)."""
         self._leading.wait()
 
-    def wait_until_synced(self) -> None:
-        """Returns once every initial listing is in the cache (leader or standby)."""
-        self._initial_applied.wait()
+    def wait_until_first_cycle_over(self) -> None:
+        """Returns once every initial listing is in the cache and the loop has come round
+        once more: a leader's first scheduling cycle is over (a standby's loop only applied
+        watch deltas)."""
+        self._first_cycle_over.wait()
 
     def _rebalance_loop(self) -> None:
         while self.cpu is not None and not self._stop.wait(REBALANCE_SECONDS):
@@ -397,6 +401,9 @@ class SchedulerApp:
             self.rescheduler.start()
         if self._leading.is_set():
             self.scheduler.allow_scheduling()
+        # The loop pops the next pod before it applies its inbox: this runs in the first
+        # cycle, and what it puts, in the next one, once the first is over.
+        self.scheduler.inbox.put(lambda: self.scheduler.inbox.put(self._first_cycle_over.set))
 
     def live(self) -> tuple[bool, dict[str, object]]:
         """``/healthz``: the threads alive, the loop coming round (liveness.loop_progress),
