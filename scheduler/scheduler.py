@@ -54,7 +54,8 @@ _T = TypeVar("_T")
 IDLE_WAIT_SECONDS = 0.5
 # How often a standby's loop applies the watch deltas it has not popped pods for.
 STANDBY_REFRESH_SECONDS = 0.2
-# The collector's thresholds once the cluster is cached: container objects allocated and not
+# The collector's thresholds from the synced start's listings on (operator/app.py), and kept
+# once the cluster is cached (settle_heap): container objects allocated and not
 # yet freed before a young collection, then young collections per middle one, and middle ones
 # per full one. A cycle allocates some two hundred and frees nearly all of them by reference
 # counting, so the count only crosses Python's 700 at a cycle's peak: over 5,000 pods of

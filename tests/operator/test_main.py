@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -15,8 +17,10 @@ from scheduler.config import parse_config
 from scheduler.framework.profile_config import DEFAULT_SCHEDULER_NAME
 from scheduler.operator import main as entry
 from scheduler.operator.app import Options, SchedulerApp
+from scheduler.operator.reflector import Reflector
 from scheduler.operator.serving.options import ServingOptions
 from scheduler.plugins.registry import default_registry
+from scheduler.scheduler import GC_THRESHOLDS
 from tests.operator.fake_api import FakeApi
 from tests.operator.test_dra_watches import empty_list, serve_everything_but_dra, sync
 from tests.operator.test_explain_cli import write_kubeconfig
@@ -351,8 +355,30 @@ def test_the_schedulers_start_imports_neither_explain_nor_an_unconfigured_resche
     assert out.strip() == "[]"
 
 
+@pytest.fixture
+def app(api: FakeApi, tmp_path: Path) -> Iterator[SchedulerApp]:
+    """A SchedulerApp on a fake API server that serves everything but DRA, with one pending
+    pod of ours."""
+    serve_everything_but_dra(api)
+    api.on("GET", "/api/v1/pods", empty_list({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "default", "uid": "u1",
+                     "resourceVersion": "3"},
+        "spec": {"schedulerName": DEFAULT_SCHEDULER_NAME, "containers": [{"name": "c"}]}}))
+    options = Options(kubeconfig=str(write_kubeconfig(tmp_path, api.url)),
+                      serving=ServingOptions(secure_port=0, bind_address="127.0.0.1",
+                                             insecure=True), single_cpu=False)
+    made = SchedulerApp(parse_config({"leaderElection": {"leaderElect": False}},
+                                     default_registry()), default_registry(), options)
+    yield made
+    made._stop.set()
+    for reflector in made.reflectors:
+        reflector.stop()
+    made.scheduler.stop()
+
+
 def test_kopf_waits_for_the_first_scheduling_cycle_to_be_over(
-    api: FakeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    app: SchedulerApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """kopf's import, started during the first cycle, took half the interpreter from it and
     delayed the first bind (bench/startup.py): main waits for the loop to come round after
@@ -366,26 +392,34 @@ def test_kopf_waits_for_the_first_scheduling_cycle_to_be_over(
         return popped
 
     monkeypatch.setattr(scheduler_module, "schedule_one", recorded)
-    serve_everything_but_dra(api)
-    api.on("GET", "/api/v1/pods", empty_list({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "web", "namespace": "default", "uid": "u1",
-                     "resourceVersion": "3"},
-        "spec": {"schedulerName": DEFAULT_SCHEDULER_NAME, "containers": [{"name": "c"}]}}))
-    options = Options(kubeconfig=str(write_kubeconfig(tmp_path, api.url)),
-                      serving=ServingOptions(secure_port=0, bind_address="127.0.0.1",
-                                             insecure=True), single_cpu=False)
-    app = SchedulerApp(parse_config({"leaderElection": {"leaderElect": False}},
-                                    default_registry()), default_registry(), options)
+    sync(app)
+    waiter = threading.Thread(target=app.wait_until_first_cycle_over, daemon=True)
+    waiter.start()
+    waiter.join(timeout=20)
+    assert not waiter.is_alive(), "the first cycle was never over"
+    assert turns[:1] == ["cycle with a pod"]
+
+
+def test_the_listings_run_with_the_settled_collector_thresholds(
+    app: SchedulerApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python's default thresholds tripled the decoding of a DRA listing (young collections
+    every 700 objects that find no garbage, full passes over the growing heap): the synced
+    start sets settle_heap's before its first listing starts."""
+    at_start: list[tuple[int, int, int]] = []
+    start = Reflector.start
+
+    def recorded(reflector: Reflector) -> None:
+        at_start.append(gc.get_threshold())
+        start(reflector)
+
+    monkeypatch.setattr(Reflector, "start", recorded)
+    thresholds = gc.get_threshold()
     try:
+        gc.set_threshold(700, 10, 10)  # Python's defaults
         sync(app)
-        waiter = threading.Thread(target=app.wait_until_first_cycle_over, daemon=True)
-        waiter.start()
-        waiter.join(timeout=20)
-        assert not waiter.is_alive(), "the first cycle was never over"
-        assert turns[:1] == ["cycle with a pod"]
     finally:
-        app._stop.set()
-        for reflector in app.reflectors:
-            reflector.stop()
-        app.scheduler.stop()
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
+    assert at_start
+    assert set(at_start) == {GC_THRESHOLDS}
