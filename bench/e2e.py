@@ -204,11 +204,14 @@ RESOURCE_V1 = "/apis/resource.k8s.io/v1"
 # The steady-state cases keep this many pods pending and run this long from the first bind.
 STEADY_PODS = 10
 STEADY_SECONDS = 10.0
-# ... after this warm-up from the first bind, which the stream adds to its run: upstream's
-# scheduler_perf measures a scheduler started before the workload, while here it starts cold
-# with the pods pending, and ours' operator (kopf's import and start, a second of CPU at load
-# 6) begins with the first binds, on the cores the API server needs (warm_* keys).
+# ... after this warm-up from the first bind, which the stream adds to its run, and which the
+# warm_* keys leave out: the resourceclaim controller's and the API server's caches settle in it.
 STEADY_WARMUP_SECONDS = 10.0
+# A scheduler started before a steady state's pods is settled once its process used less than
+# this share of a core over each of SETTLED_SAMPLES samples SETTLED_INTERVAL apart.
+SETTLED_CPU_SHARE = 0.1
+SETTLED_INTERVAL = 0.5
+SETTLED_SAMPLES = 2
 
 
 def dra_pod(name: str) -> dict[str, Any]:
@@ -444,6 +447,10 @@ class Workload:
     # DRA: the claims allocated before the run (None: not a DRA workload), and the setup
     init_claims: int | None = None
     dra: DraShape | None = None
+    # The scheduler is started and settled before the pods are created, as scheduler_perf's
+    # runs from the test's start (its steady states); else it starts with them pending, and
+    # the run includes its start-up (the bursts: first_bind_s).
+    started_first: bool = False
 
 
 def _many(make: Callable[[str], dict[str, Any]], prefix: str, n: int) -> list[dict[str, Any]]:
@@ -515,7 +522,8 @@ def dra_workloads(nodes: int) -> dict[str, Workload]:
         out[full] = (Workload(full, lambda c: _many(dra_pod, "p", burst), init_claims=init,
                               dra=shape) if burst else
                      Workload(full, lambda c: _many(dra_pod, "steady-init", STEADY_PODS),
-                              steady(STEADY_PODS), init_claims=init, dra=shape))
+                              steady(STEADY_PODS), init_claims=init, dra=shape,
+                              started_first=True))
 
     # In this order, runs that allocate as many init claims follow each other.
     template = "SchedulingWithResourceClaimTemplate"
@@ -612,7 +620,10 @@ class Run:
     # DRA pods: when each was first seen with its claims made (``resourceClaimStatuses``),
     # the earliest moment any scheduler can place it.
     claims_made: dict[str, float] = field(default_factory=dict)
+    # When the pods were there for the scheduler: its start, or, started first, the initial
+    # pods' creation; settled: how long it took to settle then (started_first), else None.
     started: float = 0.0
+    settled_s: float | None = None
     pid: int | None = None
     # The scheduler's CPU seconds when its first and its latest bind were seen.
     cpu_at_first_bind: float | None = None
@@ -658,6 +669,7 @@ class Run:
             "burst": self.burst, "repeat": self.repeat, "pods_bound": len(times),
             "pods_per_s": round((len(times) - 1) / span, 1) if span and span > 0 else None,
             "first_bind_s": round(times[0] - self.started, 3) if times else None,
+            **({"settled_s": self.settled_s} if self.settled_s is not None else {}),
             "p50_ms": round(pct(0.50), 1), "p99_ms": round(pct(0.99), 1),
             **({"claims_made_to_bind_p50_ms": round(pct(0.50, placing), 1),
                 "claims_made_to_bind_p90_ms": round(pct(0.90, placing), 1)} if placing else {}),
@@ -1124,6 +1136,49 @@ class Bench:
         return out
 
     # -- one run --------------------------------------------------------------------------
+    @staticmethod
+    def start_scheduler(argv: list[str], log_path: Path) -> subprocess.Popen[bytes]:
+        with open(log_path, "ab") as log:
+            return subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+
+    @staticmethod
+    def check_running(proc: subprocess.Popen[bytes], scheduler: str, log_path: Path) -> None:
+        if proc.poll() is not None:
+            # The log goes with the cluster's state directory: its end is kept here.
+            tail = log_path.read_text(errors="replace").splitlines()[-40:]
+            raise RuntimeError(f"{scheduler} exited with {proc.returncode}; the end "
+                               f"of {log_path}:\n" + "\n".join(tail))
+
+    @staticmethod
+    def stop_scheduler(proc: subprocess.Popen[bytes]) -> None:
+        with contextlib.suppress(ProcessLookupError):  # it may have exited
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    def wait_settled(self, proc: subprocess.Popen[bytes], scheduler: str,
+                     log_path: Path) -> float:
+        """Until the scheduler's process has started and gone quiet (its caches listed, and
+        ours' operator started), as scheduler_perf's scheduler is before a workload's pods:
+        how long that took."""
+        began = time.monotonic()
+        deadline = began + RUN_TIMEOUT
+        quiet = 0
+        last = cpu_seconds(proc.pid) or 0.0
+        while quiet < SETTLED_SAMPLES:
+            time.sleep(SETTLED_INTERVAL)
+            self.check_running(proc, scheduler, log_path)
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{scheduler} did not settle in {RUN_TIMEOUT:.0f} s")
+            cpu = cpu_seconds(proc.pid) or last
+            quiet = quiet + 1 if cpu - last < SETTLED_CPU_SHARE * SETTLED_INTERVAL else 0
+            last = cpu
+        return round(time.monotonic() - began, 2)
+
     def run_one(self, workload: Workload, scheduler: str, qps: int, burst: int,
                 repeat: int) -> dict[str, Any]:
         self.clean()
@@ -1140,20 +1195,30 @@ class Bench:
             threading.Thread(target=self.watch_claims, args=(stop,), daemon=True).start()
         if workload.groups is not None:
             self.create_groups(workload.groups())
+        log_path = self.workdir / f"{scheduler}.log"
+        argv = SCHEDULERS[scheduler](self, qps, burst)
         initial = workload.initial(0)
-        self.create(initial)
-        if workload.init_claims is not None:
-            self.wait_claims_made(len(initial))
+        if workload.started_first:
+            proc = self.start_scheduler(argv, log_path)
+            run.pid = proc.pid
+            try:
+                run.settled_s = self.wait_settled(proc, scheduler, log_path)
+            except BaseException:
+                self.stop_scheduler(proc)
+                raise
+        else:
+            self.create(initial)
+            if workload.init_claims is not None:
+                self.wait_claims_made(len(initial))
         load_before = loadavg()
         calls_before, requests_before = self.api_calls()
         kcm_before = self.kcm_claim_queue()
         events_before = {event["metadata"]["uid"] for event in self.events()}
-        log_path = self.workdir / f"{scheduler}.log"
-        with open(log_path, "ab") as log:
-            run.started = time.monotonic()
-            proc = subprocess.Popen(SCHEDULERS[scheduler](self, qps, burst), cwd=ROOT,
-                                    stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+        run.started = time.monotonic()
+        if workload.started_first:
+            self.create(initial)
+        else:
+            proc = self.start_scheduler(argv, log_path)
             run.pid = proc.pid
         streamer = None
         if workload.stream is not None:
@@ -1164,11 +1229,7 @@ class Bench:
             deadline = run.started + RUN_TIMEOUT
             while time.monotonic() < deadline:
                 time.sleep(0.1)
-                if proc.poll() is not None:
-                    # The log goes with the cluster's state directory: its end is kept here.
-                    tail = log_path.read_text(errors="replace").splitlines()[-40:]
-                    raise RuntimeError(f"{scheduler} exited with {proc.returncode}; the end "
-                                       f"of {log_path}:\n" + "\n".join(tail))
+                self.check_running(proc, scheduler, log_path)
                 if workload.churn_until is not None and len(run.bound) >= workload.churn_until:
                     stop_stream.set()
                 if self.pending() == 0 and (streamer is None or not streamer.is_alive()):
@@ -1178,13 +1239,7 @@ class Bench:
         finally:
             stop.set()
             stop_stream.set()
-            with contextlib.suppress(ProcessLookupError):  # it may have exited
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            self.stop_scheduler(proc)
             if streamer is not None:
                 streamer.join(10)
         calls_after, requests_after = self.api_calls()
