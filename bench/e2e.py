@@ -1198,34 +1198,30 @@ class Bench:
         log_path = self.workdir / f"{scheduler}.log"
         argv = SCHEDULERS[scheduler](self, qps, burst)
         initial = workload.initial(0)
-        if workload.started_first:
-            proc = self.start_scheduler(argv, log_path)
-            run.pid = proc.pid
-            try:
-                run.settled_s = self.wait_settled(proc, scheduler, log_path)
-            except BaseException:
-                self.stop_scheduler(proc)
-                raise
-        else:
-            self.create(initial)
-            if workload.init_claims is not None:
-                self.wait_claims_made(len(initial))
-        load_before = loadavg()
-        calls_before, requests_before = self.api_calls()
-        kcm_before = self.kcm_claim_queue()
-        events_before = {event["metadata"]["uid"] for event in self.events()}
-        run.started = time.monotonic()
-        if workload.started_first:
-            self.create(initial)
-        else:
-            proc = self.start_scheduler(argv, log_path)
-            run.pid = proc.pid
+        # Started first, the scheduler runs from here; else once the pods wait for it.
+        proc = self.start_scheduler(argv, log_path) if workload.started_first else None
         streamer = None
-        if workload.stream is not None:
-            streamer = threading.Thread(target=workload.stream, args=(self, stop_stream),
-                                        daemon=True)
-            streamer.start()
         try:
+            if proc is not None:
+                run.settled_s = self.wait_settled(proc, scheduler, log_path)
+            else:
+                self.create(initial)
+                if workload.init_claims is not None:
+                    self.wait_claims_made(len(initial))
+            load_before = loadavg()
+            calls_before, requests_before = self.api_calls()
+            kcm_before = self.kcm_claim_queue()
+            events_before = {event["metadata"]["uid"] for event in self.events()}
+            run.started = time.monotonic()
+            if proc is not None:
+                self.create(initial)
+            else:
+                proc = self.start_scheduler(argv, log_path)
+            run.pid = proc.pid
+            if workload.stream is not None:
+                streamer = threading.Thread(target=workload.stream, args=(self, stop_stream),
+                                            daemon=True)
+                streamer.start()
             deadline = run.started + RUN_TIMEOUT
             while time.monotonic() < deadline:
                 time.sleep(0.1)
@@ -1239,7 +1235,8 @@ class Bench:
         finally:
             stop.set()
             stop_stream.set()
-            self.stop_scheduler(proc)
+            if proc is not None:
+                self.stop_scheduler(proc)
             if streamer is not None:
                 streamer.join(10)
         calls_after, requests_after = self.api_calls()
