@@ -19,24 +19,11 @@ measures that case (the first run writes the bytecode).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import sys
-from pathlib import Path
-from types import ModuleType
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _bench_e2e() -> ModuleType:
-    """bench/e2e.py as a module (its name would clash with the e2e package)."""
-    spec = importlib.util.spec_from_file_location("bench_e2e", ROOT / "bench" / "e2e.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+from dra_allocator import ROOT, bench_e2e
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schedulers", default="kube-scheduler,ours")
     parser.add_argument("--keep-cluster", action="store_true")
     args = parser.parse_args(argv)
-    e2e = _bench_e2e()
+    e2e = bench_e2e()
     devices = args.nodes * e2e.DRA_DEVICES_PER_NODE
     workload = e2e.Workload(f"startup/{args.pods}pods_{args.nodes}nodes",
                             lambda _: e2e._many(e2e.dra_pod, "p", args.pods),
